@@ -1,0 +1,86 @@
+"""Windowing a set of documents, with grouping by the LLM client or by embeddings offline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import groupby
+
+import numpy as np
+
+from ebm_platform.corpus.windows import Block, WindowParams, build_windows, similarity_groups
+from ebm_platform.llm.client import LLMClient
+from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA
+
+Embedder = Callable[[list[str]], np.ndarray]
+EMBED_TOKENS = 128  # blocks are embedded for grouping from their first 128 word pieces
+
+
+def _valid_group_ids(ids: list[int], n: int) -> bool:
+    return len(ids) == n and (n == 0 or ids[0] == 0) and all(0 <= b - a <= 1 for a, b in zip(ids, ids[1:]))
+
+
+class BlockGrouper:
+    """Groups a document's blocks: one LLM call per section, or neighbour similarity offline."""
+
+    def __init__(self, params: WindowParams, client: LLMClient, embedder: Embedder) -> None:
+        self.params, self.client, self.embedder = params, client, embedder
+        self.llm_sections = 0
+        self.fallback_sections = 0
+
+    def __call__(self, blocks: Sequence[Block]) -> list[int]:
+        texts = [b.text if b.kind != "table_row" else b.text[:200] for b in blocks]
+        vectors = self.embedder(texts)
+        offline_ids = similarity_groups(blocks, vectors, self.params)
+        if self.client.offline:
+            return offline_ids
+        ids: list[int] = []
+        start = 0
+        for section, members in groupby(range(len(blocks)), key=lambda i: blocks[i].section):
+            idx = list(members)
+            local = self._llm_section(section, [blocks[i] for i in idx])
+            if local is None:
+                self.fallback_sections += 1
+                local_offline = offline_ids[idx[0]: idx[-1] + 1]
+                local = [g - local_offline[0] for g in local_offline]
+            ids.extend(start + g for g in local)
+            start = ids[-1] + 1
+        return _cap_groups(blocks, ids, self.params)
+
+    def _llm_section(self, section: str, blocks: list[Block]) -> list[int] | None:
+        numbered = "\n".join(f"[{i}] {b.text[:600]}" for i, b in enumerate(blocks))
+        prompt = GROUPING_PROMPT.format(section=section or "(untitled)", blocks=numbered, n=len(blocks))
+        try:
+            result = self.client.complete_json("group_blocks", prompt, GROUPING_SCHEMA, offline=lambda: {"group_ids": []})
+        except Exception:
+            return None
+        ids = result.data["group_ids"]
+        if not _valid_group_ids(ids, len(blocks)):
+            self.client.usage.invalid_outputs += 1
+            return None
+        self.llm_sections += 1
+        return ids
+
+
+def _cap_groups(blocks: Sequence[Block], ids: list[int], params: WindowParams) -> list[int]:
+    """Split LLM groups that exceed the chunk capacity (at most `max_windows` windows)."""
+    out: list[int] = []
+    group, size, previous = -1, 0, None
+    for block, gid in zip(blocks, ids):
+        if gid != previous or size + block.tokens > params.chunk_capacity:
+            group, size = group + 1, 0
+        out.append(group)
+        size += block.tokens
+        previous = gid
+    return out
+
+
+def window_documents(documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Evidence windows of every document, carrying the document's grade and metadata."""
+    rows: list[dict] = []
+    for n, doc in enumerate(documents, 1):
+        for window in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
+            window.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
+            rows.append(window)
+        if progress and (n % 25 == 0 or n == len(documents)):
+            progress(f"windowed {n}/{len(documents)} documents, {len(rows)} windows")
+    return rows

@@ -1,0 +1,110 @@
+"""`ebm import`: public datasets -> graded, tagged, normalised landing files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ebm_platform.conditions import Catalogue
+from ebm_platform.corpus.landing import landing_markdown, write_atomic
+from ebm_platform.corpus.model import Document, DocumentError
+from ebm_platform.corpus.readers import pubmedqa_document, read_jats
+from ebm_platform.corpus.tagging import tag_conditions
+
+DATASETS = ("evidence-inference", "pubmedqa")
+
+
+@dataclass
+class ImportReport:
+    """What an import wrote, per condition, and what it left out."""
+
+    dataset: str
+    documents: int = 0
+    written: int = 0
+    unchanged: int = 0
+    untagged: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    per_condition: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+
+    def as_dict(self) -> dict:
+        return {
+            "dataset": self.dataset,
+            "documents": self.documents,
+            "files_written": self.written,
+            "files_unchanged": self.unchanged,
+            "untagged_documents": len(self.untagged),
+            "failed": self.failed,
+            "per_condition": {c: dict(sorted(g.items())) for c, g in sorted(self.per_condition.items())},
+        }
+
+    def table(self) -> str:
+        lines = [f"{self.dataset}: {self.documents} documents read, {len(self.untagged)} untagged "
+                 f"(match no condition), {len(self.failed)} unreadable; "
+                 f"{self.written} landing files written, {self.unchanged} unchanged",
+                 f"{'code':<8}{'docs':>6}  grades"]
+        for code, grades in sorted(self.per_condition.items()):
+            mix = " ".join(f"{g}:{n}" for g, n in sorted(grades.items()))
+            lines.append(f"{code:<8}{sum(grades.values()):>6}  {mix}")
+        return "\n".join(lines)
+
+
+def _evidence_inference(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
+    folder = root / "evidence_inference" / "xml"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no Evidence Inference XML folder at {folder}")
+    for path in sorted(folder.glob("PMC*.nxml")):
+        if ids is None or path.stem in ids:
+            yield path.stem, lambda p=path: read_jats(p.read_bytes(), str(p))
+
+
+def _pubmedqa(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
+    path = root / "pubmedqa" / "ori_pqal_dev.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no PubMedQA file at {path}")
+    records = json.loads(path.read_text(encoding="utf-8"))
+    for pmid, record in records.items():
+        if ids is None or pmid in ids:
+            yield pmid, lambda p=pmid, r=record: pubmedqa_document(p, r)
+
+
+SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa)}
+
+
+def import_dataset(
+    dataset: str,
+    datasets_dir: Path,
+    landing_dir: Path,
+    catalogue: Catalogue,
+    ids: set[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ImportReport:
+    """Read a dataset, grade and tag each document, write one landing file per tagged code."""
+    if dataset not in SOURCES:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+    prefix, reader = SOURCES[dataset]
+    report = ImportReport(dataset)
+    for n, (ident, load) in enumerate(reader(Path(datasets_dir), ids), 1):
+        try:
+            document = load()
+        except DocumentError as exc:
+            report.failed[ident] = str(exc)
+            continue
+        report.documents += 1
+        document.conditions = tag_conditions(
+            catalogue, document.title, document.text[:4000], document.text, document.grade
+        )
+        if not document.conditions:
+            report.untagged.append(ident)
+            continue
+        text = landing_markdown(document)
+        for code in document.conditions:
+            report.per_condition[code][document.grade] += 1
+            changed = write_atomic(landing_dir / code / f"{prefix}-{ident}.md", text)
+            report.written += changed
+            report.unchanged += not changed
+        if progress and n % 200 == 0:
+            progress(f"{dataset}: {n} records read")
+    return report

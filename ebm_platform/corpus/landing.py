@@ -1,0 +1,123 @@
+"""Landing folders: reading one partition's files, quarantining bad ones, writing landing files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ebm_platform.conditions import Catalogue
+from ebm_platform.corpus.model import Document, DocumentError
+from ebm_platform.corpus.readers import read_jats, read_markdown, read_pdf
+from ebm_platform.corpus.tagging import tag_conditions
+
+READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats,
+           ".pdf": read_pdf}
+
+
+@dataclass
+class QuarantineRecord:
+    """A file that was not admitted, and why."""
+
+    condition: str
+    path: str
+    reason: str
+    sha256: str
+
+
+@dataclass
+class PartitionLoad:
+    """What reading one landing partition produced."""
+
+    documents: list[Document] = field(default_factory=list)
+    quarantine: list[QuarantineRecord] = field(default_factory=list)
+    files_seen: int = 0
+
+
+def landing_files(folder: Path) -> list[Path]:
+    """The files of a landing folder that are documents (hidden files and README skipped)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p for p in folder.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.name.lower() != "readme.md"
+    )
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
+    """Read, grade and tag one landing file; DocumentError carries the quarantine reason."""
+    reader = READERS.get(path.suffix.lower())
+    if reader is None:
+        raise DocumentError(f"unsupported file type {path.suffix or '(none)'!r}; expected .md, .xml, .nxml or .pdf")
+    document = reader(path.read_bytes(), str(path))
+    codes: list[str] = []
+    for raw in document.conditions:
+        try:
+            codes.append(catalogue.canonical(raw))
+        except KeyError as exc:
+            raise DocumentError(f"unknown condition code {raw!r} in front matter") from exc
+    if not codes:
+        codes = tag_conditions(catalogue, document.title, document.text[:4000], document.text,
+                               document.grade)
+    if code not in codes:
+        codes.insert(0, code)
+    document.conditions = list(dict.fromkeys(codes))
+    return document
+
+
+def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLoad:
+    """Every valid document of a landing folder; every bad one quarantined with its reason."""
+    load = PartitionLoad()
+    first_seen: dict[str, str] = {}
+    for path in landing_files(folder):
+        load.files_seen += 1
+        digest = file_sha256(path)
+        try:
+            document = read_landing_file(path, code, catalogue)
+            if document.doc_id in first_seen:
+                raise DocumentError(
+                    f"duplicate of document {document.doc_id} already admitted from {first_seen[document.doc_id]}"
+                )
+        except DocumentError as exc:
+            load.quarantine.append(QuarantineRecord(code, str(path), str(exc), digest))
+            continue
+        first_seen[document.doc_id] = str(path)
+        load.documents.append(document)
+    return load
+
+
+def landing_markdown(document: Document) -> str:
+    """A normalised landing file: YAML front matter plus the markdown body."""
+    meta = {
+        "title": document.title,
+        "evidence_grade": document.grade,
+        "grade_basis": document.grade_basis,
+        "study_design": document.study_design,
+        "conditions": document.conditions,
+        "year": document.year,
+        "source": document.source,
+        "licence": document.licence,
+        "article_type": document.article_type,
+    }
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{front}---\n\n{document.text.strip()}\n"
+
+
+def write_atomic(path: Path, text: str) -> bool:
+    """Write text via a temporary file and rename; return False when the content is unchanged."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return True

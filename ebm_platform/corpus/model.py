@@ -1,0 +1,52 @@
+"""The document model shared by every reader."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+GRADES = ("A", "B", "C", "D", "E")
+GRADE_LABELS = {
+    "A": "guideline / consensus",
+    "B": "systematic review / meta-analysis",
+    "C": "randomised controlled trial",
+    "D": "cohort study",
+    "E": "other research",
+}
+
+
+class DocumentError(ValueError):
+    """A document that cannot be admitted; its message is the quarantine reason."""
+
+
+def content_hash(text: str) -> str:
+    """Stable document id: sha256 of the normalised markdown text (first 16 hex digits)."""
+    normalised = "\n".join(line.rstrip() for line in text.strip().splitlines())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Document:
+    """A graded, condition-tagged evidence document with markdown text."""
+
+    title: str
+    text: str
+    source: str
+    year: int | None = None
+    licence: str = "unknown"
+    grade: str = "E"
+    grade_basis: str = "rule:other"
+    study_design: str = "other"
+    conditions: list[str] = field(default_factory=list)
+    article_type: str = ""
+    path: str = ""
+    doc_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.doc_id:
+            self.doc_id = content_hash(self.text)
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        row["n_chars"] = len(self.text)
+        return row

@@ -1,0 +1,27 @@
+"""The one Dagster entry point (workspace.yaml loads this module)."""
+
+
+import dagster as dg
+
+from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
+from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
+from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.resources import default_resources
+
+PARTITIONED_ASSETS = [source_documents, evidence_windows]
+GLOBAL_ASSETS = [corpus_report]
+
+conditions_job = dg.define_asset_job(
+    "conditions_job", selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),
+    partitions_def=conditions_partitions,
+    description="Every per-condition asset for one partition (backfill it over all 23 codes).",
+)
+global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
+
+defs = dg.Definitions(
+    assets=[landing_imports, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
+    jobs=[conditions_job, global_job, refresh_job],
+    sensors=[landing_sensor, automation_sensor],
+    schedules=[corpus_refresh_schedule],
+    resources=default_resources(),
+)

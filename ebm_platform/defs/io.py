@@ -1,0 +1,37 @@
+"""Parquet IO manager: one file per asset partition under <lake>/assets, written atomically."""
+
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+
+class LakeParquetIOManager(dg.ConfigurableIOManager):
+    """Stores Polars frames as <root>/assets/<asset>/<partition>.parquet (or <asset>.parquet)."""
+
+    root: str
+
+    def _base(self, key: dg.AssetKey) -> Path:
+        return Path(self.root, "assets", *key.path)
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
+        if obj is None:
+            return
+        base = self._base(context.asset_key)
+        path = base / f"{context.asset_partition_key}.parquet" if context.has_asset_partitions else base.with_suffix(".parquet")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        obj.write_parquet(tmp)
+        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        base = self._base(context.asset_key)
+        if not context.has_asset_partitions:
+            return pl.read_parquet(base.with_suffix(".parquet"))
+        frames = [pl.read_parquet(p) for key in context.asset_partition_keys
+                  if (p := base / f"{key}.parquet").exists()]
+        if not frames:
+            return pl.DataFrame()
+        return pl.concat(frames, how="diagonal_relaxed")

