@@ -12,7 +12,7 @@ from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA
 
 Embedder = Callable[[list[str]], np.ndarray]
-EMBED_TOKENS = 128  # blocks are embedded for grouping from their first 128 word pieces
+EMBED_TOKENS = 64  # blocks are embedded for grouping from their first 64 word pieces
 
 
 def _valid_group_ids(ids: list[int], n: int) -> bool:
@@ -28,8 +28,7 @@ class BlockGrouper:
         self.fallback_sections = 0
 
     def __call__(self, blocks: Sequence[Block]) -> list[int]:
-        texts = [b.text if b.kind != "table_row" else b.text[:200] for b in blocks]
-        vectors = self.embedder(texts)
+        vectors = self._vectors(blocks)
         offline_ids = similarity_groups(blocks, vectors, self.params)
         if self.client.offline:
             return offline_ids
@@ -45,6 +44,14 @@ class BlockGrouper:
             ids.extend(start + g for g in local)
             start = ids[-1] + 1
         return _cap_groups(blocks, ids, self.params)
+
+    def _vectors(self, blocks: Sequence[Block]) -> np.ndarray:
+        """Embeddings of non-table blocks; table rows get zero vectors (grouped by structure)."""
+        prose = [i for i, b in enumerate(blocks) if b.kind != "table_row"]
+        embedded = self.embedder([blocks[i].text for i in prose])
+        vectors = np.zeros((len(blocks), embedded.shape[1] if embedded.size else 1), dtype=np.float32)
+        vectors[prose] = embedded
+        return vectors
 
     def _llm_section(self, section: str, blocks: list[Block]) -> list[int] | None:
         numbered = "\n".join(f"[{i}] {b.text[:600]}" for i, b in enumerate(blocks))

@@ -74,10 +74,12 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
 
 
 def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLoad:
-    """Every valid document of a landing folder; every bad one quarantined with its reason."""
+    """Every valid document of a landing folder; every bad one quarantined with its reason.
+
+    Files are read oldest first, so a later copy of an admitted document is the duplicate."""
     load = PartitionLoad()
     first_seen: dict[str, str] = {}
-    for path in landing_files(folder):
+    for path in sorted(landing_files(folder), key=lambda p: (p.stat().st_mtime_ns, p.name)):
         load.files_seen += 1
         digest = file_sha256(path)
         try:

@@ -18,6 +18,7 @@ import numpy as np
 TOKEN = re.compile(r"\w+|[^\w\s]")
 HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+CAPTION = re.compile(r"^(?:Table|Tab\.)\s*\w+", re.I)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 
 
@@ -91,17 +92,21 @@ def split_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
+def is_caption(block: Block) -> bool:
+    return block.kind == "paragraph" and bool(CAPTION.match(block.text))
+
+
 def similarity_groups(blocks: Sequence[Block], vectors: np.ndarray, params: WindowParams) -> list[int]:
     """Offline grouping: start a new group at a heading change, when a neighbour's cosine
     similarity falls below `group_similarity`, or when the chunk would overflow its capacity.
-    Table rows of one table always stay together."""
+    Table rows stay with their table and its caption (their vectors are not consulted)."""
     groups: list[int] = []
     group, size = 0, 0
     for i, block in enumerate(blocks):
         if i > 0:
             prev = blocks[i - 1]
-            same_table = block.kind == prev.kind == "table_row"
-            similar = float(vectors[i] @ vectors[i - 1]) >= params.group_similarity
+            same_table = block.kind == "table_row" and (prev.kind == "table_row" or is_caption(prev))
+            similar = not same_table and float(vectors[i] @ vectors[i - 1]) >= params.group_similarity
             if (block.section != prev.section or not (same_table or similar)
                     or size + block.tokens > params.chunk_capacity):
                 group, size = group + 1, 0

@@ -1,0 +1,1 @@
+"""Benchmarks run by `make bench`: each prints numbers and ratios against a same-run baseline."""

@@ -1,0 +1,55 @@
+"""The landing sensor requests runs for exactly the changed partitions; definitions load."""
+
+import json
+
+import dagster as dg
+
+from ebm_platform.defs.automation import landing_sensor
+from ebm_platform.defs.resources import LakeResource
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.test_readers import GUIDELINE
+
+
+def _tick(lake, cursor=None):
+    context = dg.build_sensor_context(
+        cursor=cursor, resources={"lake": LakeResource(root=str(lake), catalogue_path=str(DEFAULT_CATALOGUE))})
+    return landing_sensor(context)
+
+
+def test_new_guideline_for_acl_requests_acl_only(lake):
+    (lake / "landing" / "PFP").mkdir()
+    (lake / "landing" / "PFP" / "old.md").write_bytes(GUIDELINE)
+    baseline = _tick(lake)
+    assert [r.partition_key for r in baseline.run_requests] == ["PFP"]
+    (lake / "landing" / "ACL").mkdir()
+    (lake / "landing" / "ACL" / "new-guideline.md").write_bytes(GUIDELINE.replace(b"PFP", b"ACL"))
+    result = _tick(lake, baseline.cursor)
+    assert [r.partition_key for r in result.run_requests] == ["ACL"]
+    assert result.run_requests[0].run_key.startswith("ACL:")
+    again = _tick(lake, result.cursor)
+    assert again.run_requests == []
+    assert set(json.loads(again.cursor)) == {"ACL", "PFP"}
+
+
+def test_changed_and_removed_files_trigger_their_partition(lake):
+    folder = lake / "landing" / "ACL"
+    folder.mkdir()
+    (folder / "g.md").write_bytes(GUIDELINE)
+    first = _tick(lake)
+    (folder / "g.md").write_bytes(GUIDELINE + b"\nAn added sentence.\n")
+    changed = _tick(lake, first.cursor)
+    assert [r.partition_key for r in changed.run_requests] == ["ACL"]
+    assert changed.run_requests[0].run_key != first.run_requests[0].run_key
+    (folder / "g.md").unlink()
+    removed = _tick(lake, changed.cursor)
+    assert [r.partition_key for r in removed.run_requests] == ["ACL"]
+
+
+def test_definitions_load_with_the_23_partitions():
+    from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform_tests.test_catalogue import PAPER_CODES
+
+    assert conditions_partitions.get_partition_keys() == PAPER_CODES
+    assert defs.resolve_job_def("conditions_job") is not None
+    assert defs.resolve_sensor_def("landing_sensor").default_status == dg.DefaultSensorStatus.RUNNING
+    assert defs.resolve_schedule_def("weekly_corpus_refresh").cron_schedule == "0 3 * * 1"

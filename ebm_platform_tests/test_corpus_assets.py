@@ -1,0 +1,89 @@
+"""source_documents / evidence_windows through dagster.materialize on real documents."""
+
+import shutil
+
+import dagster as dg
+import duckdb
+import polars as pl
+
+from ebm_platform.corpus.importers import import_dataset
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.defs.corpus import evidence_windows, source_documents
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.conftest import lake_resources
+
+ACL_ARTICLES = {"PMC3718450", "PMC5698974"}
+
+
+def _materialize(lake, code):
+    return dg.materialize([source_documents, evidence_windows], partition_key=code,
+                          resources=lake_resources(lake), instance=dg.DagsterInstance.ephemeral())
+
+
+def _import_acl(lake, datasets_dir):
+    report = import_dataset("evidence-inference", datasets_dir, lake / "landing",
+                            load_catalogue(DEFAULT_CATALOGUE), ids=ACL_ARTICLES)
+    assert report.per_condition["ACL"], report.table()
+    return report
+
+
+def test_bad_files_are_quarantined_and_valid_documents_materialise(lake, datasets_dir):
+    _import_acl(lake, datasets_dir)
+    folder = lake / "landing" / "ACL"
+    valid = sorted(folder.glob("*.md"))
+    bad = {
+        "empty.md": b"",
+        "binary.md": bytes(range(256)) * 4,
+        "latin1.md": "---\ntitle: t\n---\ncaf\u00e9 au lait".encode("latin-1"),
+        "no_front_matter.md": b"# Heading\n\nJust text.",
+        "unknown_grade.md": b"---\ntitle: t\nevidence_grade: Z\n---\nbody text",
+        "malformed.nxml": b"<article><front><article-meta>",
+        "copy.md": valid[0].read_bytes(),
+    }
+    for name, data in bad.items():
+        (folder / name).write_bytes(data)
+    result = _materialize(lake, "ACL")
+    assert result.success
+    docs = pl.read_parquet(lake / "assets" / "source_documents" / "ACL.parquet")
+    assert docs.height == len(valid)
+    meta = result.asset_materializations_for_node("source_documents")[0].metadata
+    assert meta["quarantined"].value == len(bad)
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as conn:
+        reasons = dict(conn.execute("SELECT path, reason FROM quarantine WHERE condition='ACL'").fetchall())
+    expected = {"empty.md": "empty file", "binary.md": "binary", "latin1.md": "UTF-8",
+                "no_front_matter.md": "front matter", "unknown_grade.md": "unknown evidence_grade",
+                "malformed.nxml": "malformed XML", "copy.md": "duplicate of document"}
+    for name, fragment in expected.items():
+        assert fragment in reasons[str(folder / name)], (name, reasons[str(folder / name)])
+    windows = pl.read_parquet(lake / "assets" / "evidence_windows" / "ACL.parquet")
+    assert windows.height > 0 and set(windows["doc_id"]) == set(docs["doc_id"])
+    assert windows["n_tokens"].max() <= 320
+
+
+def test_rerun_replaces_and_ids_are_stable(lake, datasets_dir):
+    _import_acl(lake, datasets_dir)
+    _materialize(lake, "ACL")
+    first = pl.read_parquet(lake / "assets" / "evidence_windows" / "ACL.parquet")
+    _materialize(lake, "ACL")
+    second = pl.read_parquet(lake / "assets" / "evidence_windows" / "ACL.parquet")
+    assert first["window_id"].to_list() == second["window_id"].to_list()
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as conn:
+        assert conn.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
+
+
+def test_empty_partition_materialises_empty_and_says_so(lake):
+    result = _materialize(lake, "ITBS")
+    assert result.success
+    meta = result.asset_materializations_for_node("evidence_windows")[0].metadata
+    assert meta["empty"].value is True and meta["windows"].value == 0
+    assert pl.read_parquet(lake / "assets" / "source_documents" / "ITBS.parquet").height == 0
+
+
+def test_imported_files_round_trip_their_metadata(lake, datasets_dir):
+    _import_acl(lake, datasets_dir)
+    shutil.rmtree(lake / "landing" / "MACL", ignore_errors=True)
+    _materialize(lake, "ACL")
+    docs = pl.read_parquet(lake / "assets" / "source_documents" / "ACL.parquet")
+    assert set(docs["source"]) == {f"evidence_inference:{pmc}" for pmc in ACL_ARTICLES}
+    assert all("ACL" in c for c in docs["conditions"].to_list())
+    assert docs["grade"].is_in(["A", "B", "C", "D", "E"]).all()

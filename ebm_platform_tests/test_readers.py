@@ -1,0 +1,74 @@
+import json
+
+import pytest
+
+from ebm_platform.corpus.grading import grade_document
+from ebm_platform.corpus.model import DocumentError
+from ebm_platform.corpus.readers import parse_jats, pubmedqa_document, read_markdown
+
+GUIDELINE = b"""---
+title: Hip and knee exercise for patellofemoral pain
+evidence_grade: A
+conditions: [PFP]
+year: 2019
+source: test
+licence: CC BY 4.0
+---
+# Recommendations
+
+Combine hip and knee exercises to reduce pain in adults with patellofemoral pain.
+"""
+
+
+def test_markdown_front_matter():
+    doc = read_markdown(GUIDELINE, "x.md")
+    assert (doc.title, doc.grade, doc.year, doc.conditions) == (
+        "Hip and knee exercise for patellofemoral pain", "A", 2019, ["PFP"])
+    assert doc.grade_basis == "metadata:evidence_grade"
+    assert len(doc.doc_id) == 16 and doc.doc_id == read_markdown(GUIDELINE, "y.md").doc_id
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "empty file"),
+    (b"\x00\x01\x02binary", "binary"),
+    ("---\ntitle: x\n---\nbody caf\u00e9".encode("latin-1"), "UTF-8"),
+    (b"# no front matter\n\ntext", "without YAML front matter"),
+    (GUIDELINE.replace(b"evidence_grade: A", b"evidence_grade: F"), "unknown evidence_grade"),
+    (b"---\ntitle: [unclosed\n---\nbody", "invalid YAML"),
+])
+def test_markdown_errors_say_why(data, reason):
+    with pytest.raises(DocumentError, match=reason):
+        read_markdown(data)
+
+
+def test_grading_rules_in_priority_order():
+    assert grade_document(None, "", "Clinical practice guideline for neck pain", "")[0] == "A"
+    assert grade_document(None, "", "A systematic review and meta-analysis", "")[0] == "B"
+    assert grade_document(None, "", "Exercise for back pain", "Patients were randomly assigned")[0] == "C"
+    assert grade_document(None, "", "Running injuries: a prospective cohort", "")[0] == "D"
+    assert grade_document(None, "", "Case report", "")[0] == "E"
+    assert grade_document("b", "", "anything", "")[:1] == ("B",)
+
+
+def test_jats_reader_on_a_real_article(datasets_dir):
+    path = datasets_dir / "evidence_inference" / "xml" / "PMC1065070.nxml"
+    article = parse_jats(path.read_bytes())
+    assert article.pmcid == "PMC1065070" and article.year == 2004
+    assert article.licence.startswith("http://creativecommons.org/licenses/by")
+    assert article.markdown.startswith("# Extravascular lung water")
+    assert "## Abstract" in article.markdown and "### Results" in article.markdown
+    assert "randomly assigned" in article.abstract
+
+
+def test_malformed_xml_is_a_document_error():
+    with pytest.raises(DocumentError, match="malformed XML"):
+        parse_jats(b"<article><front>")
+
+
+def test_pubmedqa_record_becomes_sections(datasets_dir):
+    records = json.loads((datasets_dir / "pubmedqa" / "ori_pqal_dev.json").read_text())
+    pmid, record = next(iter(records.items()))
+    doc = pubmedqa_document(pmid, record)
+    assert doc.title == record["QUESTION"] and doc.source == f"pubmedqa:{pmid}"
+    assert doc.text.count("\n## ") == len(record["CONTEXTS"])
+    assert doc.grade == "C"  # "Three-year randomized field trial."
