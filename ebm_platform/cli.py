@@ -113,6 +113,101 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     return 0
 
 
+def _graph_path() -> Path:
+    from ebm_platform.settings import get_settings
+
+    return get_settings().lake / "stores" / "kuzu" / "graph.kz"
+
+
+def cmd_graph_stats(args: argparse.Namespace) -> int:
+    from ebm_platform.graph.build import PAPER_CORE_MIX, PAPER_CORE_SHARE
+    from ebm_platform.graph.store import GraphStore
+
+    with GraphStore(_graph_path(), read_only=True) as store:
+        nodes = store.query("MATCH (e:Entity) RETURN e.partition AS partition, e.type AS type, "
+                            "e.pico_core AS core, count(*) AS n ORDER BY partition, type")
+        relations = store.query("MATCH (a:Entity)-[r:RELATES]->(:Entity) RETURN a.partition AS partition, "
+                                "r.type AS type, count(*) AS n ORDER BY partition, type")
+        attributes = store.query("MATCH (a:Attribute) RETURN a.partition AS partition, count(*) AS n")
+        tree = store.query("MATCH (c:Community) RETURN count(*) AS communities")
+    total_entities = int(nodes["n"].sum()) if nodes.height else 0
+    total_attributes = int(attributes["n"].sum()) if attributes.height else 0
+    core = nodes.filter(nodes["core"]) if nodes.height else nodes
+    core_total = int(core["n"].sum()) if core.height else 0
+    core_mix = {t: round(int(core.filter(core["type"] == t)["n"].sum()) / core_total, 3) if core_total else 0.0
+                for t in PAPER_CORE_MIX}
+    summary = {
+        "entities": total_entities, "attributes": total_attributes,
+        "relations": int(relations["n"].sum()) if relations.height else 0,
+        "communities": int(tree.item()) if tree.height else 0,
+        "pico_core_share": round(core_total / (total_entities + total_attributes), 4) if total_entities else 0.0,
+        "pico_core_share_paper": PAPER_CORE_SHARE,
+        "core_mix": core_mix, "core_mix_paper": PAPER_CORE_MIX,
+        "nodes_by_type": {t: int(nodes.filter(nodes["type"] == t)["n"].sum()) for t in sorted(set(nodes["type"]))},
+        "relations_by_type": {t: int(relations.filter(relations["type"] == t)["n"].sum()) for t in sorted(set(relations["type"]))},
+        "per_condition": {p: {"entities": int(nodes.filter(nodes["partition"] == p)["n"].sum()),
+                              "pico_core": int(core.filter(core["partition"] == p)["n"].sum())}
+                          for p in sorted(set(nodes["partition"]))},
+    }
+    if args.json:
+        _say(json.dumps(summary, indent=2))
+        return 0
+    _say(f"entities {summary['entities']}, attributes {summary['attributes']}, relations {summary['relations']}, "
+         f"communities {summary['communities']}")
+    _say(f"PICO-core share of entity+attribute nodes: {summary['pico_core_share']:.1%} (paper {PAPER_CORE_SHARE:.1%})")
+    _say("core mix (here / paper): " + ", ".join(f"{t} {core_mix[t]:.1%}/{p:.1%}" for t, p in PAPER_CORE_MIX.items()))
+    _say("nodes by type: " + ", ".join(f"{t} {n}" for t, n in summary["nodes_by_type"].items()))
+    _say("relations by type: " + ", ".join(f"{t} {n}" for t, n in summary["relations_by_type"].items()))
+    for code, c in summary["per_condition"].items():
+        _say(f"  {code:<7} entities {c['entities']:>6}  PICO-core {c['pico_core']:>6}")
+    return 0
+
+
+def cmd_graph_query(args: argparse.Namespace) -> int:
+    from ebm_platform.graph.store import GraphStore
+
+    with GraphStore(_graph_path(), read_only=True) as store:
+        try:
+            frame = store.query(args.cypher)
+        except RuntimeError as exc:
+            raise ValueError(f"Cypher error: {exc}") from exc
+    if args.json:
+        _say(frame.write_json())
+    else:
+        import polars as pl
+
+        with pl.Config(tbl_rows=args.limit, fmt_str_lengths=80, tbl_width_chars=200):
+            _say(str(frame.head(args.limit)))
+    return 0
+
+
+def cmd_graph_load_edges(args: argparse.Namespace) -> int:
+    from ebm_platform.graph.release import load_into_kuzu, read_edges
+
+    started = time.perf_counter()
+    counts = load_into_kuzu(read_edges(Path(args.file)), Path(args.db))
+    counts["seconds"] = round(time.perf_counter() - started, 2)
+    _say(json.dumps(counts) if args.json else
+         f"loaded {counts['edges']} edges between {counts['nodes']} nodes into {args.db} in {counts['seconds']}s")
+    return 0
+
+
+def cmd_eval_pico(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.pico_eval import evaluate
+    from ebm_platform.settings import get_settings
+
+    result = evaluate(get_settings().require_datasets_dir(), args.split, args.limit, progress=_say)
+    if args.json:
+        _say(json.dumps(result, indent=2))
+        return 0
+    _say(f"PICO extraction ({result['mode']}) on Evidence Inference {args.split}: "
+         f"{result['prompts']} prompts, {result['articles']} articles")
+    _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
+    for field, m in result["fields"].items():
+        _say(f"{field:<14}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}{m['match_rate_f1_ge_0.5']:>9.3f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ebm", description="ebm-platform: evidence-based GraphRAG (SR-RAG)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,6 +220,28 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=cmd_import)
     quarantine = sub.add_parser("quarantine", help="list quarantined files and their reasons")
     quarantine.set_defaults(func=cmd_quarantine)
+
+    graph = sub.add_parser("graph", help="the Kùzu knowledge graph").add_subparsers(dest="graph_command", required=True)
+    stats = graph.add_parser("stats", help="nodes, relations, attributes and PICO-core shares per condition")
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(func=cmd_graph_stats)
+    query = graph.add_parser("query", help="run a read-only Cypher query")
+    query.add_argument("cypher")
+    query.add_argument("--json", action="store_true")
+    query.add_argument("--limit", type=int, default=50)
+    query.set_defaults(func=cmd_graph_query)
+    edges = graph.add_parser("load-edges", help="load an SR-RAG release edge list into a fresh Kùzu database")
+    edges.add_argument("file")
+    edges.add_argument("--db", required=True)
+    edges.add_argument("--json", action="store_true")
+    edges.set_defaults(func=cmd_graph_load_edges)
+
+    evaluation = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
+    pico = evaluation.add_parser("pico", help="offline PICO extraction vs Evidence Inference prompts")
+    pico.add_argument("--split", default="validation", choices=["train", "validation"])
+    pico.add_argument("--limit", type=int, help="at most this many articles")
+    pico.add_argument("--json", action="store_true")
+    pico.set_defaults(func=cmd_eval_pico)
     return parser
 
 
@@ -132,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
         print(f"ebm: error: {exc}", file=sys.stderr)
         return 2
 

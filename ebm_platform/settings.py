@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     window_overlap: int = 64
     max_windows_per_chunk: int = 3
     group_similarity: float = 0.30
+    graph_schema: str = "pico_extended"
 
     @property
     def landing_dir(self) -> Path:

@@ -41,7 +41,7 @@ def lake_resources(root: Path) -> dict:
     from dagster_duckdb import DuckDBResource
 
     from ebm_platform.defs.io import LakeParquetIOManager
-    from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+    from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeResource, LLMResource
     from ebm_platform.settings import DEFAULT_CATALOGUE
 
     return {
@@ -50,4 +50,5 @@ def lake_resources(root: Path) -> dict:
         "io_manager": LakeParquetIOManager(root=str(root)),
         "embedder": EmbedderResource(),
         "llm": LLMResource(),
+        "graph": GraphResource(lake_root=str(root)),
     }

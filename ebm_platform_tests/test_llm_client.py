@@ -36,7 +36,8 @@ class ScriptedServer:
                     return self._send(400, {"error": {"message": "bad request", "type": "invalid_request"}})
                 if action == "slow":
                     time.sleep(1.5)
-                content = "this is {not json" if action == "malformed" else '```json\n{"answer": 42}\n```'
+                content = ("this is {not json" if action == "malformed" else action[len("content:"):]
+                           if action.startswith("content:") else '```json\n{"answer": 42}\n```')
                 self._send(200, {
                     "id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
                     "choices": [{"index": 0, "finish_reason": "stop",

@@ -8,6 +8,8 @@ import numpy as np
 
 from ebm_platform.conditions import Catalogue, load_catalogue
 from ebm_platform.corpus.windows import WindowParams
+from ebm_platform.graph.schema import Schema, load_schema
+from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import embed
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.settings import get_settings
@@ -33,6 +35,24 @@ class LakeResource(dg.ConfigurableResource):
 
     def catalogue(self) -> Catalogue:
         return load_catalogue(self.catalogue_path)
+
+
+class GraphResource(dg.ConfigurableResource):
+    """The Kùzu store location and the active graph schema (pico_extended or pico_neutral)."""
+
+    lake_root: str
+    schema_name: str = "pico_extended"
+    merge_threshold: float = 0.92
+
+    @property
+    def path(self) -> Path:
+        return Path(self.lake_root) / "stores" / "kuzu" / "graph.kz"
+
+    def schema(self) -> Schema:
+        return load_schema(self.schema_name)
+
+    def store(self, read_only: bool = False) -> GraphStore:
+        return GraphStore(self.path, read_only=read_only)
 
 
 class LLMResource(dg.ConfigurableResource):
@@ -86,5 +106,6 @@ def default_resources() -> dict[str, object]:
                                      max_windows_per_chunk=s.max_windows_per_chunk,
                                      group_similarity=s.group_similarity),
         "warehouse": DuckDBResource(database=str(s.warehouse_path)),
+        "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema),
         "io_manager": LakeParquetIOManager(root=str(s.lake)),
     }

@@ -1,0 +1,107 @@
+"""Graph channel (SR-RAG 3.4 / App. D.1): from a question's PICO anchors to candidate windows.
+
+1. Entity matching: each anchor (P, I, C, O, T, condition) matches entities by normalised name
+   (containment) and by embedding cosine (>= min_similarity, top `per_anchor`).
+2. Triple matching: typed relations whose two ends both matched add a bonus to the window the
+   triple came from.
+3. Community filtering: windows whose matched entities sit in the question's best communities
+   (by matched score) keep full weight; others are down-weighted by `off_community`.
+Each window's score sums its matched entities' scores; the path names what led to it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from ebm_platform.graph.normalise import normalise
+from ebm_platform.graph.pico_rules import Anchors
+from ebm_platform.graph.store import GraphStore
+
+
+@dataclass
+class GraphCandidate:
+    window_id: str
+    score: float
+    path: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChannelParams:
+    capacity: int = 120
+    per_anchor: int = 8
+    min_similarity: float = 0.6
+    triple_bonus: float = 0.5
+    top_communities: int = 3
+    off_community: float = 0.5
+
+
+class GraphChannel:
+    """Candidate windows from the Kùzu graph for one or all partitions."""
+
+    def __init__(self, store: GraphStore, entities: pl.DataFrame, embed: Callable[[list[str]], np.ndarray],
+                 params: ChannelParams = ChannelParams()) -> None:
+        self.store, self.embed, self.params = store, embed, params
+        self.entities = entities.select("id", "partition", "name", "norm", "type")
+        self.vectors = np.asarray(entities["vector"].to_list(), dtype=np.float32) if entities.height else \
+            np.zeros((0, 384), dtype=np.float32)
+
+    def _match(self, anchors: Anchors, partitions: list[str] | None) -> dict[str, tuple[float, str]]:
+        """entity id -> (score, 'anchor -> entity' description), best per entity."""
+        texts = [t for t in anchors.terms if t]
+        if not texts or not self.entities.height:
+            return {}
+        mask = np.ones(self.entities.height, dtype=bool) if not partitions else \
+            self.entities["partition"].is_in(partitions).to_numpy()
+        ids, names, norms = (self.entities[c].to_list() for c in ("id", "name", "norm"))
+        types = self.entities["type"].to_list()
+        sims = self.embed(texts) @ self.vectors.T
+        matched: dict[str, tuple[float, str]] = {}
+        for a, text in enumerate(texts):
+            anchor_norm = normalise(text)
+            scores = np.where(mask, sims[a], -1.0)
+            for i in np.argsort(-scores)[: self.params.per_anchor * 4]:
+                exact = norms[i] and (norms[i] in anchor_norm or anchor_norm in norms[i]) and len(norms[i]) > 2
+                score = 1.0 if exact else float(scores[i])
+                if score < self.params.min_similarity:
+                    continue
+                if score > matched.get(ids[i], (0.0, ""))[0]:
+                    matched[ids[i]] = (score, f"anchor '{text}' -> {types[i]} '{names[i]}' ({score:.2f})")
+        return dict(sorted(matched.items(), key=lambda kv: -kv[1][0])[: self.params.per_anchor * len(texts)])
+
+    def search(self, anchors: Anchors, partitions: list[str] | None = None) -> list[GraphCandidate]:
+        matched = self._match(anchors, partitions)
+        if not matched:
+            return []
+        ids = list(matched)
+        mentions = self.store.query(
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids "
+            "RETURN e.id AS entity, w.window_id AS window_id", {"ids": ids})
+        triples = self.store.query(
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
+            "RETURN a.name AS source, r.type AS type, b.name AS target, r.window_id AS window_id", {"ids": ids})
+        communities = self.store.query(
+            "MATCH (e:Entity)-[:IN_COMMUNITY]->(c:Community) WHERE e.id IN $ids "
+            "RETURN e.id AS entity, c.id AS community, c.name AS name", {"ids": ids})
+        community_of = dict(zip(communities["entity"].to_list(), communities["community"].to_list())) \
+            if communities.height else {}
+        weight: dict[str, float] = defaultdict(float)
+        for entity, community in community_of.items():
+            weight[community] += matched[entity][0]
+        best = set(sorted(weight, key=lambda c: -weight[c])[: self.params.top_communities])
+        scores: dict[str, float] = defaultdict(float)
+        paths: dict[str, list[str]] = defaultdict(list)
+        for entity, window in mentions.iter_rows():
+            factor = 1.0 if not best or community_of.get(entity) in best else self.params.off_community
+            scores[window] += matched[entity][0] * factor
+            paths[window].append(matched[entity][1] + ("" if factor == 1.0 else " [outside top communities]"))
+        for source, type_, target, window in triples.iter_rows():
+            if window in scores:
+                scores[window] += self.params.triple_bonus
+                paths[window].append(f"triple ({source}) -[{type_}]-> ({target})")
+        ranked = sorted(scores, key=lambda w: (-scores[w], w))[: self.params.capacity]
+        return [GraphCandidate(w, round(scores[w], 4), paths[w]) for w in ranked]

@@ -1,0 +1,92 @@
+"""pico_extractions: schema-bounded entities, relations and attributes for every window."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+
+from ebm_platform.graph import pico_rules
+from ebm_platform.graph.schema import Schema, map_to_schema, validate
+from ebm_platform.llm.client import LLMClient, LLMError
+
+EXTRACTION_PROMPT = """Extract a schema-bounded knowledge graph from this clinical evidence window.
+Use ONLY these node types: {nodes}
+ONLY these relations (source type -> target type): {relations}
+ONLY these attributes: {attributes}
+Use names exactly as written in the text; do not add facts that are not in the window.
+
+Window:
+{text}
+
+Answer with JSON only:
+{{"entities": [{{"name": "...", "type": "..."}}],
+ "relations": [{{"source": "<entity name>", "relation": "...", "target": "<entity name>"}}],
+ "attributes": [{{"entity": "<entity name>", "attribute": "...", "value": "..."}}]}}"""
+
+EXTRACTION_SCHEMA = {
+    "type": "object",
+    "properties": {k: {"type": "array"} for k in ("entities", "relations", "attributes")},
+    "required": ["entities"],
+}
+ELEMENT_COLUMNS = ("window_id", "doc_id", "kind", "subject", "subject_type", "predicate", "object", "object_type")
+
+
+def extraction_prompt(text: str, schema: Schema) -> str:
+    relations = "; ".join(f"{r} ({'/'.join(s)} -> {'/'.join(t)})" for r, (s, t) in schema.relations.items())
+    return EXTRACTION_PROMPT.format(nodes=", ".join(schema.nodes), relations=relations,
+                                    attributes=", ".join(schema.attributes), text=text)
+
+
+def to_elements(window_id: str, doc_id: str, extraction: dict) -> list[dict]:
+    """Flatten one window's extraction into triple-like rows (kind entity/relation/attribute)."""
+    types = {e["name"]: e["type"] for e in extraction["entities"]}
+    rows = [dict(window_id=window_id, doc_id=doc_id, kind="entity", subject=e["name"], subject_type=e["type"],
+                 predicate="is_a", object=None, object_type=None) for e in extraction["entities"]]
+    rows += [dict(window_id=window_id, doc_id=doc_id, kind="relation", subject=r["source"],
+                  subject_type=types[r["source"]], predicate=r["relation"], object=r["target"],
+                  object_type=types[r["target"]]) for r in extraction["relations"]]
+    rows += [dict(window_id=window_id, doc_id=doc_id, kind="attribute", subject=a["entity"],
+                  subject_type=types[a["entity"]], predicate=a["attribute"], object=a["value"],
+                  object_type=None) for a in extraction["attributes"]]
+    return rows
+
+
+class Extractor:
+    """Extracts windows through the LLM client (LLM mode) or the offline rules."""
+
+    def __init__(self, schema: Schema, client: LLMClient, condition_names: tuple[str, ...] = ()) -> None:
+        self.schema, self.client, self.condition_names = schema, client, condition_names
+        self.drops: Counter = Counter()
+        self.failed_windows = 0
+
+    def window(self, text: str) -> dict:
+        offline: Callable[[], dict] = lambda: pico_rules.extract(text, self.condition_names).as_dict()  # noqa: E731
+        try:
+            result = self.client.complete_json("pico_extraction", extraction_prompt(text, self.schema),
+                                               EXTRACTION_SCHEMA, offline=offline)
+        except LLMError:
+            self.failed_windows += 1
+            return {"entities": [], "relations": [], "attributes": []}
+        raw = result.data
+        if result.mode == "offline":
+            raw = map_to_schema(validate(raw, _extended(), self.drops), self.schema, self.drops) \
+                if self.schema.mapping else raw
+        return validate(raw, self.schema, self.drops)
+
+    def windows(self, rows: list[dict], progress: Callable[[str], None] | None = None) -> list[dict]:
+        elements: list[dict] = []
+        for n, row in enumerate(rows, 1):
+            elements.extend(to_elements(row["window_id"], row["doc_id"], self.window(row["text"])))
+            if progress and n % 500 == 0:
+                progress(f"extracted {n}/{len(rows)} windows")
+        return elements
+
+    def report(self) -> str:
+        return json.dumps(dict(self.drops), sort_keys=True)
+
+
+def _extended() -> Schema:
+    from ebm_platform.graph.schema import load_schema
+
+    return load_schema("pico_extended")

@@ -1,0 +1,149 @@
+"""Knowledge tree (Youtu-GraphRAG style, SR-RAG App. C.2): community compression, 4 layers.
+
+1. Seed communities with Louvain (seeded) over the entity graph (typed relations weigh 2,
+   co-mention in a window 1).
+2. Node reassignment: phi(e, C) = Jaccard(Psi(e), Psi(C)) + lambda * cos(v_e, centroid(C)),
+   Psi = set of relation types an entity (community) takes part in; a node moves to a
+   neighbouring community when that raises phi by more than epsilon.
+3. Community merging: adjacent communities merge while phi(Ca, Cb) >= threshold (same formula
+   over the communities' relation sets and centroids) and the result stays under max_size.
+Layers: L4 community, L3 keywords (top members by degree), L2 triples (typed relations among
+members), L1 attributes (of members).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    lam: float = 0.5
+    epsilon: float = 0.05
+    merge_threshold: float = 1.1
+    max_size: int = 200
+    keywords: int = 3
+    seed: int = 7
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v)
+    return v / n if n else v
+
+
+def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()) -> tuple[dict[str, int], dict]:
+    """Community id per entity id, and statistics. `edges`: source, target, type, weight."""
+    ids = entities["id"].to_list()
+    if not ids:
+        return {}, {"communities": 0}
+    vectors = {i: np.asarray(v, dtype=np.float32) for i, v in zip(ids, entities["vector"].to_list())}
+    psi: dict[str, set[str]] = defaultdict(set)
+    graph = nx.Graph()
+    graph.add_nodes_from(ids)
+    for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
+        if s in vectors and t in vectors:
+            graph.add_edge(s, t, weight=graph.get_edge_data(s, t, {"weight": 0})["weight"] + w)
+            if typ != "co_mention":
+                psi[s].add(typ)
+                psi[t].add(typ)
+    seeds = nx.community.louvain_communities(graph, weight="weight", seed=params.seed)
+    community = {node: c for c, members in enumerate(seeds) for node in members}
+
+    def summary() -> tuple[dict[int, set[str]], dict[int, np.ndarray], dict[int, int]]:
+        rel: dict[int, set[str]] = defaultdict(set)
+        total: dict[int, np.ndarray] = {}
+        size: dict[int, int] = defaultdict(int)
+        for node, c in community.items():
+            rel[c] |= psi[node]
+            total[c] = total.get(c, 0) + vectors[node]
+            size[c] += 1
+        return rel, {c: _unit(v) for c, v in total.items()}, size
+
+    rel, centroid, size = summary()
+    moved = 0
+    for node in ids:
+        own = community[node]
+        options = {community[n] for n in graph.neighbors(node)} - {own}
+        if not options:
+            continue
+        def phi(c: int) -> float:
+            return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])
+        best = max(options, key=phi)
+        if phi(best) > phi(own) + params.epsilon and size[best] < params.max_size:
+            community[node] = best
+            size[own] -= 1
+            size[best] += 1
+            moved += 1
+    rel, centroid, size = summary()
+    merges = 0
+    changed = True
+    while changed:
+        changed = False
+        adjacent = {(min(community[s], community[t]), max(community[s], community[t]))
+                    for s, t in graph.edges() if community[s] != community[t]}
+        scored = sorted(((_jaccard(rel[a], rel[b]) + params.lam * float(centroid[a] @ centroid[b]), a, b)
+                         for a, b in adjacent), reverse=True)
+        used: set[int] = set()
+        for score, a, b in scored:
+            if score < params.merge_threshold:
+                break
+            if a in used or b in used or size[a] + size[b] > params.max_size:
+                continue
+            for node, c in community.items():
+                if c == b:
+                    community[node] = a
+            used |= {a, b}
+            merges += 1
+            changed = True
+        rel, centroid, size = summary()
+    renumber = {c: i for i, c in enumerate(sorted(set(community.values())))}
+    community = {n: renumber[c] for n, c in community.items()}
+    return community, {"communities": len(renumber), "louvain_seeds": len(seeds), "moved_nodes": moved,
+                       "merges": merges, "entities": len(ids), "edges": graph.number_of_edges()}
+
+
+def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str, int],
+                params: TreeParams = TreeParams()) -> dict[str, pl.DataFrame]:
+    """Community and Keyword nodes with IN_COMMUNITY / HAS_KEYWORD / KEYWORD_OF edges."""
+    degree: dict[str, float] = defaultdict(float)
+    rel_types: dict[int, set[str]] = defaultdict(set)
+    for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
+        degree[s] += w
+        degree[t] += w
+        if typ != "co_mention" and s in community:
+            rel_types[community[s]].add(typ)
+    names = dict(zip(entities["id"].to_list(), entities["name"].to_list()))
+    members: dict[int, list[str]] = defaultdict(list)
+    for node, c in community.items():
+        members[c].append(node)
+    communities, keywords, in_comm, has_kw, kw_of = [], {}, [], [], []
+    for c, nodes in sorted(members.items()):
+        top = sorted(nodes, key=lambda n: (-degree[n], names[n]))[: params.keywords]
+        cid = f"community-{c}"
+        communities.append({"id": cid, "name": " / ".join(names[n] for n in top), "size": len(nodes),
+                            "relation_types": sorted(rel_types[c])})
+        for n in nodes:
+            in_comm.append((n, cid))
+        for n in top:
+            kid = f"keyword|{names[n].lower()}"
+            keywords[kid] = {"id": kid, "name": names[n].lower()}
+            has_kw.append((cid, kid))
+            kw_of.append((kid, n))
+    rel = {"from": pl.String, "to": pl.String}
+    return {
+        "Community": pl.DataFrame(communities, schema={"id": pl.String, "name": pl.String, "size": pl.Int64,
+                                                       "relation_types": pl.List(pl.String)}),
+        "Keyword": pl.DataFrame(list(keywords.values()), schema={"id": pl.String, "name": pl.String}),
+        "IN_COMMUNITY": pl.DataFrame(in_comm, schema=rel, orient="row"),
+        "HAS_KEYWORD": pl.DataFrame(sorted(set(has_kw)), schema=rel, orient="row"),
+        "KEYWORD_OF": pl.DataFrame(sorted(set(kw_of)), schema=rel, orient="row"),
+    }

@@ -1,0 +1,156 @@
+"""PICO rules, schema-bounded validation, the Kùzu store, the knowledge tree and the graph channel."""
+
+import gzip
+import json
+from collections import Counter
+
+import dagster as dg
+import networkx as nx
+import numpy as np
+import polars as pl
+import pytest
+
+from ebm_platform.graph.extraction import Extractor
+from ebm_platform.graph.normalise import merge_entities, mostly_numeric, normalise
+from ebm_platform.graph.pico_rules import extract, question_anchors
+from ebm_platform.graph.release import load_into_kuzu, read_edges, two_hop_kuzu, two_hop_networkx
+from ebm_platform.graph.schema import load_schema, validate
+from ebm_platform.graph.store import GraphStore
+from ebm_platform.graph.tree import build_tree
+from ebm_platform.llm.client import LLMClient
+from ebm_platform_tests.test_llm_client import ScriptedServer
+
+TRIAL = ("Sixty adults with chronic low back pain aged 20-60 were randomly assigned to receive either motor "
+         "control exercise or general exercise. Pain intensity was measured with the VAS and disability with the "
+         "ODI at 12 weeks. Participants trained 3 times per week for 45 minutes. Compared with placebo, hip "
+         "strengthening reduced pain. No serious adverse events were reported. 60 patients were randomized.")
+
+
+def test_offline_rules_find_pico_elements():
+    found = extract(TRIAL, ("low back pain",))
+    names = {(e["type"], e["name"]) for e in found.entities}
+    assert ("Population", "adults with chronic low back pain aged 20-60") in names
+    assert ("Intervention", "motor control exercise") in names
+    assert ("Comparator", "general exercise") in names and ("Comparator", "placebo") in names
+    assert {("Outcome", "VAS"), ("Outcome", "ODI"), ("Timepoint", "12 weeks")} <= names
+    attrs = {(a["attribute"], a["value"]) for a in found.attributes}
+    assert {("age_range", "20-60"), ("age_bin", "adult"), ("frequency", "3 times per week"),
+            ("sample_size", "60"), ("followup_weeks", "12.0"), ("baseline_severity", "chronic")} <= attrs
+    relations = {(r["source"], r["relation"], r["target"]) for r in found.relations}
+    assert ("motor control exercise", "compares_to", "general exercise") in relations
+
+
+def test_question_anchors_never_invent_missing_fields():
+    a = question_anchors("In adults with patellofemoral pain, does adding hip strengthening to knee exercise "
+                         "reduce pain more than knee exercise alone?", ("patellofemoral pain",))
+    assert a.population == "adults with patellofemoral pain" and a.condition == "patellofemoral pain"
+    assert "hip strengthening" in a.intervention and a.comparator == "knee exercise alone"
+    assert a.timepoint is None
+    bare = question_anchors("Is ice useful?")
+    assert (bare.population, bare.comparator, bare.timepoint) == (None, None, None)
+
+
+def test_validation_drops_and_counts_out_of_schema_output():
+    schema = load_schema("pico_extended")
+    drops = Counter()
+    raw = {"entities": [{"name": "knee exercise", "type": "Intervention"}, {"name": "", "type": "Outcome"},
+                        {"name": "x" * 500, "type": "Outcome"}, {"name": "pain", "type": "Symptom"},
+                        {"name": "placebo", "type": "Comparator"}],
+           "relations": [{"source": "knee exercise", "relation": "compares_to", "target": "placebo"},
+                         {"source": "knee exercise", "relation": "cures", "target": "placebo"},
+                         {"source": "placebo", "relation": "compares_to", "target": "knee exercise"},
+                         {"source": "ghost", "relation": "compares_to", "target": "placebo"}],
+           "attributes": [{"entity": "knee exercise", "attribute": "dose", "value": "3x10"},
+                          {"entity": "knee exercise", "attribute": "colour", "value": "red"}]}
+    kept = validate(raw, schema, drops)
+    assert [e["name"] for e in kept["entities"]] == ["knee exercise", "placebo"]
+    assert len(kept["relations"]) == 1 and len(kept["attributes"]) == 1
+    assert drops == Counter({"entity_bad_name": 2, "entity_unknown_type": 1, "relation_unknown_type": 1,
+                             "relation_signature": 1, "relation_unknown_endpoint": 1, "attribute_unknown_type": 1})
+    assert validate("not a dict", schema, drops) == {"entities": [], "relations": [], "attributes": []}
+
+
+def test_llm_mode_malformed_output_is_dropped_never_fatal(tmp_path):
+    server = ScriptedServer()
+    try:
+        server.script = ["malformed"] * 2 + [
+            "content:" + json.dumps({"entities": [{"name": "hip strengthening", "type": "Intervention"},
+                                                  {"name": "pain", "type": "Feeling"}]})]
+        client = LLMClient(model="openai/test", api_base=server.base, api_key="k", max_retries=1,
+                           backoff_s=0.01, cache_path=tmp_path / "c.sqlite")
+        extractor = Extractor(load_schema("pico_extended"), client)
+        assert extractor.window("window one") == {"entities": [], "relations": [], "attributes": []}
+        assert extractor.failed_windows == 1
+        second = extractor.window("window two")
+        assert second["entities"] == [{"name": "hip strengthening", "type": "Intervention"}]
+        assert extractor.drops["entity_unknown_type"] == 1
+    finally:
+        server.close()
+
+
+def test_neutral_schema_is_a_configuration_rerun():
+    neutral = load_schema("pico_neutral")
+    extractor = Extractor(neutral, LLMClient())
+    result = extractor.window(TRIAL)
+    assert {e["type"] for e in result["entities"]} <= set(neutral.nodes)
+    assert {"Protocol", "OutcomeMeasure", "ClinicalConcept"} <= {e["type"] for e in result["entities"]}
+    assert extractor.drops["unmapped_entity"] >= 1  # timepoints have no neutral node type
+
+
+def test_merge_is_conservative_and_skips_numeric_names():
+    assert normalise("The  Hip-Strengthening  Exercises.") == "hip-strengthening exercises"
+    assert mostly_numeric("12 weeks") and not mostly_numeric("hip strengthening")
+    vectors = {"knee exercise": [1, 0], "knee exercises": [0.999, 0.04], "12 weeks": [1, 0], "16 weeks": [1, 0],
+               "placebo": [0, 1]}
+    embed = lambda names: np.array([vectors[n] for n in names], dtype=np.float32)  # noqa: E731
+    keys = [("Intervention", "knee exercise"), ("Intervention", "knee exercises"), ("Timepoint", "12 weeks"),
+            ("Timepoint", "16 weeks"), ("Comparator", "placebo")]
+    canonical = merge_entities(keys, embed, 0.92)
+    assert canonical[("Intervention", "knee exercises")] == ("Intervention", "knee exercise")
+    assert canonical[("Timepoint", "16 weeks")] == ("Timepoint", "16 weeks")
+
+
+def test_knowledge_tree_groups_related_entities():
+    rng = np.random.default_rng(0)
+    base = {"a": rng.normal(size=8), "b": rng.normal(size=8)}
+    ids = [f"{g}{i}" for g in "ab" for i in range(5)]
+    vecs = [base[i[0]] + rng.normal(scale=0.05, size=8) for i in ids]
+    entities = pl.DataFrame({"id": ids, "name": ids, "vector": [list(map(float, v)) for v in vecs]})
+    edges = [(f"{g}{i}", f"{g}{j}", "compares_to", 2.0) for g in "ab" for i in range(5) for j in range(i + 1, 5)]
+    edges.append(("a0", "b0", "co_mention", 1.0))
+    community, stats = build_tree(entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"))
+    assert len({community[f"a{i}"] for i in range(5)}) == 1 and community["a1"] != community["b1"]
+    assert stats["communities"] == 2
+
+
+def test_release_edges_in_kuzu_match_networkx(tmp_path, datasets_dir):
+    source = datasets_dir / "sr_rag_release" / "knowledge-graph" / "edges.jsonl.gz"
+    with gzip.open(source, "rt") as handle:
+        lines = [next(handle) for _ in range(3000)]
+    small = tmp_path / "edges.jsonl.gz"
+    with gzip.open(small, "wt") as handle:
+        handle.writelines(lines)
+    edges = read_edges(small)
+    counts = load_into_kuzu(edges, tmp_path / "db.kz")
+    graph = nx.MultiDiGraph()
+    graph.add_edges_from((s, t) for s, t in edges.select("source", "target").iter_rows())
+    assert counts == {"nodes": graph.number_of_nodes(), "edges": 3000}
+    import kuzu
+    conn = kuzu.Connection(kuzu.Database(str(tmp_path / "db.kz"), read_only=True))
+    for node in ["entity_1", edges["source"][1500]]:
+        assert two_hop_kuzu(conn, node) == two_hop_networkx(graph, node) == len(nx.descendants_at_distance(graph, node, 1) | nx.descendants_at_distance(graph, node, 2))
+    with pytest.raises(FileExistsError):
+        load_into_kuzu(edges, tmp_path / "db.kz")
+
+
+def test_failed_partition_write_keeps_the_previous_state(tmp_path):
+    store = GraphStore(tmp_path / "g.kz")
+    doc = pl.DataFrame({"id": ["X|d1"], "partition": ["X"], "doc_id": ["d1"], "title": ["t"], "grade": ["A"],
+                        "year": [2020], "source": ["s"]})
+    store.replace_partition("X", {"Document": doc})
+    assert store.count("MATCH (d:Document) RETURN count(*)") == 1
+    broken = pl.concat([doc.with_columns(pl.lit("X|d2").alias("id"))] * 2)  # duplicate primary key
+    with pytest.raises(RuntimeError):
+        store.replace_partition("X", {"Document": broken})
+    assert store.query("MATCH (d:Document) RETURN d.id AS id")["id"].to_list() == ["X|d1"]
+    store.close()

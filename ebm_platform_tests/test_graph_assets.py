@@ -1,0 +1,62 @@
+"""pico_extractions -> knowledge_graph -> knowledge_tree through dagster.materialize on real articles."""
+
+import dagster as dg
+import polars as pl
+
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.corpus.importers import import_dataset
+from ebm_platform.defs.corpus import evidence_windows, source_documents
+from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions
+from ebm_platform.graph.channel import GraphChannel
+from ebm_platform.graph.pico_rules import question_anchors
+from ebm_platform.graph.store import GraphStore
+from ebm_platform.index.embeddings import embed
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.conftest import lake_resources
+
+ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, knowledge_tree]
+ARTICLES = {"ACL": {"PMC3718450"}, "PFP": {"PMC1562433"}}
+
+
+def _counts(lake, code):
+    with GraphStore(lake / "stores" / "kuzu" / "graph.kz", read_only=True) as store:
+        return {label: store.count(f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)", {"p": code})
+                for label in ("Document", "Window", "Entity", "Attribute")} | {
+            "RELATES": store.count("MATCH (a:Entity)-[r:RELATES]->() WHERE a.partition = $p RETURN count(*)", {"p": code})}
+
+
+def test_partitions_write_idempotently_and_feed_the_tree_and_channel(lake, datasets_dir):
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    for code, ids in ARTICLES.items():
+        import_dataset("evidence-inference", datasets_dir, lake / "landing", catalogue, ids=ids)
+    for extra in (lake / "landing").iterdir():
+        if extra.name not in ARTICLES:
+            for f in extra.iterdir():
+                f.unlink()
+    resources = lake_resources(lake)
+    instance = dg.DagsterInstance.ephemeral()
+    partitioned = ASSETS[:4]
+    for code in ARTICLES:
+        assert dg.materialize(partitioned, partition_key=code, resources=resources, instance=instance).success
+    acl, pfp = _counts(lake, "ACL"), _counts(lake, "PFP")
+    assert acl["Document"] == 1 and acl["Window"] > 10 and acl["Entity"] > 20 and acl["RELATES"] > 0
+    result = dg.materialize(partitioned, partition_key="ACL", resources=resources, instance=instance)
+    meta = result.asset_materializations_for_node("knowledge_graph")[0].metadata
+    assert meta["pico_core_share_paper"].value == 0.123 and "Intervention" in meta["nodes_by_type"].value
+    assert _counts(lake, "ACL") == acl and _counts(lake, "PFP") == pfp  # rerun replaces, never duplicates
+
+    tree = dg.materialize(ASSETS, selection=[knowledge_tree], resources=resources, instance=instance)
+    layers = tree.asset_materializations_for_node("knowledge_tree")[0].metadata
+    assert layers["L4_communities"].value > 0 and layers["L3_keywords"].value > 0
+
+    entities = pl.concat([pl.read_parquet(lake / "assets" / "knowledge_graph" / f"{c}.parquet") for c in ARTICLES])
+    with GraphStore(lake / "stores" / "kuzu" / "graph.kz", read_only=True) as store:
+        members = store.count("MATCH (:Entity)-[:IN_COMMUNITY]->(:Community) RETURN count(*)")
+        assert members == entities.height
+        channel = GraphChannel(store, entities, lambda t: embed(t, max_tokens=32))
+        anchors = question_anchors("Does exercise therapy reduce pain in patients with patellofemoral pain?",
+                                   ("patellofemoral pain",))
+        found = channel.search(anchors, partitions=["PFP"])
+    windows = set(pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")["window_id"])
+    assert found and all(c.window_id in windows for c in found) and len(found) <= 120
+    assert found[0].path and found == sorted(found, key=lambda c: -c.score)
