@@ -208,6 +208,97 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_answer(result: dict) -> None:
+    """Human-readable rendering of an `ask` result."""
+    _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
+    if result.get("message"):
+        _say(result["message"])
+    _say("\n1. Core answer")
+    for item in result["core_answer"]:
+        _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}")
+    _say("\n2. Guideline and supporting evidence, by grade")
+    for group in result["evidence_by_grade"]:
+        _say(f"   Grade {group['grade']} ({group.get('label', '')})")
+        for item in group["statements"]:
+            _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}")
+    _say("\n3. PICO comparison")
+    comparison = result["pico_comparison"]
+    for field, value in comparison.get("fields", {}).items():
+        detail = (f"'{value['question']}' vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"
+                  if "closest_evidence" in value else value.get("question") or "")
+        _say(f"   {field:<13} {value['status']}: {detail}")
+    if comparison.get("summary"):
+        _say(f"   {comparison['summary']}")
+    for limitation in comparison.get("limitations", []):
+        _say(f"   limitation: {limitation}")
+    _say("\nCitations")
+    for c in result["citations"]:
+        _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}, {c['year']}) window {c['window_id']}")
+    _say(f"\nnotes: {result['notes']}\ntimings (s): {result['timings_s']}")
+    for row in result.get("explain", []):
+        _say(f"   {row}")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from ebm_platform.retrieval.ask import ask
+
+    result = ask(args.question, args.condition, args.strategy, args.explain)
+    if args.json:
+        _say(json.dumps(result, indent=2, default=str))
+    else:
+        _print_answer(result)
+    return 0
+
+
+def cmd_lake_build(args: argparse.Namespace) -> int:
+    """Import one dataset into this lake (EBM_LAKE) and materialise every asset for every partition."""
+    from ebm_platform.conditions import active_catalogue
+    from ebm_platform.corpus.importers import import_dataset
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    report = import_dataset(args.dataset, settings.require_datasets_dir(), settings.landing_dir, active_catalogue(),
+                            progress=_say)
+    _say(report.table())
+    run_all_partitions()
+    return 0
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from ebm_platform.conditions import load_catalogue
+    from ebm_platform.evaluation.lakes import evaluation_lake
+    from ebm_platform.evaluation.retrieval_eval import evaluate, questions
+    from ebm_platform.llm.client import client_from_settings
+    from ebm_platform.retrieval.pipeline import Retriever
+    from ebm_platform.settings import DEFAULT_CATALOGUE, get_settings
+
+    settings = get_settings()
+    datasets = settings.require_datasets_dir()
+    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_say)
+    items, dropped = questions(args.benchmark, args.split, datasets, lake)
+    if args.limit:
+        items = items[: args.limit]
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
+    retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names)
+    _say(f"{args.benchmark} {args.split}: {len(items)} questions kept"
+         + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
+    results = evaluate(retriever, items, strategies, args.k, progress=_say)
+    summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake),
+               "questions_kept": len(items), "dropped": dict(dropped),
+               "corpus_windows": retriever.index.count(), "results": results,
+               "notes": {"fine_scorer": retriever.reranker.fine_name,
+                         "betr": "applied" if retriever.betr else "not fitted in the evaluation lake (identity)"}}
+    if args.json:
+        _say(json.dumps(summary, indent=2))
+        return 0
+    _say(f"{'strategy':<10}{'R@' + str(args.k):>8}{'Hit@' + str(args.k):>9}{'MRR':>8}{'questions':>11}{'s/question':>12}")
+    for name, m in results.items():
+        _say(f"{name:<10}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
+             f"{m['seconds_per_question']:>12.2f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ebm", description="ebm-platform: evidence-based GraphRAG (SR-RAG)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -220,6 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(func=cmd_import)
     quarantine = sub.add_parser("quarantine", help="list quarantined files and their reasons")
     quarantine.set_defaults(func=cmd_quarantine)
+
+    ask = sub.add_parser("ask", help="answer a clinical question with cited, grade-ordered evidence")
+    ask.add_argument("question")
+    ask.add_argument("--condition", help="restrict to one condition code (e.g. PFP)")
+    ask.add_argument("--strategy", default="sr_rag", help="sr_rag (default) or naive")
+    ask.add_argument("--json", action="store_true")
+    ask.add_argument("--explain", action="store_true", help="show every candidate's channel ranks and scores")
+    ask.set_defaults(func=cmd_ask)
 
     graph = sub.add_parser("graph", help="the Kùzu knowledge graph").add_subparsers(dest="graph_command", required=True)
     stats = graph.add_parser("stats", help="nodes, relations, attributes and PICO-core shares per condition")
@@ -242,6 +341,20 @@ def build_parser() -> argparse.ArgumentParser:
     pico.add_argument("--limit", type=int, help="at most this many articles")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
+    retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")
+    retrieval.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa"])
+    retrieval.add_argument("--split", default="validation")
+    retrieval.add_argument("--strategies", default="sr_rag,naive")
+    retrieval.add_argument("--k", type=int, default=10)
+    retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
+    retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
+    retrieval.add_argument("--json", action="store_true")
+    retrieval.set_defaults(func=cmd_eval_retrieval)
+
+    lake = sub.add_parser("lake", help="lake maintenance").add_subparsers(dest="lake_command", required=True)
+    build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise everything")
+    build.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
+    build.set_defaults(func=cmd_lake_build)
     return parser
 
 

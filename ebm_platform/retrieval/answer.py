@@ -1,0 +1,173 @@
+"""Answers in the paper's three parts: core answer; guideline and supporting evidence by grade
+(A first) with a citation on every statement; PICO comparison of question and evidence.
+
+Offline: extractive. Sentences of the final windows are scored by embedding cosine with the
+question (plus a small bonus for result / recommendation language); the best become the core
+answer, each window contributes its best sentence to the graded evidence, and the comparison
+uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
+reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from ebm_platform.corpus.model import GRADES, GRADE_LABELS
+from ebm_platform.corpus.windows import SENTENCE_END
+from ebm_platform.graph.pico_rules import Anchors, extract
+from ebm_platform.llm.client import LLMClient
+
+RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
+                         r"superior|inferior|compared|versus|associated)\w*", re.I)
+MISMATCH_BELOW = 0.5
+IRCOT_ROUNDS = 3
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+def citation(n: int, row: dict) -> dict:
+    return {"n": n, "title": row["title"], "grade": row["grade"], "condition": row["condition"],
+            "window_id": row["window_id"], "doc_id": row["doc_id"], "year": row.get("year")}
+
+
+def _sentences(text: str) -> list[str]:
+    flat = re.sub(r"\s*\n+\s*", " ", text)
+    return [s.strip() for s in SENTENCE_END.split(flat) if 25 <= len(s.strip()) <= 600]
+
+
+def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
+    """Question anchors against the evidence's own P/I/C/O: matches, mismatches, limitations."""
+    fields = {"population": ("Population",), "intervention": ("Intervention", "Arm"),
+              "comparator": ("Comparator",), "outcome": ("Outcome",)}
+    found: dict[str, list[tuple[str, int]]] = {f: [] for f in fields}
+    for n, row in enumerate(rows, 1):
+        for entity in extract(row["text"]).entities:
+            for f, types in fields.items():
+                if entity["type"] in types:
+                    found[f].append((entity["name"], n))
+    comparison: dict[str, dict] = {}
+    for f in fields:
+        anchor = getattr(anchors, f)
+        if not anchor:
+            comparison[f] = {"question": None, "status": "not stated in the question"}
+            continue
+        names = found[f]
+        if not names:
+            comparison[f] = {"question": anchor, "status": "not reported in the cited evidence"}
+            continue
+        sims = embed([anchor]) @ embed([name for name, _ in names]).T
+        best = int(np.argmax(sims[0]))
+        score = float(sims[0][best])
+        comparison[f] = {"question": anchor, "closest_evidence": names[best][0], "citation": names[best][1],
+                         "similarity": round(score, 3),
+                         "status": "match" if score >= MISMATCH_BELOW else "mismatch"}
+    limitations = []
+    grades = [row["grade"] for row in rows]
+    if "A" not in grades and "B" not in grades:
+        limitations.append("no guideline (A) or systematic-review (B) evidence among the cited windows")
+    for f in ("population", "intervention"):
+        if comparison[f].get("status") == "mismatch":
+            limitations.append(f"{f} mismatch: the question asks about '{comparison[f]['question']}', the closest "
+                               f"evidence concerns '{comparison[f]['closest_evidence']}' [{comparison[f]['citation']}]")
+    if len({row["doc_id"] for row in rows}) == 1:
+        limitations.append("all cited windows come from a single document")
+    return {"fields": comparison, "limitations": limitations}
+
+
+def compose_offline(question: str, anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
+    """The three-part answer, extractively, with a citation on every statement."""
+    if not rows:
+        return {"mode": "offline-extractive", "core_answer": [], "evidence_by_grade": [], "citations": [],
+                "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
+                "message": "No evidence in this lake matched the question."}
+    sentences = [(s, n) for n, row in enumerate(rows, 1) for s in _sentences(row["text"])]
+    if not sentences:
+        sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
+    vectors = embed([question] + [s for s, _ in sentences])
+    scores = vectors[1:] @ vectors[0] + np.array([0.05 if RESULT_CUES.search(s) else 0.0 for s, _ in sentences])
+    order = np.argsort(-scores)
+    core, used = [], set()
+    for i in order:
+        s, n = sentences[i]
+        if n not in used:
+            core.append({"statement": s, "citations": [n]})
+            used.add(n)
+        if len(core) == 3:
+            break
+    best_per_window: dict[int, str] = {}
+    for i in order:
+        s, n = sentences[i]
+        best_per_window.setdefault(n, s)
+    by_grade = []
+    for grade in GRADES:
+        statements = [{"statement": best_per_window[n], "citations": [n]}
+                      for n, row in enumerate(rows, 1) if row["grade"] == grade and n in best_per_window]
+        if statements:
+            by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
+    return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
+            "core_answer": core, "evidence_by_grade": by_grade,
+            "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
+            "pico_comparison": pico_comparison(anchors, rows, embed)}
+
+
+IRCOT_STEP = """Question: {question}
+Evidence so far (numbered windows):
+{evidence}
+Reasoning so far: {thoughts}
+Think one step about what the evidence establishes for the question's population, intervention,
+comparator, outcome and time frame, then say what to search next (or null when enough).
+JSON only: {{"thought": "...", "next_query": "..." or null}}"""
+IRCOT_STEP_SCHEMA = {"type": "object", "properties": {"thought": {"type": "string"},
+                                                      "next_query": {"type": ["string", "null"]}},
+                     "required": ["thought"]}
+IRCOT_ANSWER = """Question: {question}
+Evidence (numbered windows, with grade A-E):
+{evidence}
+Reasoning: {thoughts}
+Answer in three parts, citing window numbers on every statement:
+1. core_answer: 1-3 statements; 2. evidence_by_grade: statements ordered by grade, A first;
+3. pico_comparison: how the question's population/intervention/comparator/outcome match the
+evidence, naming mismatches and limitations.
+JSON only: {{"core_answer": [{{"statement": "...", "citations": [1]}}],
+"evidence_by_grade": [{{"grade": "A", "statements": [{{"statement": "...", "citations": [2]}}]}}],
+"pico_comparison": {{"summary": "...", "limitations": ["..."]}}}}"""
+IRCOT_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"core_answer": {"type": "array", "items": {"type": "object", "required": ["statement", "citations"]}},
+                   "evidence_by_grade": {"type": "array"}, "pico_comparison": {"type": "object"}},
+    "required": ["core_answer", "evidence_by_grade", "pico_comparison"],
+}
+
+
+def _evidence_block(rows: list[dict]) -> str:
+    return "\n".join(f"[{n}] (grade {r['grade']}) {r['title']}: {r['text'][:1200]}" for n, r in enumerate(rows, 1))
+
+
+def compose_llm(question: str, rows: list[dict], client: LLMClient,
+                retrieve_more: Callable[[str], list[dict]]) -> dict:
+    """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer."""
+    thoughts: list[str] = []
+    evidence = list(rows)
+    for _ in range(IRCOT_ROUNDS):
+        step = client.complete_json("ircot_step", IRCOT_STEP.format(question=question, evidence=_evidence_block(evidence),
+                                                                     thoughts=" ".join(thoughts) or "none"),
+                                    IRCOT_STEP_SCHEMA, offline=lambda: {"thought": "", "next_query": None})
+        thoughts.append(step.data["thought"])
+        follow_up = step.data.get("next_query")
+        if not follow_up:
+            break
+        seen = {r["window_id"] for r in evidence}
+        evidence += [r for r in retrieve_more(follow_up) if r["window_id"] not in seen][:4]
+    result = client.complete_json("ircot_answer", IRCOT_ANSWER.format(question=question, evidence=_evidence_block(evidence),
+                                                                      thoughts=" ".join(thoughts)),
+                                  IRCOT_ANSWER_SCHEMA, offline=lambda: {})
+    answer = result.data
+    valid = set(range(1, len(evidence) + 1))
+    for statement in answer["core_answer"]:
+        statement["citations"] = [c for c in statement.get("citations", []) if c in valid]
+    answer.update(mode=f"llm:{client.model} (IRCoT, {len(thoughts)} rounds)", reasoning=thoughts,
+                  citations=[citation(n, r) for n, r in enumerate(evidence, 1)])
+    return answer

@@ -1,0 +1,54 @@
+"""`ask`: the Python contract behind `ebm ask` (question in, cited grade-ordered answer out)."""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from ebm_platform.conditions import active_catalogue
+from ebm_platform.llm.client import client_from_settings
+from ebm_platform.retrieval.answer import compose_llm, compose_offline
+from ebm_platform.retrieval.pipeline import QuestionError, Retriever
+from ebm_platform.settings import get_settings
+
+
+@lru_cache(maxsize=4)
+def retriever_for(lake: str) -> Retriever:
+    """One Retriever per lake and process (opening stores and loading entity tables is costly)."""
+    settings = get_settings()
+    names = tuple(c.name.lower() for c in active_catalogue().conditions)
+    return Retriever(Path(lake), client_from_settings(), settings.embedding_model, settings.cross_encoder, names)
+
+
+def ask(question: object, condition: str | None = None, strategy: str = "sr_rag", explain: bool = False,
+        lake: str | Path | None = None) -> dict:
+    """Answer a clinical question from the lake's evidence; raises QuestionError on bad input."""
+    from ebm_platform.retrieval.pipeline import validate_question
+
+    text = validate_question(question)
+    conditions = None
+    if condition:
+        try:
+            conditions = [active_catalogue().canonical(condition)]
+        except KeyError as exc:
+            raise QuestionError(str(exc).strip('"')) from exc
+    retriever = retriever_for(str(lake or get_settings().lake))
+    retrieval = retriever.retrieve(text, strategy, conditions)
+    rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
+    t0 = time.perf_counter()
+    if retriever.client.offline or not rows:
+        answer = compose_offline(text, retrieval.anchors, rows, retriever._embed)
+    else:
+        def more(query: str) -> list[dict]:
+            return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]
+        answer = compose_llm(text, rows, retriever.client, more)
+    retrieval.timings["answer"] = time.perf_counter() - t0
+    for cite, row in zip(answer["citations"], rows):
+        cite["score"] = row["score"]
+    result = {"question": text, "strategy": strategy, "condition": conditions[0] if conditions else None,
+              "anchors": retrieval.anchors.as_dict(), **answer, "notes": retrieval.notes,
+              "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
+    if explain:
+        result["explain"] = [c.explain() for c in sorted(retrieval.considered, key=lambda c: -c.final)]
+    return result

@@ -1,0 +1,138 @@
+"""Fusion, MaxSim, dual pools, BETR scoring, the CLI's error paths and an end-to-end ask."""
+
+import json
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from ebm_platform.betr.model import BetrParameters, parameters_path
+from ebm_platform.cli import main
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.corpus.importers import import_dataset
+from ebm_platform.defs.corpus import evidence_windows, source_documents
+from ebm_platform.defs.graph import knowledge_graph, pico_extractions
+from ebm_platform.defs.index import window_index
+from ebm_platform.retrieval.ask import ask, retriever_for
+from ebm_platform.retrieval.fusion import rrf, top
+from ebm_platform.retrieval.hyde import offline_passages
+from ebm_platform.retrieval.pipeline import QuestionError, validate_question
+from ebm_platform.retrieval.rerank import maxsim
+from ebm_platform.graph.pico_rules import question_anchors
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.conftest import lake_resources
+from ebm_platform_tests.test_readers import GUIDELINE
+
+QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
+            "more than knee exercise alone?")
+
+
+def test_rrf_arithmetic_and_ranks():
+    scores, ranks = rrf({"dense": ["a", "b", "c"], "graph": ["b", "a"], "hyde": ["c"]}, k=60)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert ranks["b"] == {"dense": 2, "graph": 1}
+    assert top(scores, 3) == ["a", "b", "c"]  # a = b (1/61 + 1/62) > c (1/61 + 1/63); ties by id
+    assert rrf({"x": ["a", "a", "b"]})[1]["b"] == {"x": 2}  # duplicates count once
+
+
+def test_maxsim_is_sum_of_best_token_matches():
+    q = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    d = np.array([[1, 0], [0.6, 0.8]], dtype=np.float32)
+    assert maxsim(q, d) == pytest.approx(1.0 + 0.8)
+    assert maxsim(q, np.zeros((0, 2), dtype=np.float32)) == 0.0
+
+
+def test_betr_scoring_and_round_trip(tmp_path):
+    params = BetrParameters(a=1.0348, u={"A": 0, "B": -0.1287, "C": -0.2575, "D": -0.3863, "E": -0.5151})
+    assert params.score(1.0, "A") - params.score(1.0, "C") == pytest.approx(0.2575)
+    params.save(parameters_path(tmp_path))
+    assert BetrParameters.load(parameters_path(tmp_path)).u == params.u
+
+
+def test_offline_hyde_never_invents_missing_fields():
+    anchors = question_anchors("Does dry needling reduce pain in runners with plantar heel pain?")
+    passages = offline_passages("q", anchors)
+    assert len(passages) == 3 and all("dry needling" in p for p in passages)
+    assert anchors.comparator is None and not any("compared with" in p or "versus" in p for p in passages)
+    assert anchors.timepoint is None and not any("week" in p or "month" in p for p in passages)
+
+
+@pytest.mark.parametrize("bad, message", [("", "empty"), ("   ", "empty"), ("x" * 2001, "limit is 2000"),
+                                          (42, "must be text"), ("???", "no words")])
+def test_bad_questions_get_clear_errors(bad, message):
+    with pytest.raises(QuestionError, match=message):
+        validate_question(bad)
+
+
+def test_cli_error_paths(capsys, lake):
+    assert main(["ask", ""]) == 2
+    assert "question is empty" in capsys.readouterr().err
+    assert main(["ask", "Does ice help ankle sprain?"]) == 2  # the lake has no index yet
+    assert "materialise window_index first" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["ask", "q", "--json", "--unknown-flag"])
+
+
+@pytest.fixture(scope="module")
+def small_lake(tmp_path_factory, datasets_dir):
+    """Two real PFP articles plus one grade-A guideline, materialised through the real assets."""
+    root = tmp_path_factory.mktemp("retrieval") / "lake"
+    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
+                   ids={"PMC1562433", "PMC2249589"})
+    (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
+    assets = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
+    assert dg.materialize(assets, partition_key="PFP", resources=lake_resources(root),
+                          instance=dg.DagsterInstance.ephemeral()).success
+    return root
+
+
+def test_end_to_end_ask_on_real_documents(small_lake):
+    result = ask(QUESTION, condition="PFP", explain=True, lake=small_lake)
+    assert result["mode"].startswith("offline-extractive")
+    assert result["core_answer"] and all(item["citations"] for item in result["core_answer"])
+    assert len(result["citations"]) >= 3
+    for cite in result["citations"]:
+        assert {"title", "grade", "condition", "window_id", "score"} <= set(cite)
+    grades = [group["grade"] for group in result["evidence_by_grade"]]
+    assert grades == sorted(grades) and grades[0] == "A"  # guideline first
+    assert set(result["pico_comparison"]["fields"]) == {"population", "intervention", "comparator", "outcome"}
+    pools = {row["pool"] for row in result["explain"]}
+    assert pools == {"A", "B-E"}
+    assert sum(row["pool"] == "A" for row in result["explain"]) <= 16
+    assert all("channel_ranks" in row and "fused_rrf" in row for row in result["explain"])
+    assert set(result["timings_s"]) == {"channels", "fusion", "rerank", "answer"}
+
+
+def test_naive_strategy_and_unknown_strategy(small_lake):
+    naive = ask(QUESTION, strategy="naive", lake=small_lake)
+    assert naive["notes"]["betr"] == "not applied" and len(naive["citations"]) == 12
+    with pytest.raises(QuestionError, match="unknown strategy"):
+        ask(QUESTION, strategy="magic", lake=small_lake)
+
+
+def test_fitted_betr_parameters_are_applied(small_lake):
+    BetrParameters(a=1.0, u={"A": 0.0, "B": -1, "C": -1, "D": -1, "E": -1}).save(parameters_path(small_lake))
+    retriever_for.cache_clear()
+    try:
+        result = ask(QUESTION, explain=True, lake=small_lake)
+        adjusted = [row for row in result["explain"] if row["fine_s"] is not None]
+        assert all(row["grade_adjustment"] == (0.0 if row["grade"] == "A" else -1.0) for row in adjusted)
+        assert result["citations"][0]["grade"] == "A"
+    finally:
+        parameters_path(small_lake).unlink()
+        retriever_for.cache_clear()
+
+
+def test_ask_cli_json(small_lake, monkeypatch, capsys):
+    from ebm_platform.settings import get_settings
+
+    monkeypatch.setenv("EBM_LAKE", str(small_lake))
+    get_settings.cache_clear()
+    try:
+        assert main(["ask", QUESTION, "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["strategy"] == "sr_rag" and out["citations"]
+    finally:
+        get_settings.cache_clear()
