@@ -18,6 +18,11 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def _progress(message: str) -> None:
+    """Progress goes to stderr so that --json output stays parseable."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from ebm_platform.conditions import active_catalogue
     from ebm_platform.corpus.importers import import_dataset
@@ -90,10 +95,44 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _say(f"materialising every asset for {len(active_catalogue().codes)} partitions (offline: "
          f"model={settings.llm_model}) ...")
     run_all_partitions()
-    report = settings.lake / "reports" / "corpus_by_condition.csv"
-    _say(f"\ncorpus by condition ({report}):\n{report.read_text(encoding='utf-8')}")
-    _say(f"demo finished in {time.perf_counter() - started:.0f}s; open the UI with `make dev`")
+    report = write_demo_report(settings.lake)
+    _say(f"\n{report.read_text(encoding='utf-8')}")
+    _say(f"demo finished in {time.perf_counter() - started:.0f}s; report: {report}; open the UI with `make dev`")
     return 0
+
+
+EXAMPLE_QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
+                    "more than knee exercise alone?")
+
+
+def write_demo_report(lake: Path) -> Path:
+    """The demo's report: corpus by condition, graph against the paper, one cited answer."""
+    import polars as pl
+
+    from ebm_platform.graph.stats import graph_summary
+    from ebm_platform.retrieval.ask import ask
+
+    corpus = pl.read_csv(lake / "reports" / "corpus_by_condition.csv")
+    lines = ["# ebm-platform demo report", "", "## Corpus by condition", "",
+             "| " + " | ".join(corpus.columns) + " |", "|" + "---|" * len(corpus.columns)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in corpus.iter_rows()]
+    graph = graph_summary(lake / "stores" / "kuzu" / "graph.kz")
+    lines += ["", "## Knowledge graph (Kùzu)", "",
+              f"{graph['entities']} entities, {graph['attributes']} attribute nodes, {graph['relations']} typed "
+              f"relations, {graph['communities']} communities in the knowledge tree.", "",
+              f"PICO-core share of entity + attribute nodes: {graph['pico_core_share']:.1%} "
+              f"(paper: {graph['pico_core_share_paper']:.1%}).", "",
+              "| core type | here | paper |", "|---|---|---|"]
+    lines += [f"| {t} | {graph['core_mix'][t]:.1%} | {p:.1%} |" for t, p in graph["core_mix_paper"].items()]
+    answer = ask(EXAMPLE_QUESTION, lake=lake)
+    lines += ["", "## Example answer (`ebm ask`, offline)", "", f"**Q:** {EXAMPLE_QUESTION}", "",
+              f"_{answer['mode']}_", ""]
+    lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
+    lines += [""] + [f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
+                     for c in answer["citations"]]
+    path = lake / "reports" / "demo_report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
@@ -121,34 +160,10 @@ def _graph_path() -> Path:
 
 def cmd_graph_stats(args: argparse.Namespace) -> int:
     from ebm_platform.graph.build import PAPER_CORE_MIX, PAPER_CORE_SHARE
-    from ebm_platform.graph.store import GraphStore
+    from ebm_platform.graph.stats import graph_summary
 
-    with GraphStore(_graph_path(), read_only=True) as store:
-        nodes = store.query("MATCH (e:Entity) RETURN e.partition AS partition, e.type AS type, "
-                            "e.pico_core AS core, count(*) AS n ORDER BY partition, type")
-        relations = store.query("MATCH (a:Entity)-[r:RELATES]->(:Entity) RETURN a.partition AS partition, "
-                                "r.type AS type, count(*) AS n ORDER BY partition, type")
-        attributes = store.query("MATCH (a:Attribute) RETURN a.partition AS partition, count(*) AS n")
-        tree = store.query("MATCH (c:Community) RETURN count(*) AS communities")
-    total_entities = int(nodes["n"].sum()) if nodes.height else 0
-    total_attributes = int(attributes["n"].sum()) if attributes.height else 0
-    core = nodes.filter(nodes["core"]) if nodes.height else nodes
-    core_total = int(core["n"].sum()) if core.height else 0
-    core_mix = {t: round(int(core.filter(core["type"] == t)["n"].sum()) / core_total, 3) if core_total else 0.0
-                for t in PAPER_CORE_MIX}
-    summary = {
-        "entities": total_entities, "attributes": total_attributes,
-        "relations": int(relations["n"].sum()) if relations.height else 0,
-        "communities": int(tree.item()) if tree.height else 0,
-        "pico_core_share": round(core_total / (total_entities + total_attributes), 4) if total_entities else 0.0,
-        "pico_core_share_paper": PAPER_CORE_SHARE,
-        "core_mix": core_mix, "core_mix_paper": PAPER_CORE_MIX,
-        "nodes_by_type": {t: int(nodes.filter(nodes["type"] == t)["n"].sum()) for t in sorted(set(nodes["type"]))},
-        "relations_by_type": {t: int(relations.filter(relations["type"] == t)["n"].sum()) for t in sorted(set(relations["type"]))},
-        "per_condition": {p: {"entities": int(nodes.filter(nodes["partition"] == p)["n"].sum()),
-                              "pico_core": int(core.filter(core["partition"] == p)["n"].sum())}
-                          for p in sorted(set(nodes["partition"]))},
-    }
+    summary = graph_summary(_graph_path())
+    core_mix = summary["core_mix"]
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
@@ -196,7 +211,7 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.pico_eval import evaluate
     from ebm_platform.settings import get_settings
 
-    result = evaluate(get_settings().require_datasets_dir(), args.split, args.limit, progress=_say)
+    result = evaluate(get_settings().require_datasets_dir(), args.split, args.limit, progress=_progress)
     if args.json:
         _say(json.dumps(result, indent=2))
         return 0
@@ -274,16 +289,16 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     datasets = settings.require_datasets_dir()
-    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_say)
+    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress)
     items, dropped = questions(args.benchmark, args.split, datasets, lake)
     if args.limit:
         items = items[: args.limit]
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
     retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names)
-    _say(f"{args.benchmark} {args.split}: {len(items)} questions kept"
+    _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
          + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
-    results = evaluate(retriever, items, strategies, args.k, progress=_say)
+    results = evaluate(retriever, items, strategies, args.k, progress=_progress)
     summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake),
                "questions_kept": len(items), "dropped": dict(dropped),
                "corpus_windows": retriever.index.count(), "results": results,
@@ -296,6 +311,66 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     for name, m in results.items():
         _say(f"{name:<10}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
              f"{m['seconds_per_question']:>12.2f}")
+    return 0
+
+
+def _benchmark_tables(lake: Path):
+    import polars as pl
+
+    files = sorted((lake / "assets" / "benchmark_qa").glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"no benchmark_qa in {lake}: run `make demo` (or materialise benchmark_qa) first")
+    return {f.stem: pl.read_parquet(f) for f in files}
+
+
+def cmd_benchmark_stats(args: argparse.Namespace) -> int:
+    """Questions per condition and source, gold coverage, and the check rules re-run on each partition."""
+    import polars as pl
+
+    from ebm_platform.benchmark.quality import quality_rules, structural_rules
+    from ebm_platform.index.embeddings import embed
+    from ebm_platform.settings import get_settings
+
+    lake = get_settings().lake
+    stats = {}
+    for code, bench in _benchmark_tables(lake).items():
+        windows_path = lake / "assets" / "evidence_windows" / f"{code}.parquet"
+        windows = pl.read_parquet(windows_path) if windows_path.exists() else pl.DataFrame({"window_id": [], "text": []})
+        rules = structural_rules(bench, set(windows["window_id"].to_list())) + \
+            quality_rules(bench, dict(zip(windows["window_id"].to_list(), windows["text"].to_list())), embed)
+        stats[code] = {
+            "questions": bench.height,
+            "by_source": dict(sorted(bench.group_by("source").len().iter_rows())) if bench.height else {},
+            "with_gold": bench.filter(pl.col("gold_window_ids").list.len() > 0).height,
+            "checks": {r.name: {"passed": r.passed, "severity": r.severity, **r.metadata} for r in rules},
+        }
+    if args.json:
+        _say(json.dumps(stats, indent=2, default=str))
+        return 0
+    _say(f"{'code':<8}{'questions':>10}{'gold':>6}  {'ERROR rules':<12}{'WARN rules failing':<40} sources")
+    for code, s in stats.items():
+        errors = [n for n, c in s["checks"].items() if c["severity"] == "ERROR" and not c["passed"]]
+        warns = [n for n, c in s["checks"].items() if c["severity"] == "WARN" and not c["passed"]]
+        _say(f"{code:<8}{s['questions']:>10}{s['with_gold']:>6}  {('FAIL ' + ','.join(errors)) if errors else 'pass':<12}"
+             f"{','.join(warns) or '-':<40} {s['by_source']}")
+    total = sum(s["questions"] for s in stats.values())
+    boiler = sum(s["checks"]["boilerplate_ground_truth"]["boilerplate_answers"] for s in stats.values())
+    _say(f"total {total} questions; boilerplate ground truths (WARN): {boiler}")
+    return 0
+
+
+def cmd_benchmark_export_review(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from ebm_platform.benchmark.review import decisions_path, export_sheet
+    from ebm_platform.settings import get_settings
+
+    lake = get_settings().lake
+    bench = pl.concat(list(_benchmark_tables(lake).values()), how="diagonal_relaxed")
+    path = Path(args.out) if args.out else decisions_path(lake)
+    rows = export_sheet(bench, path)
+    _say(f"wrote {rows} questions to {path}; set decision to keep or discard and save it as "
+         f"{decisions_path(lake)}: the next benchmark_qa materialisation honours it")
     return 0
 
 
@@ -350,6 +425,14 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
+
+    bench = sub.add_parser("benchmark", help="the benchmark QA set").add_subparsers(dest="benchmark_command", required=True)
+    bstats = bench.add_parser("stats", help="questions per condition and source, gold coverage, check results")
+    bstats.add_argument("--json", action="store_true")
+    bstats.set_defaults(func=cmd_benchmark_stats)
+    review = bench.add_parser("export-review", help="write the human-review sheet (stage 4)")
+    review.add_argument("--out", help="sheet path (default <lake>/review/decisions.csv)")
+    review.set_defaults(func=cmd_benchmark_export_review)
 
     lake = sub.add_parser("lake", help="lake maintenance").add_subparsers(dest="lake_command", required=True)
     build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise everything")

@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     max_windows_per_chunk: int = 3
     group_similarity: float = 0.30
     graph_schema: str = "pico_extended"
+    benchmark_sources: str = "sr_rag_release,evidence_inference,pubmedqa,generated"
 
     @property
     def landing_dir(self) -> Path:

@@ -93,6 +93,7 @@ def default_resources() -> dict[str, object]:
     """Resources built from the current settings (EBM_LAKE, EBM_CATALOGUE, EBM_LLM_MODEL, ...)."""
     from dagster_duckdb import DuckDBResource
 
+    from ebm_platform.defs.benchmark import BenchmarkResource
     from ebm_platform.defs.io import LakeParquetIOManager
 
     s = get_settings()
@@ -108,4 +109,6 @@ def default_resources() -> dict[str, object]:
         "warehouse": DuckDBResource(database=str(s.warehouse_path)),
         "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema),
         "io_manager": LakeParquetIOManager(root=str(s.lake)),
+        "benchmark": BenchmarkResource(datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
+                                       sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()]),
     }

@@ -55,7 +55,8 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
     progress(f"building evaluation lake {lake} (every {benchmark} document; this takes a while) ...")
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark], env=env, check=True,
+                   stdout=sys.stderr)  # the build's progress must not mix into a --json answer
     (lake / MARKER).write_text(json.dumps({"benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1),
                                            "datasets_dir": str(datasets_dir)}), encoding="utf-8")
     return lake

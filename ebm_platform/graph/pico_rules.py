@@ -71,7 +71,7 @@ _COMPARE = re.compile(
     r"([^,.;:()]{3,80}?)(?=\s*(?:[,.;:()]|\bon\b|\bin\b|\bfor\b|\bat\b|\bamong\b|\bgroups?\b|$))", re.I)
 _ALLOCATION = re.compile(
     r"(?:randomi[sz]ed|randomly (?:assigned|allocated)|allocated|assigned)\s+(?:in)?to\s+"
-    r"(?:receive\s+|either\s+|one of (?:two|three|four) (?:groups|arms)[:,]?\s*)?([^.;]{3,200})", re.I)
+    r"(?:receive\s+|either\s+|one of (?:two|three|four) (?:groups|arms)[:,]?\s*)?([^.;]{3,200}\b)", re.I)
 _EFFECT_OF = re.compile(
     r"\b(?:effects?|efficacy|effectiveness|benefits?|impact) of\s+(?:a |an |the )?([^,.;:()]{3,90}?)\s+"
     r"(?:on|in|for|versus|vs\.?|compared|among|with)\b", re.I)
@@ -82,7 +82,7 @@ _POPULATION = re.compile(
     r"(?:patients|participants|subjects|adults|children|adolescents|women|men|athletes|individuals|"
     r"people|persons|volunteers|runners|players|workers|students|soldiers|recruits|footballers|"
     r"employees|veterans|elderly))\s+(with|who (?:had|have|underwent|were)|aged|undergoing|after|"
-    r"following|suffering from|diagnosed with|presenting with)\s+([^.;:()]{3,90})", re.I)
+    r"following|suffering from|diagnosed with|presenting with)\s+([^.;:()]{3,90}\b)", re.I)
 _AGE_RANGE = re.compile(r"aged\s+(\d{1,2})\s*(?:-|–|to)\s*(\d{1,3})", re.I)
 _MEAN_AGE = re.compile(r"(?:mean|average) age(?: of)?(?: was)?\s*(?:=|:)?\s*(\d{1,2}(?:\.\d+)?)", re.I)
 _SEVERITY = re.compile(r"\b(acute|subacute|chronic|mild|moderate|severe|recurrent|persistent)\b", re.I)
@@ -104,7 +104,7 @@ _RECOMMEND = re.compile(r"\b(?:we recommend|(?:is|are) recommended|should (?:be|
 _AGAINST = re.compile(r"\b(?:not recommended|should not|recommend against|do not recommend|is discouraged)\b", re.I)
 _STRENGTH = re.compile(r"\b(strong|weak|conditional|moderate|grade [A-D])\s+recommendation", re.I)
 _ADVERSE = re.compile(r"\b(?:(?:serious |severe |minor |no )?adverse (?:events?|effects?|reactions?)|side[- ]effects?|complications?)\b", re.I)
-_SUCH_AS = re.compile(r"(?:such as|including|e\.g\.,?)\s+([^.;:()]{3,80})", re.I)
+_SUCH_AS = re.compile(r"(?:such as|including|e\.g\.,?)\s+([^.;:()]{3,80}\b)", re.I)
 _CONTRA = re.compile(r"\bcontraindicat\w*\b", re.I)
 _DEVICE = re.compile(
     r"\b(knee brace|brace|orthos[ie]s|foot orthoses|insoles|kinesio ?tap(?:e|ing)|crutches|treadmill|"

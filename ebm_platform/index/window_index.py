@@ -80,22 +80,22 @@ class WindowIndex:
 
     def dense(self, vector: np.ndarray, limit: int, conditions: list[str] | None = None,
               grades: tuple[str, ...] | None = None) -> pl.DataFrame:
-        """Nearest windows by cosine similarity (exact scan; column `similarity`)."""
+        """Nearest windows by cosine similarity (exact scan; columns `vector`, `similarity`)."""
         query = self.table().search(vector.astype(np.float32)).distance_type("cosine")
         where = self._where(conditions, grades)
         if where:
             query = query.where(where, prefilter=True)
-        frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "_distance"]).to_arrow())
+        frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "vector", "_distance"]).to_arrow())
         return frame.with_columns((1 - pl.col("_distance")).alias("similarity")).drop("_distance")
 
     def full_text(self, text: str, limit: int, conditions: list[str] | None = None,
                   grades: tuple[str, ...] | None = None) -> pl.DataFrame:
-        """BM25 over the native full-text index (column `bm25`)."""
+        """BM25 over the native full-text index (columns `vector`, `bm25`)."""
         query = self.table().search(text, query_type="fts")
         where = self._where(conditions, grades)
         if where:
             query = query.where(where, prefilter=True)
-        frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "_score"]).to_arrow())
+        frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "vector", "_score"]).to_arrow())
         return frame.rename({"_score": "bm25"})
 
     def rows(self, keys: list[str]) -> pl.DataFrame:

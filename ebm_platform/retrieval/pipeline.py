@@ -89,6 +89,15 @@ class Retrieval:
     notes: dict[str, str]
 
 
+def collect(frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
+    """A channel's ranked window ids; each window's row is kept once in `into`."""
+    ids = []
+    for row in frame.iter_rows(named=True):
+        into.setdefault(row["window_id"], row)
+        ids.append(row["window_id"])
+    return ids
+
+
 def validate_question(question: object) -> str:
     if not isinstance(question, str):
         raise QuestionError(f"the question must be text, not {type(question).__name__}")
@@ -129,11 +138,7 @@ class Retriever:
         return embed(texts, self.embedding_model, max_tokens=32)
 
     def _rows(self, frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
-        ids = []
-        for row in frame.iter_rows(named=True):
-            into.setdefault(row["window_id"], row)
-            ids.append(row["window_id"])
-        return ids
+        return collect(frame, into)
 
     def retrieve(self, question: str, strategy: str = "sr_rag", conditions: list[str] | None = None) -> Retrieval:
         question = validate_question(question)
@@ -142,16 +147,22 @@ class Retriever:
         return STRATEGIES[strategy](self, question, conditions)
 
 
+def hybrid_ranking(index: WindowIndex, question: str, qvec: np.ndarray, limit: int, conditions: list[str] | None,
+                   rows: dict[str, dict], k: int = 60) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+    """BM25 + dense, fused by RRF: the system-agnostic hybrid baseline (Naive RAG, stage 2)."""
+    dense = collect(index.dense(qvec, limit, conditions), rows)
+    text = collect(index.full_text(question, limit, conditions), rows)
+    return rrf({"dense": dense, "full_text": text}, k)
+
+
 def _naive(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
     timings: dict[str, float] = {}
     rows: dict[str, dict] = {}
     t0 = time.perf_counter()
     qvec = r._embed([question])[0]
-    dense = r._rows(r.index.dense(qvec, r.params.dense, conditions), rows)
-    text = r._rows(r.index.full_text(question, r.params.full_text, conditions), rows)
+    scores, ranks = hybrid_ranking(r.index, question, qvec, r.params.dense, conditions, rows, r.params.rrf_k)
     timings["channels"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    scores, ranks = rrf({"dense": dense, "full_text": text}, r.params.rrf_k)
     chosen = top(scores, r.params.budget)
     candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
                   for w in chosen]
@@ -203,9 +214,8 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
     if merged:
         texts = [c.row["text"] for c in merged]
         coarse = r.reranker.coarse(question, [c.window_id for c in merged], texts)
-        doc_vecs = r._embed(texts)
-        for c, m, v in zip(merged, coarse, doc_vecs):
-            c.coarse, c.cosine = m, float(v @ qvec)
+        for c, m in zip(merged, coarse):
+            c.coarse, c.cosine = m, float(np.asarray(c.row["vector"], dtype=np.float32) @ qvec)
         shortlist = sorted(merged, key=lambda c: (-c.coarse, c.window_id))[: p.fine_top]
         fine = r.reranker.fine(question, [c.row["text"] for c in shortlist], [c.cosine for c in shortlist],
                                [c.coarse for c in shortlist])

@@ -1,0 +1,117 @@
+"""Benchmark assets: benchmark_qa[CODE] with blocking data-quality checks, benchmark_splits."""
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
+from ebm_platform.benchmark.review import discarded
+from ebm_platform.benchmark.sources import (evidence_inference_rows, frame, generated_rows, pubmedqa_rows,
+                                            release_rows)
+from ebm_platform.benchmark.splits import make_splits
+from ebm_platform.defs.corpus import preview
+from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.resources import EmbedderResource, LakeResource
+from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.retrieval.fusion import top
+from ebm_platform.retrieval.pipeline import hybrid_ranking
+
+
+class BenchmarkResource(dg.ConfigurableResource):
+    """Which sources feed benchmark_qa, and the generation settings."""
+
+    datasets_dir: str | None = None
+    sources: list[str] = ["sr_rag_release", "evidence_inference", "pubmedqa", "generated"]
+    per_grade: int = 3
+    seed: int = 7
+
+    def root(self) -> Path:
+        if not self.datasets_dir or not Path(self.datasets_dir).is_dir():
+            raise FileNotFoundError(f"benchmark sources need EBM_DATASETS_DIR (got {self.datasets_dir!r})")
+        return Path(self.datasets_dir)
+
+
+@dg.asset(partitions_def=conditions_partitions, group_name="benchmark", kinds={"polars"},
+          deps=["window_index"], automation_condition=dg.AutomationCondition.eager())
+def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFrame, evidence_windows: pl.DataFrame,
+                 lake: LakeResource, embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+    """One table schema for every source: the SR-RAG release (answer-level), Evidence Inference and
+    PubMedQA (gold windows located in this partition) and generated questions (paper stages 1-3,
+    offline). Reviewer decisions (`discard`) are honoured."""
+    code = context.partition_key
+    parts = []
+    if "sr_rag_release" in benchmark.sources:
+        parts.append(release_rows(benchmark.root(), lake.catalogue()).filter(pl.col("condition") == code))
+    if "evidence_inference" in benchmark.sources:
+        parts.append(evidence_inference_rows(code, benchmark.root(), source_documents, evidence_windows))
+    if "pubmedqa" in benchmark.sources:
+        parts.append(pubmedqa_rows(code, benchmark.root(), source_documents, evidence_windows))
+    if "generated" in benchmark.sources and evidence_windows.height:
+        index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+
+        def retrieve(question: str, n: int) -> list[str]:
+            scores, _ = hybrid_ranking(index, question, embedder.embed([question])[0], n, [code], {})
+            return top(scores, n)
+
+        parts.append(generated_rows(code, evidence_windows, retrieve, embedder.embed, benchmark.per_grade, benchmark.seed))
+    bench = pl.concat(parts) if parts else frame([])
+    dropped = discarded(Path(lake.root))
+    bench = bench.filter(~pl.col("question_id").is_in(sorted(dropped)))
+    by_source = dict(bench.group_by("source").len().iter_rows()) if bench.height else {}
+    with_gold = bench.filter(pl.col("gold_window_ids").list.len() > 0).height
+    return dg.Output(bench, metadata={
+        "questions": dg.MetadataValue.int(bench.height),
+        "by_source": dg.MetadataValue.json(by_source),
+        "split_kinds": dg.MetadataValue.json(dict(bench.group_by("split_kind").len().iter_rows()) if bench.height else {}),
+        "with_gold_windows": dg.MetadataValue.int(with_gold),
+        "discarded_by_review": dg.MetadataValue.int(len(dropped)),
+        "generation_mode": dg.MetadataValue.text("offline (questions composed from the seed window's extracted PICO)"),
+        "preview": preview(bench, ["question_id", "source", "split_kind", "question"]),
+    })
+
+
+def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
+    metadata = {}
+    for rule in rules:
+        metadata[f"{rule.name}.passed"] = dg.MetadataValue.bool(rule.passed)
+        for key, value in rule.metadata.items():
+            metadata[f"{rule.name}.{key}"] = dg.MetadataValue.json(value) if isinstance(value, dict) else value
+        if rule.failing:
+            metadata[f"{rule.name}.failing_rows"] = dg.MetadataValue.json(rule.failing)
+    return dg.AssetCheckResult(passed=all(r.passed for r in rules), severity=severity, metadata=metadata)
+
+
+@dg.asset_check(asset=benchmark_qa, blocking=True,
+                additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
+                description="ERROR rules (Great Expectations suite + gold-window rules); a failure blocks "
+                            "benchmark_splits, BETR and evaluation.")
+def benchmark_structure(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame) -> dg.AssetCheckResult:
+    window_ids = set(evidence_windows["window_id"].to_list()) if evidence_windows.height else set()
+    return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR)
+
+
+@dg.asset_check(asset=benchmark_qa, additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
+                description="WARN signals: PICOT completeness, near-duplicates, verbatim copies, boilerplate answers.")
+def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame,
+                              embedder: EmbedderResource) -> dg.AssetCheckResult:
+    text = dict(zip(evidence_windows["window_id"].to_list(), evidence_windows["text"].to_list())) \
+        if evidence_windows.height else {}
+    return _check_result(quality_rules(benchmark_qa, text, embedder.embed), dg.AssetCheckSeverity.WARN)
+
+
+@dg.asset(group_name="benchmark", kinds={"polars"},
+          ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping())},
+          automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed())
+def benchmark_splits(bench: pl.DataFrame, lake: LakeResource) -> dg.Output[pl.DataFrame]:
+    """Query-grouped train / validation / test (60/20/20), stratified by condition and source."""
+    splits = make_splits(bench) if bench.height else pl.DataFrame(
+        schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String})
+    counts = splits.group_by("split", "source").len().sort("split", "source")
+    lake.reports_dir.mkdir(parents=True, exist_ok=True)
+    counts.write_csv(lake.reports_dir / "benchmark_splits.csv")
+    return dg.Output(splits, metadata={
+        "questions": dg.MetadataValue.int(splits.height),
+        "by_split": dg.MetadataValue.json(dict(splits.group_by("split").len().iter_rows()) if splits.height else {}),
+        "by_split_and_source": preview(counts, counts.columns, rows=20),
+    })

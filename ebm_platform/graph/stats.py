@@ -1,0 +1,39 @@
+"""Whole-graph statistics (nodes, relations, attributes, PICO-core shares) read from Kùzu."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ebm_platform.graph.build import PAPER_CORE_MIX, PAPER_CORE_SHARE
+from ebm_platform.graph.store import GraphStore
+
+
+def graph_summary(path: Path) -> dict:
+    """Counts by type and per condition, with the paper's PICO-core figures beside ours."""
+    with GraphStore(path, read_only=True) as store:
+        nodes = store.query("MATCH (e:Entity) RETURN e.partition AS partition, e.type AS type, "
+                            "e.pico_core AS core, count(*) AS n ORDER BY partition, type")
+        relations = store.query("MATCH (a:Entity)-[r:RELATES]->(:Entity) RETURN a.partition AS partition, "
+                                "r.type AS type, count(*) AS n ORDER BY partition, type")
+        attributes = store.count("MATCH (a:Attribute) RETURN count(*)")
+        communities = store.count("MATCH (c:Community) RETURN count(*)")
+    entities = int(nodes["n"].sum()) if nodes.height else 0
+    core = nodes.filter(nodes["core"]) if nodes.height else nodes
+    core_total = int(core["n"].sum()) if core.height else 0
+
+    def total(frame, column: str, value: str) -> int:
+        return int(frame.filter(frame[column] == value)["n"].sum()) if frame.height else 0
+
+    return {
+        "entities": entities, "attributes": attributes,
+        "relations": int(relations["n"].sum()) if relations.height else 0, "communities": communities,
+        "pico_core_share": round(core_total / (entities + attributes), 4) if entities else 0.0,
+        "pico_core_share_paper": PAPER_CORE_SHARE,
+        "core_mix": {t: round(total(core, "type", t) / core_total, 3) if core_total else 0.0 for t in PAPER_CORE_MIX},
+        "core_mix_paper": PAPER_CORE_MIX,
+        "nodes_by_type": {t: total(nodes, "type", t) for t in sorted(set(nodes["type"]))} if nodes.height else {},
+        "relations_by_type": {t: total(relations, "type", t) for t in sorted(set(relations["type"]))}
+        if relations.height else {},
+        "per_condition": {p: {"entities": total(nodes, "partition", p), "pico_core": total(core, "partition", p)}
+                          for p in sorted(set(nodes["partition"]))} if nodes.height else {},
+    }

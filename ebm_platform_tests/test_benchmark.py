@@ -1,0 +1,139 @@
+"""Benchmark sources, blocking checks, splits and review decisions."""
+
+import json
+import re
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from ebm_platform.benchmark import sources
+from ebm_platform.benchmark.quality import quality_rules, structural_rules
+from ebm_platform.benchmark.review import decisions_path, discarded, export_sheet
+from ebm_platform.benchmark.splits import make_splits
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.corpus.importers import import_dataset
+from ebm_platform.defs.benchmark import (BenchmarkResource, benchmark_qa, benchmark_quality_signals, benchmark_splits,
+                                         benchmark_structure)
+from ebm_platform.defs.corpus import evidence_windows, source_documents
+from ebm_platform.defs.index import window_index
+from ebm_platform.index.embeddings import embed
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.conftest import lake_resources
+
+ASSETS = [source_documents, evidence_windows, window_index, benchmark_qa, benchmark_structure,
+          benchmark_quality_signals, benchmark_splits]
+
+
+def test_release_counts_per_code_equal_the_summary(datasets_dir):
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    bench = sources.release_rows(datasets_dir, catalogue)
+    summary = json.loads((datasets_dir / "sr_rag_release" / "benchmark" / "summary_benchmark_full.json").read_text())
+    expected = {catalogue.canonical(code): v["youtu_questions"] for code, v in summary["per_code"].items()}
+    assert dict(bench.group_by("condition").len().iter_rows()) == expected
+    assert bench.height == 1637 and expected["ACL"] == 46 and expected["GL-GEN"] == 92 and expected["GL-SP"] == 11
+    assert set(expected) == set(catalogue.codes)
+    assert bench["question_id"].n_unique() == 1637 and (bench["split_kind"] == "main").all()
+    assert bench.filter(pl.col("question_id") == "srrag-0001")["nuggets_vital"][0].len() == 2
+
+
+def test_quality_rules_find_boilerplate_duplicates_and_copies():
+    rows = [sources.row(question_id="a", condition="X", source="generated", question="Does hip exercise reduce pain?",
+                        exact_answer="No specific values or timepoints are reported.", split_kind="main",
+                        gold_window_ids=["w1"], gold_i="hip exercise"),
+            sources.row(question_id="b", condition="X", source="generated", question="Does hip exercise reduce pain?",
+                        exact_answer="Yes.", split_kind="main", gold_window_ids=["w2"]),
+            sources.row(question_id="c", condition="X", source="generated",
+                        question="the quick brown fox jumps over the lazy dog again and again today now ok",
+                        exact_answer="x", split_kind="main", gold_window_ids=["w1"])]
+    bench = sources.frame(rows)
+    text = {"w1": "so the quick brown fox jumps over the lazy dog again and again today now ok end", "w2": "y"}
+    structural = {r.name: r for r in structural_rules(bench, {"w1", "w2"})}
+    assert all(r.passed for r in structural.values())
+    warn = {r.name: r for r in quality_rules(bench, text, embed)}
+    assert warn["boilerplate_ground_truth"].metadata["boilerplate_answers"] == 1
+    assert warn["near_duplicate_questions"].metadata["pairs"] == 1
+    assert warn["no_verbatim_copy"].failing[0]["question_id"] == "c"
+    assert not warn["picot_completeness"].passed  # 1 of 15 fields present
+
+
+def test_splits_are_query_grouped_stratified_and_deterministic():
+    rows = [sources.row(question_id=f"q{i}", condition="A" if i % 2 else "B", source="generated",
+                        question=f"question {i // 2}" if i < 10 else f"question {i}", exact_answer="x", split_kind="main")
+            for i in range(100)]
+    bench = sources.frame(rows)
+    first, second = make_splits(bench), make_splits(bench)
+    assert first.equals(second)
+    joined = first.join(bench.select("question_id", "question"), on="question_id")
+    assert joined.group_by("question").agg(pl.col("split").n_unique()).filter(pl.col("split") > 1).height == 0
+    for _, stratum in first.group_by("condition"):
+        share = stratum.group_by("split").len().to_dict(as_series=False)
+        counts = dict(zip(share["split"], share["len"]))
+        assert abs(counts["train"] / stratum.height - 0.6) < 0.08
+
+
+def test_review_decisions_are_honoured(tmp_path):
+    bench = sources.frame([sources.row(question_id=q, condition="X", source="generated", question=q,
+                                       exact_answer="a", split_kind="main") for q in ("q1", "q2")])
+    path = decisions_path(tmp_path)
+    export_sheet(bench, path)
+    sheet = pl.read_csv(path).with_columns(pl.when(pl.col("question_id") == "q2").then(pl.lit("discard"))
+                                           .otherwise(pl.lit("keep")).alias("decision"))
+    sheet.write_csv(path)
+    assert discarded(tmp_path) == {"q2"}
+    export_sheet(bench, path)  # re-export keeps earlier decisions
+    assert discarded(tmp_path) == {"q2"}
+
+
+@pytest.fixture(scope="module")
+def bench_lake(tmp_path_factory, datasets_dir):
+    root = tmp_path_factory.mktemp("bench") / "lake"
+    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
+                   ids={"PMC1562433", "PMC2249589"})
+    return root
+
+
+def _resources(root, datasets_dir, **kw):
+    return lake_resources(root) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), **kw)}
+
+
+def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir):
+    result = dg.materialize(ASSETS, partition_key="PFP", resources=_resources(bench_lake, datasets_dir),
+                            instance=dg.DagsterInstance.ephemeral(), selection=ASSETS[:6])
+    assert result.success
+    bench = pl.read_parquet(bench_lake / "assets" / "benchmark_qa" / "PFP.parquet")
+    windows = pl.read_parquet(bench_lake / "assets" / "evidence_windows" / "PFP.parquet")
+    text = dict(zip(windows["window_id"].to_list(), windows["text"].to_list()))
+    generated = bench.filter(pl.col("source") == "generated")
+    assert generated.height >= 1
+    assert bench.filter(pl.col("source") == "sr_rag_release").height == 87
+    for row in generated.iter_rows(named=True):
+        seed_tokens = set(re.findall(r"\w+", text[row["seed_window_id"]].lower()))
+        for field in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t"):
+            if row[field]:
+                assert set(re.findall(r"\w+", row[field].lower())) <= seed_tokens, (field, row[field])
+        assert row["seed_window_id"] in row["gold_window_ids"]
+        assert set(re.findall(r"\w+", row["exact_answer"].lower())) <= seed_tokens
+
+
+def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
+    def broken(code, *args, **kwargs):
+        bad = [sources.row(question_id="dup", condition=code, source="generated", question=f"Question {n}?",
+                           exact_answer="answer", split_kind="main", gold_window_ids=[gold])
+               for n, gold in enumerate(["missing-window", "missing-window"])]
+        return sources.frame(bad)
+
+    monkeypatch.setattr("ebm_platform.defs.benchmark.generated_rows", broken)
+    result = dg.materialize(ASSETS, partition_key="PFP", raise_on_error=False,
+                            resources=_resources(bench_lake, datasets_dir, sources=["generated"]),
+                            instance=dg.DagsterInstance.ephemeral())
+    assert not result.success
+    evaluations = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
+                   for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    structure = evaluations["benchmark_structure"]
+    assert not structure.passed and structure.severity == dg.AssetCheckSeverity.ERROR
+    meta = structure.metadata
+    assert meta["unique_ids.failing_rows"].value == [{"question_id": "dup"}]
+    assert {r["gold_window_ids"] for r in meta["gold_windows_exist.failing_rows"].value} == {"missing-window"}
+    assert "benchmark_splits" not in {m.asset_key.path[-1] for m in result.get_asset_materialization_events()
+                                      for m in [m.event_specific_data.materialization]}

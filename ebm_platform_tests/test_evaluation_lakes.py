@@ -1,0 +1,40 @@
+"""Evaluation lakes: built beside production through the same assets, reused by key, and never
+touching the production lake's partitions."""
+
+import hashlib
+import json
+
+from ebm_platform.cli import main
+from ebm_platform.settings import get_settings
+from ebm_platform_tests.test_readers import GUIDELINE
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and "eval" not in p.relative_to(root).parts}
+
+
+def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path, monkeypatch, capsys):
+    records = json.loads((datasets_dir / "pubmedqa" / "ori_pqal_dev.json").read_text())
+    small = tmp_path / "datasets"
+    (small / "pubmedqa").mkdir(parents=True)
+    (small / "pubmedqa" / "ori_pqal_dev.json").write_text(json.dumps(dict(list(records.items())[:3])))
+    (lake / "landing" / "PFP").mkdir()
+    (lake / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
+    (lake / "assets" / "source_documents").mkdir(parents=True)
+    (lake / "assets" / "source_documents" / "PFP.parquet").write_bytes(b"stand-in for a production partition")
+    before = _snapshot(lake)
+    monkeypatch.setenv("EBM_DATASETS_DIR", str(small))
+    get_settings.cache_clear()
+    args = ["eval", "retrieval", "--benchmark", "pubmedqa", "--split", "validation", "--strategies", "sr_rag,naive",
+            "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["questions_kept"] == 3 and set(summary["results"]) == {"sr_rag", "naive"}
+    for metrics in summary["results"].values():
+        assert metrics["questions"] == 3 and 0.0 <= metrics["R@10"] <= 1.0
+    assert summary["results"]["naive"]["Hit@10"] == 1.0  # three abstracts: the gold one is always retrieved
+    assert summary["lake"].startswith(str(lake / "eval" / "pubmedqa-"))
+    assert _snapshot(lake) == before
+    assert main(args) == 0
+    assert "reusing evaluation lake" in capsys.readouterr().err
