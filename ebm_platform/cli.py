@@ -374,6 +374,24 @@ def cmd_benchmark_export_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_betr_show(args: argparse.Namespace) -> int:
+    from ebm_platform.betr.model import BetrParameters, parameters_path
+    from ebm_platform.settings import get_settings
+
+    path = parameters_path(get_settings().lake)
+    params = BetrParameters.load(path)
+    if params is None:
+        raise FileNotFoundError(f"no fitted BETR parameters at {path}: materialise betr_parameters (make demo)")
+    data = {"a": params.a, "u": params.u, "tau": params.tau, "provenance": params.provenance, "path": str(path)}
+    if args.json:
+        _say(json.dumps(data, indent=2))
+        return 0
+    _say(f"BETR r(q,d) = a*s(q,d) + u(grade): a = {params.a:.4f}, "
+         + ", ".join(f"u_{g} = {v:.4f}" for g, v in params.u.items()) + f", tau = {params.tau}")
+    _say("provenance: " + ", ".join(f"{k} {v}" for k, v in params.provenance.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ebm", description="ebm-platform: evidence-based GraphRAG (SR-RAG)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -433,6 +451,11 @@ def build_parser() -> argparse.ArgumentParser:
     review = bench.add_parser("export-review", help="write the human-review sheet (stage 4)")
     review.add_argument("--out", help="sheet path (default <lake>/review/decisions.csv)")
     review.set_defaults(func=cmd_benchmark_export_review)
+
+    betr_cmd = sub.add_parser("betr", help="BETR parameters").add_subparsers(dest="betr_command", required=True)
+    show = betr_cmd.add_parser("show", help="the fitted parameters and their provenance")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_betr_show)
 
     lake = sub.add_parser("lake", help="lake maintenance").add_subparsers(dest="lake_command", required=True)
     build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise everything")

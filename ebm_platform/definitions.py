@@ -4,6 +4,7 @@
 import dagster as dg
 
 from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
+from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
 from ebm_platform.defs.benchmark import benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions
@@ -12,7 +13,7 @@ from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import default_resources
 
 PARTITIONED_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index, benchmark_qa]
-GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits]
+GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, candidate_pools, betr_parameters, betr_report]
 
 conditions_job = dg.define_asset_job(
     "conditions_job", selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),
@@ -23,7 +24,7 @@ global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.asset
 
 defs = dg.Definitions(
     assets=[landing_imports, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
-    asset_checks=[benchmark_structure, benchmark_quality_signals],
+    asset_checks=[benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
     jobs=[conditions_job, global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],
