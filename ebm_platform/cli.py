@@ -130,6 +130,9 @@ def write_demo_report(lake: Path) -> Path:
     lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
     lines += [""] + [f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
                      for c in answer["citations"]]
+    betr_report = lake / "reports" / "betr_report.md"
+    if betr_report.exists():
+        lines += ["", betr_report.read_text(encoding="utf-8").replace("# BETR", "## BETR", 1)]
     path = lake / "reports" / "demo_report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
