@@ -44,12 +44,13 @@ def _instance():
     return DagsterInstance.ephemeral()
 
 
-def run_all_partitions(codes: list[str] | None = None) -> dict[str, dict[str, float]]:
-    """Materialise every per-condition asset for each partition, then the global assets."""
+def run_all_partitions(codes: list[str] | None = None, partition_job: str = "conditions_job",
+                       global_job: str = "global_job") -> dict[str, dict[str, float]]:
+    """Materialise the partition job for each partition, then the global job."""
     from ebm_platform.definitions import conditions_partitions, defs
 
     instance = _instance()
-    job = defs.resolve_job_def("conditions_job")
+    job = defs.resolve_job_def(partition_job)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     summary: dict[str, dict[str, float]] = {}
     keys = codes or conditions_partitions.get_partition_keys()
@@ -68,7 +69,7 @@ def run_all_partitions(codes: list[str] | None = None) -> dict[str, dict[str, fl
         _say(f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
              f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
              f"windows={counts.get('evidence_windows.windows', 0):>5}  ({time.perf_counter() - started:.1f}s)")
-    result = defs.resolve_job_def("global_job").execute_in_process(instance=instance, run_config=quiet)
+    result = defs.resolve_job_def(global_job).execute_in_process(instance=instance, run_config=quiet)
     if not result.success:
         raise RuntimeError("global assets failed; see the run in the Dagster UI")
     return summary
@@ -269,16 +270,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_lake_build(args: argparse.Namespace) -> int:
-    """Import one dataset into this lake (EBM_LAKE) and materialise every asset for every partition."""
+    """Import one dataset into this lake (EBM_LAKE) and materialise its corpus, graph and index."""
     from ebm_platform.conditions import active_catalogue
     from ebm_platform.corpus.importers import import_dataset
     from ebm_platform.settings import get_settings
 
     settings = get_settings()
+    ids = set(Path(args.ids).read_text(encoding="utf-8").split()) if args.ids else None
     report = import_dataset(args.dataset, settings.require_datasets_dir(), settings.landing_dir, active_catalogue(),
-                            progress=_say)
+                            ids=ids, progress=_say)
     _say(report.table())
-    run_all_partitions()
+    run_all_partitions(partition_job="corpus_index_job", global_job="graph_global_job")
     return 0
 
 
@@ -292,7 +294,14 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     datasets = settings.require_datasets_dir()
-    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress)
+    ids = None
+    if args.corpus == "split":
+        if args.benchmark != "evidence-inference":
+            raise ValueError("--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)")
+        from ebm_platform.benchmark.evidence_inference import article_ids
+
+        ids = article_ids(datasets, args.split)
+    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress, ids=ids)
     items, dropped = questions(args.benchmark, args.split, datasets, lake)
     if args.limit:
         items = items[: args.limit]
@@ -303,6 +312,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
          + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
     results = evaluate(retriever, items, strategies, args.k, progress=_progress)
     summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake),
+               "corpus": "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles",
                "questions_kept": len(items), "dropped": dict(dropped),
                "corpus_windows": retriever.index.count(), "results": results,
                "notes": {"fine_scorer": retriever.reranker.fine_name,
@@ -444,6 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--k", type=int, default=10)
     retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
+    retrieval.add_argument("--corpus", choices=["all", "split"], default="all",
+                           help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
 
@@ -461,8 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_betr_show)
 
     lake = sub.add_parser("lake", help="lake maintenance").add_subparsers(dest="lake_command", required=True)
-    build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise everything")
+    build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise corpus, graph and index")
     build.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
+    build.add_argument("--ids", help="file of document ids (PMC ids / PubMed ids) to import instead of all")
     build.set_defaults(func=cmd_lake_build)
     return parser
 

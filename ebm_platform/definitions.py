@@ -12,7 +12,8 @@ from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import default_resources
 
-PARTITIONED_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index, benchmark_qa]
+CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
+PARTITIONED_ASSETS = [*CORPUS_INDEX_ASSETS, benchmark_qa]
 GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, candidate_pools, betr_parameters, betr_report]
 
 conditions_job = dg.define_asset_job(
@@ -21,11 +22,15 @@ conditions_job = dg.define_asset_job(
     description="Every per-condition asset for one partition (backfill it over all 23 codes).",
 )
 global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
+# What an evaluation lake needs: the corpus, the graph and the index, without benchmark or BETR.
+corpus_index_job = dg.define_asset_job(
+    "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
+graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree))
 
 defs = dg.Definitions(
     assets=[landing_imports, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
     asset_checks=[benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
-    jobs=[conditions_job, global_job, refresh_job],
+    jobs=[conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],
     resources=default_resources(),

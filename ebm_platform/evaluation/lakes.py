@@ -27,10 +27,13 @@ DATASET_FILES = {
 MARKER = "COMPLETE.json"
 
 
-def lake_key(benchmark: str, datasets_dir: Path, settings: Settings) -> str:
-    """Hash of the dataset's bytes and the corpus-shaping settings."""
+def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[str] | None = None) -> str:
+    """Hash of the dataset's bytes (restricted to `ids` when given) and the corpus-shaping settings."""
     digest = hashlib.sha256()
+    digest.update(json.dumps(sorted(ids) if ids is not None else "all").encode())
     for path in DATASET_FILES[benchmark](Path(datasets_dir)):
+        if ids is not None and path.stem not in ids and path.suffix == ".nxml":
+            continue
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     shape = [settings.window_tokens, settings.window_overlap, settings.max_windows_per_chunk,
@@ -41,11 +44,12 @@ def lake_key(benchmark: str, datasets_dir: Path, settings: Settings) -> str:
 
 
 def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebuild: bool = False,
-                    progress: Callable[[str], None] = print) -> Path:
-    """Build (or reuse) the evaluation lake for a benchmark and return its folder."""
+                    progress: Callable[[str], None] = print, ids: set[str] | None = None) -> Path:
+    """Build (or reuse) the evaluation lake for a benchmark and return its folder; `ids` limits
+    the corpus to those documents (e.g. one split's articles) instead of the whole dataset."""
     if benchmark not in DATASET_FILES:
         raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(DATASET_FILES)}")
-    lake = Path(settings.lake) / "eval" / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings)}"
+    lake = Path(settings.lake) / "eval" / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings, ids)}"
     if (lake / MARKER).is_file() and not rebuild:
         progress(f"reusing evaluation lake {lake}")
         return lake
@@ -53,10 +57,21 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
                EBM_DATASETS_DIR=str(datasets_dir))
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
-    progress(f"building evaluation lake {lake} (every {benchmark} document; this takes a while) ...")
+    command = [sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark]
+    if ids is not None:
+        lake.mkdir(parents=True, exist_ok=True)
+        (lake / "corpus_ids.txt").write_text("\n".join(sorted(ids)), encoding="utf-8")
+        command += ["--ids", str(lake / "corpus_ids.txt")]
+    scope = f"{len(ids)} selected" if ids is not None else "every"
+    progress(f"building evaluation lake {lake} ({scope} {benchmark} documents; this takes a while) ...")
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark], env=env, check=True,
-                   stdout=sys.stderr)  # the build's progress must not mix into a --json answer
+    # the build's output goes through `progress` (stderr in the CLI), never into a --json answer
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+        for line in child.stdout:
+            if line.strip() and "Loading weights" not in line:
+                progress(line.rstrip())
+    if child.returncode:
+        raise RuntimeError(f"building the evaluation lake failed (exit {child.returncode}); see the output above")
     (lake / MARKER).write_text(json.dumps({"benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1),
                                            "datasets_dir": str(datasets_dir)}), encoding="utf-8")
     return lake
