@@ -1,6 +1,7 @@
 """benchmark_qa sources: the SR-RAG release, Evidence Inference, PubMedQA, and generated questions.
 
-One row schema for all (BENCHMARK_SCHEMA). Gold P/I/C/O/T fields are null where the source does
+One row schema for all (BENCHMARK_SCHEMA). Ids are stable; Evidence Inference and PubMedQA ids
+carry the condition, because an article tagged with two conditions yields its questions in both. Gold P/I/C/O/T fields are null where the source does
 not know them; gold window ids are empty where the source has none (the release).
 """
 
@@ -94,7 +95,7 @@ def evidence_inference_rows(code: str, datasets_dir: Path, documents: pl.DataFra
             population[doc_id] = pops[0] if pops else None
         gold = sorted(gold_for_spans(by_doc.get(doc_id, []), p["evidence"]))
         answer = EI_ANSWERS[p["label"]].format(i=p["intervention"], c=p["comparator"], o=p["outcome"])
-        rows.append(row(question_id=f"ei-{p['prompt_id']}", condition=code, source="evidence_inference",
+        rows.append(row(question_id=f"ei-{code}-{p['prompt_id']}", condition=code, source="evidence_inference",
                         question=f"What is the effect of {p['intervention']} compared with {p['comparator']} "
                                  f"on {p['outcome']}?", exact_answer=p["label"], ideal_answer=answer,
                         nuggets_vital=[answer], nuggets_okay=p["evidence"][:2], gold_p=population[doc_id],
@@ -118,7 +119,7 @@ def pubmedqa_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, window
         gold = sorted(windows.filter(pl.col("doc_id") == doc_id)["window_id"].to_list())
         long_answer = record.get("LONG_ANSWER", "").strip()
         sentences = [s for s in SENTENCE_END.split(long_answer) if s.strip()]
-        rows.append(row(question_id=f"pubmedqa-{pmid}", condition=code, source="pubmedqa",
+        rows.append(row(question_id=f"pubmedqa-{code}-{pmid}", condition=code, source="pubmedqa",
                         question=record["QUESTION"].strip(), exact_answer=record["final_decision"],
                         ideal_answer=long_answer, nuggets_vital=sentences[:1], nuggets_okay=sentences[1:],
                         gold_window_ids=gold, certainty="sufficient", split_kind="main" if gold else "challenge"))

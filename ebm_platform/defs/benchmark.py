@@ -71,8 +71,12 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
     })
 
 
-def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity) -> dg.AssetCheckResult:
-    metadata = {}
+def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
+                  bench: pl.DataFrame) -> dg.AssetCheckResult:
+    # Dagster hands a check on a partitioned asset every materialised partition: the rules judge
+    # the benchmark as a whole (ids unique across conditions, gold anywhere in the corpus).
+    conditions = sorted(bench["condition"].unique().to_list()) if bench.height else []
+    metadata = {"scope.conditions": dg.MetadataValue.json(conditions), "scope.questions": dg.MetadataValue.int(bench.height)}
     for rule in rules:
         metadata[f"{rule.name}.passed"] = dg.MetadataValue.bool(rule.passed)
         for key, value in rule.metadata.items():
@@ -88,7 +92,7 @@ def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity) -> d
                             "benchmark_splits, BETR and evaluation.")
 def benchmark_structure(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame) -> dg.AssetCheckResult:
     window_ids = set(evidence_windows["window_id"].to_list()) if evidence_windows.height else set()
-    return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR)
+    return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR, benchmark_qa)
 
 
 @dg.asset_check(asset=benchmark_qa, additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
@@ -97,7 +101,7 @@ def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.D
                               embedder: EmbedderResource) -> dg.AssetCheckResult:
     text = dict(zip(evidence_windows["window_id"].to_list(), evidence_windows["text"].to_list())) \
         if evidence_windows.height else {}
-    return _check_result(quality_rules(benchmark_qa, text, embedder.embed), dg.AssetCheckSeverity.WARN)
+    return _check_result(quality_rules(benchmark_qa, text, embedder.embed), dg.AssetCheckSeverity.WARN, benchmark_qa)
 
 
 @dg.asset(group_name="benchmark", kinds={"polars"},
