@@ -137,3 +137,13 @@ def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
     assert {r["gold_window_ids"] for r in meta["gold_windows_exist.failing_rows"].value} == {"missing-window"}
     assert "benchmark_splits" not in {m.asset_key.path[-1] for m in result.get_asset_materialization_events()
                                       for m in [m.event_specific_data.materialization]}
+
+
+def test_a_document_in_two_conditions_yields_distinct_question_ids(datasets_dir):
+    """Dagster's checks see every partition, so the same abstract tagged twice must not collide."""
+    pmid = next(iter(json.loads((datasets_dir / "pubmedqa" / "ori_pqal_dev.json").read_text())))
+    documents = pl.DataFrame({"source": [f"pubmedqa:{pmid}"], "doc_id": ["d1"]})
+    windows = pl.DataFrame({"window_id": ["d1-w"], "doc_id": ["d1"], "text": ["t"]})
+    both = pl.concat([sources.pubmedqa_rows(code, datasets_dir, documents, windows) for code in ("LBP", "NP")])
+    assert both.height == 2 and both["question_id"].n_unique() == 2
+    assert (structural_rules(both, {"d1-w"})[1]).passed
