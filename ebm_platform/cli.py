@@ -77,20 +77,14 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ebm_platform.conditions import active_catalogue
-    from ebm_platform.corpus.importers import DATASETS, import_dataset
+    from ebm_platform.corpus.importers import import_all
     from ebm_platform.settings import get_settings
 
     settings = get_settings()
     started = time.perf_counter()
     if settings.datasets_dir and Path(settings.datasets_dir).is_dir():
-        reports = {}
-        for dataset in DATASETS:
-            report = import_dataset(dataset, Path(settings.datasets_dir), settings.landing_dir, active_catalogue())
-            _say(report.table())
-            reports[dataset] = report.as_dict()
-        reports_dir = settings.lake / "reports"
-        reports_dir.mkdir(parents=True, exist_ok=True)
-        (reports_dir / "imports.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
+        import_all(Path(settings.datasets_dir), settings.landing_dir, active_catalogue(), settings.lake / "reports",
+                   progress=_say)
     else:
         _say("EBM_DATASETS_DIR not found: materialising only what is already in the landing folders")
     _say(f"materialising every asset for {len(active_catalogue().codes)} partitions (offline: "

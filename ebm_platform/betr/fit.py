@@ -74,9 +74,9 @@ def build_pairs(pools: pl.DataFrame, negatives: int = 20, seed: int = 13) -> Pai
 
 def _u(increments):
     """u from the non-negative increments (works for numpy and torch)."""
-    lib = torch if isinstance(increments, torch.Tensor) else np
-    zero = lib.zeros(1, dtype=increments.dtype) if lib is torch else np.zeros(1)
-    return lib.concatenate([zero, -lib.cumsum(increments, 0)]) if lib is np else torch.cat([zero, -torch.cumsum(increments, 0)])
+    if isinstance(increments, torch.Tensor):
+        return torch.cat([torch.zeros(1, dtype=increments.dtype), -torch.cumsum(increments, 0)])
+    return np.concatenate([[0.0], -np.cumsum(increments)])
 
 
 def objective_np(theta: np.ndarray, pairs: Pairs, tau: float, sigma_a: float = SIGMA_A) -> float:

@@ -73,6 +73,20 @@ def _pubmedqa(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[
 SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa)}
 
 
+def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, reports_dir: Path,
+               progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """Import every dataset, print each report through `progress`, save them to imports.json."""
+    reports = {}
+    for dataset in DATASETS:
+        report = import_dataset(dataset, datasets_dir, landing_dir, catalogue, progress=progress)
+        if progress:
+            progress(report.table())
+        reports[dataset] = report.as_dict()
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    (reports_dir / "imports.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
+    return reports
+
+
 def import_dataset(
     dataset: str,
     datasets_dir: Path,

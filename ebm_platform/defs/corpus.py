@@ -10,7 +10,7 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_documents
-from ebm_platform.corpus.importers import DATASETS, import_dataset
+from ebm_platform.corpus.importers import import_all
 from ebm_platform.corpus.landing import load_partition
 from ebm_platform.corpus.model import GRADES
 from ebm_platform.defs.partitions import conditions_partitions
@@ -55,14 +55,8 @@ def landing_imports(context: dg.AssetExecutionContext, lake: LakeResource) -> dg
     """Re-scan the public datasets (EBM_DATASETS_DIR) into normalised landing files.
 
     The landing sensor then requests runs for exactly the partitions whose files changed."""
-    root = get_settings().require_datasets_dir()
-    reports = {}
-    for dataset in DATASETS:
-        report = import_dataset(dataset, root, lake.landing_dir, lake.catalogue(), progress=context.log.info)
-        context.log.info(report.table())
-        reports[dataset] = report.as_dict()
-    lake.reports_dir.mkdir(parents=True, exist_ok=True)
-    (lake.reports_dir / "imports.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
+    reports = import_all(get_settings().require_datasets_dir(), lake.landing_dir, lake.catalogue(),
+                         lake.reports_dir, progress=context.log.info)
     return dg.MaterializeResult(metadata={
         f"{name}_{key}": dg.MetadataValue.int(int(r[key]))
         for name, r in reports.items() for key in ("documents", "files_written", "untagged_documents")

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ebm_platform.graph import pico_rules
-from ebm_platform.graph.schema import Schema, map_to_schema, validate
+from ebm_platform.graph.schema import Schema, load_schema, map_to_schema, validate
 from ebm_platform.llm.client import LLMClient, LLMError
 
 EXTRACTION_PROMPT = """Extract a schema-bounded knowledge graph from this clinical evidence window.
@@ -57,6 +57,8 @@ class Extractor:
 
     def __init__(self, schema: Schema, client: LLMClient, condition_names: tuple[str, ...] = ()) -> None:
         self.schema, self.client, self.condition_names = schema, client, condition_names
+        # offline rules emit PICO-extended output; a mapped schema (the ablation) validates it first
+        self.extended = load_schema("pico_extended") if schema.mapping else None
         self.drops: Counter = Counter()
         self.failed_windows = 0
 
@@ -69,9 +71,8 @@ class Extractor:
             self.failed_windows += 1
             return {"entities": [], "relations": [], "attributes": []}
         raw = result.data
-        if result.mode == "offline":
-            raw = map_to_schema(validate(raw, _extended(), self.drops), self.schema, self.drops) \
-                if self.schema.mapping else raw
+        if result.mode == "offline" and self.extended is not None:
+            raw = map_to_schema(validate(raw, self.extended, self.drops), self.schema, self.drops)
         return validate(raw, self.schema, self.drops)
 
     def windows(self, rows: list[dict], progress: Callable[[str], None] | None = None) -> list[dict]:
@@ -84,9 +85,3 @@ class Extractor:
 
     def report(self) -> str:
         return json.dumps(dict(self.drops), sort_keys=True)
-
-
-def _extended() -> Schema:
-    from ebm_platform.graph.schema import load_schema
-
-    return load_schema("pico_extended")

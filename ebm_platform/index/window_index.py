@@ -98,9 +98,12 @@ class WindowIndex:
         frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "vector", "_score"]).to_arrow())
         return frame.rename({"_score": "bm25"})
 
-    def rows(self, keys: list[str]) -> pl.DataFrame:
-        """Rows (with vectors) for the given keys."""
-        if not keys:
+    def rows_for_windows(self, window_ids: list[str], conditions: list[str] | None = None) -> pl.DataFrame:
+        """Rows (with vectors) of the given windows, in any (or the given) conditions."""
+        if not window_ids:
             return pl.DataFrame()
-        where = f"key IN ({', '.join(_quote(k) for k in keys)})"
-        return pl.from_arrow(self.table().search().where(where).limit(len(keys)).to_arrow())
+        where = f"window_id IN ({', '.join(_quote(w) for w in window_ids)})"
+        if conditions:
+            where += f" AND {self._where(conditions, None)}"
+        # a window tagged with several conditions has one row per condition
+        return pl.from_arrow(self.table().search().where(where).limit(len(window_ids) * 25).to_arrow())

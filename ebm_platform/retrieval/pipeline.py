@@ -195,9 +195,7 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
         }
     missing = [w for w in graph_ids if w not in rows]
     if missing:
-        extra = r.index.table().search().where(
-            "window_id IN (" + ", ".join("'" + w + "'" for w in missing) + ")").limit(len(missing) * 3).to_arrow()
-        r._rows(pl.from_arrow(extra), rows)
+        r._rows(r.index.rows_for_windows(missing, conditions), rows)
     for pool, grades in GRADE_POOLS.items():
         pools[pool]["graph"] = [w for w in graph_ids if w in rows and rows[w]["grade"] in grades]
     timings["channels"] = time.perf_counter() - t0

@@ -68,6 +68,13 @@ class Reranker:
     def __init__(self, model_name: str, cross_encoder: str | None = None) -> None:
         self.tokens = TokenEmbedder(model_name)
         self.cross_encoder = cross_encoder
+        self._question: tuple[str, np.ndarray] | None = None
+
+    def _question_tokens(self, question: str) -> np.ndarray:
+        """The question's token embeddings, kept for the coarse and fine stages of one query."""
+        if self._question is None or self._question[0] != question:
+            self._question = (question, self.tokens.encode([question])[0].astype(np.float32))
+        return self._question[1]
 
     @property
     def fine_name(self) -> str:
@@ -75,7 +82,7 @@ class Reranker:
             "offline: mean of bi-encoder cosine and per-token MaxSim"
 
     def coarse(self, question: str, keys: list[str], texts: list[str]) -> list[float]:
-        q = self.tokens.encode([question])[0].astype(np.float32)
+        q = self._question_tokens(question)
         docs = self.tokens.documents(keys, texts)
         return [maxsim(q, d.astype(np.float32)) for d in docs]
 
@@ -83,5 +90,5 @@ class Reranker:
         if self.cross_encoder:
             scores = _cross_encoder(self.cross_encoder).predict([(question, t) for t in texts], show_progress_bar=False)
             return [float(s) for s in scores]
-        q_len = max(len(self.tokens.encode([question])[0]), 1)
+        q_len = max(len(self._question_tokens(question)), 1)
         return [(c + m / q_len) / 2 for c, m in zip(cosines, coarse)]
