@@ -44,10 +44,28 @@ def _instance():
     return DagsterInstance.ephemeral()
 
 
+# Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
+# skips the leading ones already written (the IO manager writes them atomically). Assets that write
+# Kùzu or LanceDB always run again; their partition replace is idempotent.
+RESUMABLE_ASSETS = ("source_documents", "evidence_windows", "pico_extractions")
+
+
+def already_built(lake: Path, code: str) -> list[str]:
+    """The leading RESUMABLE_ASSETS whose parquet output exists for partition `code`."""
+    done = []
+    for name in RESUMABLE_ASSETS:
+        if not (lake / "assets" / name / f"{code}.parquet").is_file():
+            break
+        done.append(name)
+    return done
+
+
 def run_all_partitions(codes: list[str] | None = None, partition_job: str = "conditions_job",
-                       global_job: str = "global_job") -> dict[str, dict[str, float]]:
-    """Materialise the partition job for each partition, then the global job."""
+                       global_job: str = "global_job", resume: bool = False) -> dict[str, dict[str, float]]:
+    """Materialise the partition job for each partition, then the global job; with `resume`,
+    assets already written by an interrupted build of the same lake are loaded, not recomputed."""
     from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.settings import get_settings
 
     instance = _instance()
     job = defs.resolve_job_def(partition_job)
@@ -56,7 +74,12 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     keys = codes or conditions_partitions.get_partition_keys()
     for n, code in enumerate(keys, 1):
         started = time.perf_counter()
-        result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet)
+        selection = None
+        if resume and (done := already_built(get_settings().lake, code)):
+            _say(f"resuming {code}: reusing {', '.join(done)}")
+            selection = [key for key in job.asset_layer.executable_asset_keys if key.path[-1] not in done]
+        result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet,
+                                        asset_selection=selection)
         if not result.success:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
         counts: dict[str, float] = {}
@@ -274,7 +297,7 @@ def cmd_lake_build(args: argparse.Namespace) -> int:
     report = import_dataset(args.dataset, settings.require_datasets_dir(), settings.landing_dir, active_catalogue(),
                             ids=ids, progress=_say)
     _say(report.table())
-    run_all_partitions(partition_job="corpus_index_job", global_job="graph_global_job")
+    run_all_partitions(partition_job="corpus_index_job", global_job="graph_global_job", resume=args.resume)
     return 0
 
 
@@ -470,6 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise corpus, graph and index")
     build.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
     build.add_argument("--ids", help="file of document ids (PMC ids / PubMed ids) to import instead of all")
+    build.add_argument("--resume", action="store_true",
+                       help="reuse the corpus and extraction outputs an interrupted build of this lake left")
     build.set_defaults(func=cmd_lake_build)
     return parser
 

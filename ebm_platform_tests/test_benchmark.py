@@ -117,13 +117,13 @@ def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir
 
 
 def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
-    def broken(code, *args, **kwargs):
+    def broken(self, code, *args, **kwargs):
         bad = [sources.row(question_id="dup", condition=code, source="generated", question=f"Question {n}?",
                            exact_answer="answer", split_kind="main", gold_window_ids=[gold])
                for n, gold in enumerate(["missing-window", "missing-window"])]
         return sources.frame(bad)
 
-    monkeypatch.setattr("ebm_platform.defs.benchmark.generated_rows", broken)
+    monkeypatch.setattr("ebm_platform.benchmark.generation.QuestionGenerator.rows", broken)
     result = dg.materialize(ASSETS, partition_key="PFP", raise_on_error=False,
                             resources=_resources(bench_lake, datasets_dir, sources=["generated"]),
                             instance=dg.DagsterInstance.ephemeral())

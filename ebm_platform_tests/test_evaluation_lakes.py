@@ -38,3 +38,15 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert _snapshot(lake) == before
     assert main(args) == 0
     assert "reusing evaluation lake" in capsys.readouterr().err
+
+    # an interrupted build (no marker, extraction missing) resumes from the outputs it finished
+    eval_lake = next((lake / "eval").glob("pubmedqa-*"))
+    (eval_lake / "COMPLETE.json").unlink()
+    (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").unlink()
+    windows_before = (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes()
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "resuming ALL: reusing source_documents, evidence_windows" in captured.err
+    assert (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").is_file()
+    assert (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes() == windows_before
+    assert json.loads(captured.out)["questions_kept"] == 3 and (eval_lake / "COMPLETE.json").is_file()

@@ -2,78 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from ebm_platform.llm.client import LLMClient, LLMError
+from ebm_platform_tests.conftest import ScriptedServer
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
-
-
-class ScriptedServer:
-    """Answers /v1/chat/completions with the next scripted behaviour: ok, 429, slow, malformed, 400."""
-
-    def __init__(self) -> None:
-        self.script: list[str] = []
-        self.requests = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                server.requests += 1
-                action = server.script.pop(0) if server.script else "ok"
-                if action == "429":
-                    return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}})
-                if action == "400":
-                    return self._send(400, {"error": {"message": "bad request", "type": "invalid_request"}})
-                if action == "slow":
-                    time.sleep(1.5)
-                content = ("this is {not json" if action == "malformed" else action[len("content:"):]
-                           if action.startswith("content:") else '```json\n{"answer": 42}\n```')
-                self._send(200, {
-                    "id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-                })
-
-            def _send(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and hung up
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture()
-def server():
-    s = ScriptedServer()
-    yield s
-    s.close()
 
 
 def _client(server: ScriptedServer, tmp_path, **kw) -> LLMClient:

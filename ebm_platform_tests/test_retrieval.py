@@ -17,7 +17,7 @@ from ebm_platform.retrieval.ask import ask, retriever_for
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
-from ebm_platform.retrieval.rerank import maxsim
+from ebm_platform.retrieval.rerank import TokenEmbedder, maxsim
 from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
@@ -136,3 +136,15 @@ def test_ask_cli_json(small_lake, monkeypatch, capsys):
         assert out["strategy"] == "sr_rag" and out["citations"]
     finally:
         get_settings.cache_clear()
+
+
+def test_token_cache_serves_a_request_larger_than_itself():
+    class CountingEmbedder(TokenEmbedder):
+        def encode(self, texts: list[str]) -> list[np.ndarray]:
+            return [np.full((1, 2), len(t), dtype=np.float16) for t in texts]
+
+    tokens = CountingEmbedder("unused", cache_size=2)
+    tokens.documents(["a"], ["x"])
+    out = tokens.documents(["b", "c", "a", "b"], ["xx", "xxx", "x", "xx"])  # "a" was cached, then crowded out
+    assert [float(t[0, 0]) for t in out] == [2.0, 3.0, 1.0, 2.0]
+    assert list(tokens.documents(["d"], ["xxxx"])[0][0]) == [4.0, 4.0] and len(tokens.cache) == 2

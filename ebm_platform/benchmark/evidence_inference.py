@@ -7,6 +7,8 @@ from pathlib import Path
 import polars as pl
 
 LABELS = {"significantly increased", "significantly decreased", "no significant difference"}
+# v2_annotations.csv spells one label two ways (617 rows say "significantly increase").
+LABEL_VARIANTS = {"significantly increase": "significantly increased"}
 
 
 def _root(datasets_dir: Path) -> Path:
@@ -39,8 +41,10 @@ def prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
 
 
 def labelled_prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
-    """Prompts with a valid v2 label: majority label and every annotated evidence string."""
+    """Prompts with a valid v2 label (spelling variants folded): majority label and every
+    annotated evidence string."""
     notes = pl.read_csv(_root(datasets_dir) / "v2_annotations.csv", infer_schema_length=0)
+    notes = notes.with_columns(pl.col("Label").str.strip_chars().replace(LABEL_VARIANTS))
     notes = notes.filter((pl.col("Valid Label") == "True") & pl.col("Label").is_in(sorted(LABELS)))
     grouped = notes.group_by("PromptID").agg(
         pl.col("Label").mode().sort().first().alias("label"),

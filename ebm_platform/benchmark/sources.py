@@ -7,14 +7,9 @@ not know them; gold window ids are empty where the source has none (the release)
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
-import re
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
@@ -123,84 +118,4 @@ def pubmedqa_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, window
                         question=record["QUESTION"].strip(), exact_answer=record["final_decision"],
                         ideal_answer=long_answer, nuggets_vital=sentences[:1], nuggets_okay=sentences[1:],
                         gold_window_ids=gold, certainty="sufficient", split_kind="main" if gold else "challenge"))
-    return frame(rows)
-
-
-# ---- generation (paper stages 1-3, offline) ----------------------------------------------------
-RESULT = re.compile(r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
-                    r"effective|superior|inferior|p\s*[<=]\s*0?\.\d+|95%\s*CI)", re.I)
-STATISTIC = re.compile(r"p\s*[<=]\s*0?\.\d+|95%\s*CI|confidence interval|significan", re.I)
-# Stage-3 grading thresholds (offline): cosine of question and window, and PICO agreement =
-# share of the question's gold fields found in the window (by containment or cosine >= 0.6).
-STRONG, SUPPORTIVE, WEAK = (0.60, 0.75), (0.45, 0.5), 0.30
-
-
-def _generation_pick(windows: pl.DataFrame, per_grade: int, seed: int) -> list[dict]:
-    """Stage 1 sampling: per grade, windows with an intervention, an outcome and result language."""
-    picked = []
-    for grade in "ABCDE":
-        pool = []
-        for w in windows.filter(pl.col("grade") == grade).sort("window_id").iter_rows(named=True):
-            if not RESULT.search(w["text"]):
-                continue
-            found = extract(w["text"])
-            if found.names("Intervention") and found.names("Outcome"):
-                pool.append((w, found))
-        random.Random(f"{seed}:{grade}").shuffle(pool)
-        picked.extend(pool[:per_grade])
-    return picked
-
-
-def _result_sentence(text: str) -> str:
-    sentences = [s.strip() for s in SENTENCE_END.split(re.sub(r"\s+", " ", text)) if len(s.strip()) > 30]
-    scored = sorted(sentences, key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s)))
-    return scored[0] if scored else text[:300]
-
-
-def compose_question(found) -> tuple[str, dict[str, str | None]]:
-    """A question from a window's own extracted PICO (no field from outside the window)."""
-    fields = {"p": (found.names("Population") or [None])[0], "i": found.names("Intervention")[0],
-              "c": (found.names("Comparator") or [None])[0], "o": found.names("Outcome")[0],
-              "t": (found.names("Timepoint") or [None])[0]}
-    question = f"What is the effect of {fields['i']}"
-    question += f" compared with {fields['c']}" if fields["c"] else ""
-    question += f" on {fields['o']}"
-    question += f" in {fields['p']}" if fields["p"] else ""
-    question += f" at {fields['t']}" if fields["t"] else ""
-    return question + "?", fields
-
-
-def generated_rows(code: str, windows: pl.DataFrame, retrieve: Callable[[str, int], list[str]],
-                   embed: Callable[[list[str]], np.ndarray], per_grade: int = 3, seed: int = 7,
-                   accessibility_k: int = 10, pool_size: int = 30) -> pl.DataFrame:
-    """Stages 1-3 offline: sample, compose, check round-trip accessibility, grade gold windows."""
-    text_of = dict(zip(windows["window_id"].to_list(), windows["text"].to_list()))
-    rows = []
-    for w, found in _generation_pick(windows, per_grade, seed):
-        question, fields = compose_question(found)
-        answer = _result_sentence(w["text"])
-        ranked = retrieve(question, pool_size)
-        accessible = w["window_id"] in ranked[:accessibility_k]
-        pool = [x for x in ranked if x in text_of]
-        vectors = embed([question] + [text_of[x] for x in pool]) if pool else np.zeros((1, 384))
-        anchors = [v for v in fields.values() if v]
-        anchor_vecs = embed(anchors)
-        gold = [w["window_id"]]
-        for x, vec in zip(pool, vectors[1:]):
-            if x == w["window_id"]:
-                continue
-            cos = float(vec @ vectors[0])
-            words = fold(text_of[x])
-            agree = np.mean([fold(a) in words or float(av @ vec) >= 0.6 for a, av in zip(anchors, anchor_vecs)])
-            if (cos >= STRONG[0] and agree >= STRONG[1]) or (cos >= SUPPORTIVE[0] and agree >= SUPPORTIVE[1]):
-                gold.append(x)
-        clauses = [c.strip() for c in re.split(r";|, and | whereas | but ", answer) if len(c.strip()) > 10]
-        digest = hashlib.sha1(f"{code}|{w['window_id']}|{question}".encode()).hexdigest()[:12]
-        rows.append(row(question_id=f"gen-{digest}", condition=code, source="generated", question=question,
-                        exact_answer=answer, ideal_answer=f"(grade {w['grade']}) {answer}",
-                        nuggets_vital=clauses[:1] or [answer], nuggets_okay=clauses[1:], gold_p=fields["p"],
-                        gold_i=fields["i"], gold_c=fields["c"], gold_o=fields["o"], gold_t=fields["t"],
-                        gold_window_ids=gold, seed_window_id=w["window_id"],
-                        certainty="sufficient" if STATISTIC.search(w["text"]) else "uncertain",
-                        split_kind="main" if accessible else "challenge"))
     return frame(rows)

@@ -7,12 +7,12 @@ import polars as pl
 
 from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
 from ebm_platform.benchmark.review import discarded
-from ebm_platform.benchmark.sources import (evidence_inference_rows, frame, generated_rows, pubmedqa_rows,
-                                            release_rows)
+from ebm_platform.benchmark.generation import QuestionGenerator
+from ebm_platform.benchmark.sources import evidence_inference_rows, frame, pubmedqa_rows, release_rows
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.partitions import conditions_partitions
-from ebm_platform.defs.resources import EmbedderResource, LakeResource
+from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.retrieval.fusion import top
 from ebm_platform.retrieval.pipeline import hybrid_ranking
@@ -35,12 +35,14 @@ class BenchmarkResource(dg.ConfigurableResource):
 @dg.asset(partitions_def=conditions_partitions, group_name="benchmark", kinds={"polars"},
           deps=["window_index"], automation_condition=dg.AutomationCondition.eager())
 def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFrame, evidence_windows: pl.DataFrame,
-                 lake: LakeResource, embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+                 lake: LakeResource, embedder: EmbedderResource, benchmark: BenchmarkResource,
+                 llm: LLMResource) -> dg.Output[pl.DataFrame]:
     """One table schema for every source: the SR-RAG release (answer-level), Evidence Inference and
     PubMedQA (gold windows located in this partition) and generated questions (paper stages 1-3,
-    offline). Reviewer decisions (`discard`) are honoured."""
+    with the configured LLM or offline). Reviewer decisions (`discard`) are honoured."""
     code = context.partition_key
     parts = []
+    generation = {"mode": "not run (source not selected or no windows)"}
     if "sr_rag_release" in benchmark.sources:
         parts.append(release_rows(benchmark.root(), lake.catalogue()).filter(pl.col("condition") == code))
     if "evidence_inference" in benchmark.sources:
@@ -54,7 +56,9 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
             scores, _ = hybrid_ranking(index, question, embedder.embed([question])[0], n, [code], {})
             return top(scores, n)
 
-        parts.append(generated_rows(code, evidence_windows, retrieve, embedder.embed, benchmark.per_grade, benchmark.seed))
+        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed)
+        parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed))
+        generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}
     bench = pl.concat(parts) if parts else frame([])
     dropped = discarded(Path(lake.root))
     bench = bench.filter(~pl.col("question_id").is_in(sorted(dropped)))
@@ -66,7 +70,8 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
         "split_kinds": dg.MetadataValue.json(dict(bench.group_by("split_kind").len().iter_rows()) if bench.height else {}),
         "with_gold_windows": dg.MetadataValue.int(with_gold),
         "discarded_by_review": dg.MetadataValue.int(len(dropped)),
-        "generation_mode": dg.MetadataValue.text("offline (questions composed from the seed window's extracted PICO)"),
+        "generation_mode": dg.MetadataValue.text(generation["mode"]),
+        "generation": dg.MetadataValue.json(generation),
         "preview": preview(bench, ["question_id", "source", "split_kind", "question"]),
     })
 

@@ -54,6 +54,7 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
         progress(f"reusing evaluation lake {lake}")
         return lake
     (lake / MARKER).unlink(missing_ok=True)
+    resume = (lake / "assets").is_dir() and not rebuild  # an interrupted build: keep what it finished
     env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
                EBM_DATASETS_DIR=str(datasets_dir))
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
@@ -62,6 +63,8 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
         lake.mkdir(parents=True, exist_ok=True)
         (lake / "corpus_ids.txt").write_text("\n".join(sorted(ids)), encoding="utf-8")
         command += ["--ids", str(lake / "corpus_ids.txt")]
+    if resume:
+        command.append("--resume")
     scope = f"{len(ids)} selected" if ids is not None else "every"
     progress(f"building evaluation lake {lake} ({scope} {benchmark} documents; this takes a while) ...")
     started = time.perf_counter()

@@ -84,6 +84,9 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
             size[best] += 1
             moved += 1
     rel, centroid, size = summary()
+    members: dict[int, list[str]] = defaultdict(list)
+    for node, c in community.items():
+        members[c].append(node)
     merges = 0
     changed = True
     while changed:
@@ -98,9 +101,9 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
                 break
             if a in used or b in used or size[a] + size[b] > params.max_size:
                 continue
-            for node, c in community.items():
-                if c == b:
-                    community[node] = a
+            for node in members[b]:
+                community[node] = a
+            members[a].extend(members.pop(b))
             used |= {a, b}
             merges += 1
             changed = True

@@ -44,15 +44,16 @@ class TokenEmbedder:
         return result
 
     def documents(self, keys: list[str], texts: list[str]) -> list[np.ndarray]:
-        missing = [(k, t) for k, t in zip(keys, texts) if k not in self.cache]
+        missing = list(dict.fromkeys((k, t) for k, t in zip(keys, texts) if k not in self.cache))
         if missing:
             for (k, _), tokens in zip(missing, self.encode([t for _, t in missing])):
                 self.cache[k] = tokens
-                if len(self.cache) > self.cache_size:
-                    self.cache.popitem(last=False)
         for k in keys:
             self.cache.move_to_end(k)
-        return [self.cache[k] for k in keys]
+        result = [self.cache[k] for k in keys]
+        while len(self.cache) > max(self.cache_size, len(set(keys))):  # evict only after this request is served
+            self.cache.popitem(last=False)
+        return result
 
 
 @lru_cache(maxsize=2)

