@@ -16,6 +16,7 @@ from ebm_platform.defs.index import window_index
 from ebm_platform.retrieval.ask import ask, retriever_for
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
+from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
 from ebm_platform.retrieval.rerank import TokenEmbedder, maxsim
 from ebm_platform.graph.pico_rules import question_anchors
@@ -148,3 +149,14 @@ def test_token_cache_serves_a_request_larger_than_itself():
     out = tokens.documents(["b", "c", "a", "b"], ["xx", "xxx", "x", "xx"])  # "a" was cached, then crowded out
     assert [float(t[0, 0]) for t in out] == [2.0, 3.0, 1.0, 2.0]
     assert list(tokens.documents(["d"], ["xxxx"])[0][0]) == [4.0, 4.0] and len(tokens.cache) == 2
+
+
+def test_term_coverage_weighs_rare_terms_and_stays_bounded():
+    stats = TermStatistics(["knee pain improved", "knee pain at rest", "hip abduction strength and knee pain",
+                            "knee brace use"])
+    question = "Does hip abduction reduce knee pain?"
+    assert stats.coverage(question, "hip abduction reduce knee pain") == pytest.approx(1.0)
+    assert stats.coverage(question, "shoulder") == 0.0
+    rare, common = stats.coverage(question, "hip abduction"), stats.coverage(question, "knee pain")
+    assert 0.0 < common < rare < 1.0  # 'hip'/'abduction' occur in one window, 'knee' in all four
+    assert stats.coverage("what is the", "the what") == 0.0  # stopwords only

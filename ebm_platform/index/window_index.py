@@ -98,6 +98,12 @@ class WindowIndex:
         frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "vector", "_score"]).to_arrow())
         return frame.rename({"_score": "bm25"})
 
+    def texts(self) -> list[str]:
+        """Every distinct window's text (a window tagged with several conditions counts once)."""
+        table = self.table()
+        frame = pl.from_arrow(table.search().select(["window_id", "text"]).limit(table.count_rows()).to_arrow())
+        return frame.unique("window_id", keep="first")["text"].to_list()
+
     def rows_for_windows(self, window_ids: list[str], conditions: list[str] | None = None) -> pl.DataFrame:
         """Rows (with vectors) of the given windows, in any (or the given) conditions."""
         if not window_ids:

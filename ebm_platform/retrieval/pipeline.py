@@ -27,6 +27,7 @@ from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
+from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
 
 MAX_QUESTION_CHARS = 2000
@@ -45,7 +46,7 @@ class PipelineParams:
     hyde: int = 300
     rrf_k: int = 60
     pool_quota: tuple[tuple[str, int], ...] = (("A", 16), ("B-E", 32))
-    fine_top: int = 24
+    fine_top: int = 48
     budget: int = 12
 
 
@@ -122,7 +123,8 @@ class Retriever:
         self.embedding_model = embedding_model
         self.index = WindowIndex(self.lake / "stores" / "lancedb")
         self.index.table()  # clear error when the index is missing
-        self.reranker = Reranker(embedding_model, cross_encoder)
+        self.reranker = Reranker(embedding_model, cross_encoder,
+                                 None if cross_encoder else TermStatistics(self.index.texts()))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.graph: GraphChannel | None = None
         graph_path = self.lake / "stores" / "kuzu" / "graph.kz"
@@ -215,8 +217,7 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
         for c, m in zip(merged, coarse):
             c.coarse, c.cosine = m, float(np.asarray(c.row["vector"], dtype=np.float32) @ qvec)
         shortlist = sorted(merged, key=lambda c: (-c.coarse, c.window_id))[: p.fine_top]
-        fine = r.reranker.fine(question, [c.row["text"] for c in shortlist], [c.cosine for c in shortlist],
-                               [c.coarse for c in shortlist])
+        fine = r.reranker.fine(question, [c.row["text"] for c in shortlist], [c.cosine for c in shortlist])
         for c, s in zip(shortlist, fine):
             c.s = s
             c.final = r.betr.score(s, c.grade) if r.betr else s

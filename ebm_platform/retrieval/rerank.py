@@ -3,9 +3,11 @@
 Coarse: ColBERT MaxSim, s_col(q, d) = sum_i max_j cos(e_i^q, e_j^d), over the embedder's
 token embeddings ([CLS]/[SEP] dropped).
 Fine: a sentence-transformers CrossEncoder logit when EBM_CROSS_ENCODER names one; otherwise
-the offline scorer s(q, d) = (cos(q, d) + MaxSim(q, d) / |q|) / 2, the mean of the bi-encoder
-cosine and the per-query-token MaxSim. Both halves live on [-1, 1] whatever the lengths of q and
-d, which BETR's r = a * s + u(grade) needs (a raw MaxSim sum grows with the query length).
+the offline scorer s(q, d) = cos(q, d) + LEXICAL_WEIGHT * coverage(q, d): the bi-encoder cosine
+plus the IDF-weighted share of the question's terms found in the window (retrieval/lexical.py).
+Both terms are bounded whatever the lengths of q and d, which BETR's r = a * s + u(grade) needs.
+LEXICAL_WEIGHT was chosen on Evidence Inference *train* questions over the all-article evaluation
+lake (README, Evaluation); the validation split was not used to choose it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from functools import lru_cache
 import numpy as np
 
 from ebm_platform.index.embeddings import load_embedder, model_path
+from ebm_platform.retrieval.lexical import TermStatistics
+
+LEXICAL_WEIGHT = 0.4
 
 
 def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
@@ -66,9 +71,11 @@ def _cross_encoder(name: str):
 class Reranker:
     """Coarse MaxSim over the fused candidates, fine s(q, d) over the coarse top."""
 
-    def __init__(self, model_name: str, cross_encoder: str | None = None) -> None:
+    def __init__(self, model_name: str, cross_encoder: str | None = None,
+                 term_statistics: TermStatistics | None = None) -> None:
         self.tokens = TokenEmbedder(model_name)
         self.cross_encoder = cross_encoder
+        self.term_statistics = term_statistics
         self._question: tuple[str, np.ndarray] | None = None
 
     def _question_tokens(self, question: str) -> np.ndarray:
@@ -80,16 +87,16 @@ class Reranker:
     @property
     def fine_name(self) -> str:
         return f"cross-encoder:{self.cross_encoder}" if self.cross_encoder else \
-            "offline: mean of bi-encoder cosine and per-token MaxSim"
+            f"offline: bi-encoder cosine + {LEXICAL_WEIGHT} x IDF-weighted term coverage"
 
     def coarse(self, question: str, keys: list[str], texts: list[str]) -> list[float]:
         q = self._question_tokens(question)
         docs = self.tokens.documents(keys, texts)
         return [maxsim(q, d.astype(np.float32)) for d in docs]
 
-    def fine(self, question: str, texts: list[str], cosines: list[float], coarse: list[float]) -> list[float]:
+    def fine(self, question: str, texts: list[str], cosines: list[float]) -> list[float]:
         if self.cross_encoder:
             scores = _cross_encoder(self.cross_encoder).predict([(question, t) for t in texts], show_progress_bar=False)
             return [float(s) for s in scores]
-        q_len = max(len(self._question_tokens(question)), 1)
-        return [(c + m / q_len) / 2 for c, m in zip(cosines, coarse)]
+        stats = self.term_statistics or TermStatistics(texts)
+        return [c + LEXICAL_WEIGHT * stats.coverage(question, t) for c, t in zip(cosines, texts)]
