@@ -1,6 +1,7 @@
 """Evaluation lakes: built beside production through the same assets, reused by key, and never
 touching the production lake's partitions."""
 
+import gc
 import hashlib
 import json
 
@@ -44,6 +45,7 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     (eval_lake / "COMPLETE.json").unlink()
     (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").unlink()
     windows_before = (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes()
+    gc.collect()  # the earlier runs' read-only Kùzu handles (this process) must close before the child writes
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "resuming ALL: reusing source_documents, evidence_windows" in captured.err
