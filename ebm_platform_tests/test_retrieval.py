@@ -13,6 +13,7 @@ from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.defs.corpus import evidence_windows, source_documents
 from ebm_platform.defs.graph import knowledge_graph, pico_extractions
 from ebm_platform.defs.index import window_index
+from ebm_platform.retrieval.answer import missing_terms, pico_comparison
 from ebm_platform.retrieval.ask import ask, retriever_for
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
@@ -160,3 +161,17 @@ def test_term_coverage_weighs_rare_terms_and_stays_bounded():
     rare, common = stats.coverage(question, "hip abduction"), stats.coverage(question, "knee pain")
     assert 0.0 < common < rare < 1.0  # 'hip'/'abduction' occur in one window, 'knee' in all four
     assert stats.coverage("what is the", "the what") == 0.0  # stopwords only
+
+
+def test_pico_comparison_names_question_terms_the_evidence_lacks():
+    assert missing_terms("hip strengthening to knee exercise", "knee muscle strengthening exercises") == ["hip"]
+    assert missing_terms("adults with patellofemoral pain", "patients with patellofemoral pain") == []
+    row = {"text": "Sixty patients with patellofemoral pain were randomised to knee strengthening exercises or a "
+                   "waiting list control. Pain decreased more in the exercise group.",
+           "grade": "C", "doc_id": "d1"}
+    same = lambda texts: np.ones((len(texts), 1))  # every phrase similar: only the term check decides
+    result = pico_comparison(question_anchors(QUESTION), [row], same)
+    assert result["fields"]["population"]["status"] == "match"
+    intervention = result["fields"]["intervention"]
+    assert intervention["status"] == "partial match" and "hip" in intervention["missing_terms"]
+    assert any(lim.startswith("intervention only partly matched: 'hip") for lim in result["limitations"])

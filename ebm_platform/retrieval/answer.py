@@ -19,10 +19,14 @@ from ebm_platform.corpus.model import GRADES, GRADE_LABELS
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.lexical import terms
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
                          r"superior|inferior|compared|versus|associated)\w*", re.I)
 MISMATCH_BELOW = 0.5
+# Words that qualify a PICO phrase without naming what it is about; a match need not repeat them.
+QUALIFIERS = frozenset("adding added addition plus alone only combined usual standard adult adults patient patients "
+                       "people participant participants individual individuals subject subjects".split())
 IRCOT_ROUNDS = 3
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -36,6 +40,16 @@ def citation(n: int, row: dict) -> dict:
 def _sentences(text: str) -> list[str]:
     flat = re.sub(r"\s*\n+\s*", " ", text)
     return [s.strip() for s in SENTENCE_END.split(flat) if 25 <= len(s.strip()) <= 600]
+
+
+def _stem(term: str) -> str:
+    return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
+
+
+def missing_terms(anchor: str, evidence: str) -> list[str]:
+    """Content terms of a question's PICO phrase absent from an evidence phrase (plural-insensitive)."""
+    present = {_stem(t) for t in terms(evidence)}
+    return sorted(t for t in terms(anchor) - QUALIFIERS if _stem(t) not in present)
 
 
 def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
@@ -61,9 +75,10 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         sims = embed([anchor]) @ embed([name for name, _ in names]).T
         best = int(np.argmax(sims[0]))
         score = float(sims[0][best])
+        missing = missing_terms(anchor, names[best][0])
+        status = "mismatch" if score < MISMATCH_BELOW else "partial match" if missing else "match"
         comparison[f] = {"question": anchor, "closest_evidence": names[best][0], "citation": names[best][1],
-                         "similarity": round(score, 3),
-                         "status": "match" if score >= MISMATCH_BELOW else "mismatch"}
+                         "similarity": round(score, 3), "status": status, "missing_terms": missing}
     limitations = []
     grades = [row["grade"] for row in rows]
     if "A" not in grades and "B" not in grades:
@@ -72,6 +87,10 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         if comparison[f].get("status") == "mismatch":
             limitations.append(f"{f} mismatch: the question asks about '{comparison[f]['question']}', the closest "
                                f"evidence concerns '{comparison[f]['closest_evidence']}' [{comparison[f]['citation']}]")
+        elif comparison[f].get("status") == "partial match":
+            limitations.append(f"{f} only partly matched: '{', '.join(comparison[f]['missing_terms'])}' from the "
+                               f"question is not in the closest evidence '{comparison[f]['closest_evidence']}' "
+                               f"[{comparison[f]['citation']}]")
     if len({row["doc_id"] for row in rows}) == 1:
         limitations.append("all cited windows come from a single document")
     return {"fields": comparison, "limitations": limitations}
