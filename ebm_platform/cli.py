@@ -392,15 +392,16 @@ def cmd_benchmark_stats(args: argparse.Namespace) -> int:
 def cmd_benchmark_export_review(args: argparse.Namespace) -> int:
     import polars as pl
 
-    from ebm_platform.benchmark.review import decisions_path, export_sheet
+    from ebm_platform.benchmark.review import export_sheet, sheet_path, store_path
     from ebm_platform.settings import get_settings
 
     lake = get_settings().lake
     bench = pl.concat(list(_benchmark_tables(lake).values()), how="diagonal_relaxed")
-    path = Path(args.out) if args.out else decisions_path(lake)
-    rows = export_sheet(bench, path)
-    _say(f"wrote {rows} questions to {path}; set decision to keep or discard and save it as "
-         f"{decisions_path(lake)}: the next benchmark_qa materialisation honours it")
+    path = Path(args.out) if args.out else sheet_path(lake)
+    rows = export_sheet(lake, bench, path)
+    _say(f"wrote {rows} questions to {path} (decisions so far are kept in {store_path(lake)}); set decision to "
+         f"keep or discard and save the sheet as {sheet_path(lake)}: the next benchmark_qa materialisation records "
+         f"and honours it")
     return 0
 
 
@@ -481,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
     bstats.add_argument("--json", action="store_true")
     bstats.set_defaults(func=cmd_benchmark_stats)
     review = bench.add_parser("export-review", help="write the human-review sheet (stage 4)")
-    review.add_argument("--out", help="sheet path (default <lake>/review/decisions.csv)")
+    review.add_argument("--out", help="sheet path (default <lake>/review/review_sheet.csv)")
     review.set_defaults(func=cmd_benchmark_export_review)
 
     betr_cmd = sub.add_parser("betr", help="BETR parameters").add_subparsers(dest="betr_command", required=True)

@@ -9,7 +9,7 @@ import pytest
 
 from ebm_platform.benchmark import sources
 from ebm_platform.benchmark.quality import quality_rules, structural_rules
-from ebm_platform.benchmark.review import decisions_path, discarded, export_sheet
+from ebm_platform.benchmark.review import discarded, export_sheet, latest, sheet_path, store_path
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.conditions import load_catalogue
 from ebm_platform.corpus.importers import import_dataset
@@ -72,17 +72,46 @@ def test_splits_are_query_grouped_stratified_and_deterministic():
         assert abs(counts["train"] / stratum.height - 0.6) < 0.08
 
 
-def test_review_decisions_are_honoured(tmp_path):
+def _decide(path, decisions: dict[str, str]) -> None:
+    """A reviewer edits the sheet: sets `decision` on the given question ids, saves in place."""
+    sheet = pl.read_csv(path, infer_schema_length=0)
+    column = pl.col("decision")
+    for question_id, decision in decisions.items():
+        column = pl.when(pl.col("question_id") == question_id).then(pl.lit(decision)).otherwise(column)
+    sheet.with_columns(column.alias("decision")).write_csv(path)
+
+
+def test_review_decisions_survive_re_export_and_a_discard_never_returns(tmp_path):
     bench = sources.frame([sources.row(question_id=q, condition="X", source="generated", question=q,
-                                       exact_answer="a", split_kind="main") for q in ("q1", "q2")])
-    path = decisions_path(tmp_path)
-    export_sheet(bench, path)
-    sheet = pl.read_csv(path).with_columns(pl.when(pl.col("question_id") == "q2").then(pl.lit("discard"))
-                                           .otherwise(pl.lit("keep")).alias("decision"))
-    sheet.write_csv(path)
+                                       exact_answer="a", split_kind="main") for q in ("q1", "q2", "q3")])
+    assert export_sheet(tmp_path, bench) == 3
+    _decide(sheet_path(tmp_path), {"q1": "keep", "q2": "discard"})
     assert discarded(tmp_path) == {"q2"}
-    export_sheet(bench, path)  # re-export keeps earlier decisions
+    filtered = bench.filter(pl.col("question_id") != "q2")  # what the next materialisation keeps
+    assert export_sheet(tmp_path, filtered) == 3  # the discarded question stays listed
+    sheet = dict(pl.read_csv(sheet_path(tmp_path), infer_schema_length=0).select("question_id", "decision").iter_rows())
+    assert sheet == {"q1": "keep", "q2": "discard", "q3": None}
     assert discarded(tmp_path) == {"q2"}
+    sheet_path(tmp_path).unlink()  # even without the sheet the store remembers
+    assert discarded(tmp_path) == {"q2"}
+    export_sheet(tmp_path, filtered)
+    _decide(sheet_path(tmp_path), {"q2": "keep"})  # reinstated explicitly
+    assert discarded(tmp_path) == set()
+    records = [line for line in store_path(tmp_path).read_text().splitlines() if line]
+    assert [r.split('"decision": ')[1][:9] for r in records] == ['"keep", "', '"discard"', '"keep", "']
+
+
+def test_review_sheet_with_a_bad_decision_is_refused_and_the_store_kept(tmp_path):
+    bench = sources.frame([sources.row(question_id="q1", condition="X", source="generated", question="q1",
+                                       exact_answer="a", split_kind="main")])
+    export_sheet(tmp_path, bench)
+    _decide(sheet_path(tmp_path), {"q1": "discard"})
+    assert discarded(tmp_path) == {"q1"}
+    before = store_path(tmp_path).read_bytes()
+    _decide(sheet_path(tmp_path), {"q1": "maybe"})
+    with pytest.raises(ValueError, match="keep, discard or empty"):
+        discarded(tmp_path)
+    assert store_path(tmp_path).read_bytes() == before
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +166,29 @@ def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
     assert {r["gold_window_ids"] for r in meta["gold_windows_exist.failing_rows"].value} == {"missing-window"}
     assert "benchmark_splits" not in {m.asset_key.path[-1] for m in result.get_asset_materialization_events()
                                       for m in [m.event_specific_data.materialization]}
+
+
+def test_discarded_questions_stay_out_through_export_and_materialisation(tmp_path, datasets_dir):
+    """export -> edit -> materialise -> export -> materialise, through Dagster and the CLI's export."""
+    lake = tmp_path / "lake"
+    resources = _resources(lake, datasets_dir, sources=["sr_rag_release"])
+
+    def materialise() -> pl.DataFrame:
+        result = dg.materialize([source_documents, evidence_windows, benchmark_qa], selection=[benchmark_qa],
+                                partition_key="PFP", resources=resources, instance=dg.DagsterInstance.ephemeral())
+        assert result.success
+        return pl.read_parquet(lake / "assets" / "benchmark_qa" / "PFP.parquet")
+
+    first = materialise()
+    export_sheet(lake, first)
+    gone = first["question_id"].to_list()[:3]
+    _decide(sheet_path(lake), {q: "discard" for q in gone})
+    second = materialise()
+    assert second.height == first.height - 3 and not set(gone) & set(second["question_id"].to_list())
+    export_sheet(lake, second)  # the old export rebuilt the sheet from this filtered table and lost them
+    third = materialise()
+    assert third["question_id"].to_list() == second["question_id"].to_list()
+    assert {q for q, r in latest(lake).items() if r["decision"] == "discard"} == set(gone)
 
 
 def test_a_document_in_two_conditions_yields_distinct_question_ids(datasets_dir):

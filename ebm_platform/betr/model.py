@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ebm_platform.atomic import write_text_atomic
+
 GRADES = ("A", "B", "C", "D", "E")
 
 
@@ -22,10 +24,7 @@ class BetrParameters:
         return self.a * s + self.u.get(grade, self.u["E"])
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(asdict(self), indent=2))
 
     @classmethod
     def load(cls, path: Path) -> "BetrParameters | None":

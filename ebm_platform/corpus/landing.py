@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from ebm_platform.atomic import write_text_atomic
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import read_jats, read_markdown, read_pdf
@@ -115,11 +114,7 @@ def landing_markdown(document: Document) -> str:
 
 def write_atomic(path: Path, text: str) -> bool:
     """Write text via a temporary file and rename; return False when the content is unchanged."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
     return True

@@ -1,11 +1,12 @@
 """Parquet IO manager: one file per asset partition under <lake>/assets, written atomically."""
 
 
-import os
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
+
+from ebm_platform.atomic import atomic_path
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
@@ -21,10 +22,8 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
             return
         base = self._base(context.asset_key)
         path = base / f"{context.asset_partition_key}.parquet" if context.has_asset_partitions else base.with_suffix(".parquet")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        obj.write_parquet(tmp)
-        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+        with atomic_path(path) as tmp:  # readers see the old file or the new one, never half of one
+            obj.write_parquet(tmp)
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         base = self._base(context.asset_key)
