@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip check
+	$(BIN)/ebm embedder --check
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -38,7 +38,8 @@ def run() -> None:
     settings = get_settings()
     names = tuple(c.name.lower() for c in active_catalogue().conditions)
     try:
-        retriever = Retriever(settings.lake, LLMClient(), settings.embedding_model, None, names)
+        retriever = Retriever(settings.lake, LLMClient(), settings.embedding_model, None, names,
+                              embedding_backend=settings.embedding_backend)
     except FileNotFoundError as exc:
         raise SystemExit(f"{exc} (run `make demo` first)") from exc
     print(f"corpus: {retriever.index.count()} windows in {settings.lake}; {len(QUESTIONS)} questions x {ROUNDS} rounds")
@@ -51,7 +52,8 @@ def run() -> None:
                 started = time.perf_counter()
                 result = retriever.retrieve(question, strategy)
                 t0 = time.perf_counter()
-                compose_offline(question, result.anchors, [c.row for c in result.candidates], retriever._embed)
+                rows = retriever.attach_evidence([dict(c.row) for c in result.candidates])
+                compose_offline(question, result.question_vector, result.anchors, rows, retriever._embed)
                 stages["answer"].append(time.perf_counter() - t0)
                 latencies.append(time.perf_counter() - started)
                 for stage in ("channels", "fusion", "rerank"):

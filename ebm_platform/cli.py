@@ -324,7 +324,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         items = items[: args.limit]
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
-    retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names)
+    retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names,
+                          embedding_backend=settings.embedding_backend)
     _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
          + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
     results = evaluate(retriever, items, strategies, args.k, progress=_progress)
@@ -402,6 +403,30 @@ def cmd_benchmark_export_review(args: argparse.Namespace) -> int:
     _say(f"wrote {rows} questions to {path} (decisions so far are kept in {store_path(lake)}); set decision to "
          f"keep or discard and save the sheet as {sheet_path(lake)}: the next benchmark_qa materialisation records "
          f"and honours it")
+    return 0
+
+
+def cmd_embedder(args: argparse.Namespace) -> int:
+    """Prepare the configured embedder (OpenVINO conversion, offline) and compare it with torch."""
+    import numpy as np
+
+    from ebm_platform.index.embeddings import get_encoder, load_embedder
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    started = time.perf_counter()
+    encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+    _say(f"embedder: {encoder.description}, ready in {time.perf_counter() - started:.1f}s")
+    if args.check:
+        texts = ["Hip and knee strengthening reduced pain more than knee exercise alone in patellofemoral pain.",
+                 "Eccentric loading for Achilles tendinopathy improved VISA-A scores at 12 weeks.",
+                 "No significant difference in disability was found between motor control and general exercise."]
+        reference = load_embedder(settings.embedding_model).encode(texts, normalize_embeddings=True)
+        cosine = (encoder.embed(texts) * reference).sum(axis=1)
+        _say(f"cosine with sentence-transformers (torch): min {cosine.min():.5f}")
+        if cosine.min() < 0.99:
+            raise RuntimeError(f"{encoder.description} disagrees with torch (cosine {cosine.min():.4f}); "
+                               "set EBM_EMBEDDING_BACKEND=torch")
     return 0
 
 
@@ -484,6 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
     review = bench.add_parser("export-review", help="write the human-review sheet (stage 4)")
     review.add_argument("--out", help="sheet path (default <lake>/review/review_sheet.csv)")
     review.set_defaults(func=cmd_benchmark_export_review)
+
+    embedder = sub.add_parser("embedder", help="prepare the embedding backend (OpenVINO conversion, offline)")
+    embedder.add_argument("--check", action="store_true", help="compare it with sentence-transformers on torch")
+    embedder.set_defaults(func=cmd_embedder)
 
     betr_cmd = sub.add_parser("betr", help="BETR parameters").add_subparsers(dest="betr_command", required=True)
     show = betr_cmd.add_parser("show", help="the fitted parameters and their provenance")

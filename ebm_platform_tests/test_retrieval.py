@@ -4,6 +4,7 @@ import json
 
 import dagster as dg
 import numpy as np
+import polars as pl
 import pytest
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
@@ -19,7 +20,7 @@ from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
-from ebm_platform.retrieval.rerank import TokenEmbedder, maxsim
+from ebm_platform.retrieval.rerank import maxsim
 from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
@@ -140,16 +141,25 @@ def test_ask_cli_json(small_lake, monkeypatch, capsys):
         get_settings.cache_clear()
 
 
-def test_token_cache_serves_a_request_larger_than_itself():
-    class CountingEmbedder(TokenEmbedder):
-        def encode(self, texts: list[str]) -> list[np.ndarray]:
-            return [np.full((1, 2), len(t), dtype=np.float16) for t in texts]
+def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake):
+    """MaxSim and the extractive answer read what window_index stored; the stored token vectors
+    are the encoder's own for the indexed text, and every stored sentence is a span of the window."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.index.window_index import WindowIndex, index_text
 
-    tokens = CountingEmbedder("unused", cache_size=2)
-    tokens.documents(["a"], ["x"])
-    out = tokens.documents(["b", "c", "a", "b"], ["xx", "xxx", "x", "xx"])  # "a" was cached, then crowded out
-    assert [float(t[0, 0]) for t in out] == [2.0, 3.0, 1.0, 2.0]
-    assert list(tokens.documents(["d"], ["xxxx"])[0][0]) == [4.0, 4.0] and len(tokens.cache) == 2
+    index = WindowIndex(small_lake / "stores" / "lancedb")
+    ids = pl.read_parquet(small_lake / "assets" / "evidence_windows" / "PFP.parquet")["window_id"].to_list()
+    rows = index.rows_for_windows(ids[:3] + ids[-3:])
+    late = index.late_interaction(rows["window_id"].to_list())
+    encoder = get_encoder()
+    for row in rows.iter_rows(named=True):
+        stored = late[row["window_id"]]
+        fresh = encoder.encode_windows([index_text(row["title"], row["section"], row["text"])[0]])[0]
+        assert stored["tokens"].shape == fresh.tokens.shape
+        assert np.allclose(stored["tokens"].astype(np.float32), fresh.tokens.astype(np.float32), atol=2e-3)
+        assert float(np.asarray(row["vector"]) @ fresh.vector) > 0.9999
+        assert len(stored["sentences"]) == len(stored["sentence_vectors"])
+        assert all(sentence in row["text"] for sentence in stored["sentences"])
 
 
 def test_term_coverage_weighs_rare_terms_and_stays_bounded():

@@ -7,12 +7,13 @@ from itertools import groupby
 
 import numpy as np
 
-from ebm_platform.corpus.windows import Block, WindowParams, build_windows, similarity_groups
+from ebm_platform.corpus.windows import Block, WindowParams, build_windows, similarity_groups, split_blocks
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA
 
 Embedder = Callable[[list[str]], np.ndarray]
 EMBED_TOKENS = 64  # blocks are embedded for grouping from their first 64 word pieces
+PRECOMPUTE_BATCH = 2048  # blocks per embedding call when a whole partition is windowed
 
 
 def _valid_group_ids(ids: list[int], n: int) -> bool:
@@ -26,6 +27,13 @@ class BlockGrouper:
         self.params, self.client, self.embedder = params, client, embedder
         self.llm_sections = 0
         self.fallback_sections = 0
+        self._vectors_of: dict[str, np.ndarray] = {}
+
+    def precompute(self, texts: list[str]) -> None:
+        """Embed many blocks' texts in one call (sorted and batched by the encoder), for reuse."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._vectors_of))
+        if todo:
+            self._vectors_of.update(zip(todo, self.embedder(todo)))
 
     def __call__(self, blocks: Sequence[Block]) -> list[int]:
         vectors = self._vectors(blocks)
@@ -48,9 +56,11 @@ class BlockGrouper:
     def _vectors(self, blocks: Sequence[Block]) -> np.ndarray:
         """Embeddings of non-table blocks; table rows get zero vectors (grouped by structure)."""
         prose = [i for i, b in enumerate(blocks) if b.kind != "table_row"]
-        embedded = self.embedder([blocks[i].text for i in prose])
-        vectors = np.zeros((len(blocks), embedded.shape[1] if embedded.size else 1), dtype=np.float32)
-        vectors[prose] = embedded
+        self.precompute([blocks[i].text for i in prose])
+        dim = len(next(iter(self._vectors_of.values()))) if self._vectors_of else 1
+        vectors = np.zeros((len(blocks), dim), dtype=np.float32)
+        for i in prose:
+            vectors[i] = self._vectors_of[blocks[i].text]
         return vectors
 
     def _llm_section(self, section: str, blocks: list[Block]) -> list[int] | None:
@@ -82,8 +92,15 @@ def _cap_groups(blocks: Sequence[Block], ids: list[int], params: WindowParams) -
 
 
 def window_documents(documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Evidence windows of every document, carrying the document's grade and metadata."""
+    """Evidence windows of every document, carrying the document's grade and metadata. Offline, the
+    prose blocks of all documents are embedded up front in large length-sorted batches."""
     rows: list[dict] = []
+    if grouper.client.offline:
+        prose = [b.text for doc in documents for b in split_blocks(doc["text"]) if b.kind != "table_row"]
+        for start in range(0, len(prose), PRECOMPUTE_BATCH):
+            grouper.precompute(prose[start:start + PRECOMPUTE_BATCH])
+            if progress:
+                progress(f"embedded {min(start + PRECOMPUTE_BATCH, len(prose))}/{len(prose)} blocks for grouping")
     for n, doc in enumerate(documents, 1):
         for window in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
             window.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])

@@ -22,6 +22,28 @@ CAPTION = re.compile(r"^(?:Table|Tab\.)\s*\w+", re.I)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 
 
+SENTENCE_CHARS = (25, 600)  # shorter or longer "sentences" are headings, table rows or run-on text
+
+
+def flatten(text: str) -> str:
+    """One line: runs of line breaks (and the space around them) become one space."""
+    return re.sub(r"\s*\n+\s*", " ", text).strip()
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of a window that an answer may quote (25-600 characters
+    once flattened), split where SENTENCE_END matches."""
+    spans, start = [], 0
+    for gap in [*SENTENCE_END.finditer(text), None]:
+        end = gap.start() if gap else len(text)
+        piece = text[start:end]
+        lead = len(piece) - len(piece.lstrip())
+        if SENTENCE_CHARS[0] <= len(flatten(piece)) <= SENTENCE_CHARS[1]:
+            spans.append((start + lead, start + len(piece.rstrip())))
+        start = gap.end() if gap else end
+    return spans
+
+
 def count_tokens(text: str) -> int:
     return len(TOKEN.findall(text))
 

@@ -26,7 +26,8 @@ def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, spli
     """Cand(q) before BETR for every benchmark question with gold windows, with s(q, d), grade,
     gold flag and the question's split."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
-    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names)
+    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
+                          embedding_backend=embedder.backend)
     pools = build_pools(retriever, bench, progress=context.log.info)
     pools = pools.join(splits.select("question_id", "split"), on="question_id", how="left")
     queries = pools.select("question_id", "split").unique()

