@@ -99,7 +99,9 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from ebm_platform.atomic import write_text_atomic
     from ebm_platform.conditions import active_catalogue
+    from ebm_platform.index.embeddings import cores
     from ebm_platform.corpus.importers import import_all
     from ebm_platform.settings import get_settings
 
@@ -115,7 +117,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run_all_partitions()
     report = write_demo_report(settings.lake)
     _say(f"\n{report.read_text(encoding='utf-8')}")
-    _say(f"demo finished in {time.perf_counter() - started:.0f}s; report: {report}; open the UI with `make dev`")
+    seconds = time.perf_counter() - started
+    write_text_atomic(settings.lake / "reports" / "demo_timing.json", json.dumps(
+        {"seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores()}))
+    _say(f"demo finished in {seconds:.0f}s; report: {report}; open the UI with `make dev`")
     return 0
 
 

@@ -105,7 +105,7 @@ def test_end_to_end_ask_on_real_documents(small_lake):
     assert pools == {"A", "B-E"}
     assert sum(row["pool"] == "A" for row in result["explain"]) <= 16
     assert all("channel_ranks" in row and "fused_rrf" in row for row in result["explain"])
-    assert set(result["timings_s"]) == {"channels", "fusion", "rerank", "answer"}
+    assert set(result["timings_s"]) == {"encode", "graph", "search", "fusion", "evidence read", "rerank", "answer"}
 
 
 def test_naive_strategy_and_unknown_strategy(small_lake):

@@ -177,8 +177,12 @@ class QuestionGenerator:
     """Stages 1-3 for one partition's windows, with an LLM client or offline."""
 
     def __init__(self, client: LLMClient, retrieve: Callable[[str, int], list[str]],
-                 embed: Callable[[list[str]], np.ndarray], accessibility_k: int = 10, pool_size: int = 30) -> None:
+                 embed: Callable[[list[str]], np.ndarray], accessibility_k: int = 10, pool_size: int = 30,
+                 window_vectors: Callable[[list[str]], np.ndarray] | None = None) -> None:
+        """`window_vectors` returns the index's stored vectors of window ids; without it the
+        windows' texts are embedded."""
         self.client, self.retrieve, self.embed = client, retrieve, embed
+        self.window_vectors = window_vectors
         self.accessibility_k, self.pool_size = accessibility_k, pool_size
         self.log = GenerationLog(mode="offline (composed from the seed window's extracted PICO)" if client.offline
                                  else f"llm:{client.model}")
@@ -205,7 +209,8 @@ class QuestionGenerator:
     def relations(self, question: str, answer: str, fields: dict[str, str | None], pool: list[str],
                   text_of: dict[str, str]) -> dict[str, str]:
         """Stage 3: the relation of each pool window to the question, in batches of GRADING_BATCH."""
-        vectors = self.embed([question] + [text_of[w] for w in pool])
+        pool_vectors = self.window_vectors(pool) if self.window_vectors else self.embed([text_of[w] for w in pool])
+        vectors = np.vstack([self.embed([question]), pool_vectors])
         anchors = [v for v in fields.values() if v]
         anchor_vectors = self.embed(anchors)
         out: dict[str, str] = {}

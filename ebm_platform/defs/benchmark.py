@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
@@ -51,12 +52,16 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
         parts.append(pubmedqa_rows(code, benchmark.root(), source_documents, evidence_windows))
     if "generated" in benchmark.sources and evidence_windows.height:
         index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+        seen: dict[str, dict] = {}  # rows (with their stored vectors) of every retrieved window
 
         def retrieve(question: str, n: int) -> list[str]:
-            scores, _ = hybrid_ranking(index, question, embedder.embed([question])[0], n, [code], {})
+            scores, _ = hybrid_ranking(index, question, embedder.embed([question])[0], n, [code], seen)
             return top(scores, n)
 
-        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed)
+        def window_vectors(window_ids: list[str]) -> np.ndarray:
+            return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])
+
+        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, window_vectors=window_vectors)
         parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed))
         generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}
     bench = pl.concat(parts) if parts else frame([])

@@ -1,8 +1,9 @@
 """Evaluation lakes: a whole dataset built through the production assets, beside the production lake.
 
-The lake lives at <EBM_LAKE>/eval/<benchmark>-<key>, where key hashes the dataset's files and the
-settings that shape the corpus (catalogue, window budget, schema, embedding model), so a rebuild
-happens only when one of them changes. It is built in a child process whose EBM_LAKE and
+The lake lives at <EBM_LAKE>/eval/<benchmark>-<key>, where key hashes the dataset's files, the
+settings that shape the corpus (catalogue, window budget, schema, embedding model and backend) and
+the source of the code that builds it (corpus/, graph/, index/), so a rebuild happens only when one
+of them changes. It is built in a child process whose EBM_LAKE and
 EBM_CATALOGUE point at the evaluation lake and the catch-all catalogue: the same readers,
 windows, extraction, graph and index code as production, and no write to the production lake.
 """
@@ -18,6 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ebm_platform.atomic import write_text_atomic
+from ebm_platform.index.embeddings import cores
 from ebm_platform.settings import EVALUATION_CATALOGUE, Settings
 
 DATASET_FILES = {
@@ -25,6 +28,19 @@ DATASET_FILES = {
     "pubmedqa": lambda root: [root / "pubmedqa" / "ori_pqal_dev.json"],
 }
 MARKER = "COMPLETE.json"
+BUILDING_CODE = ("corpus", "graph", "index")  # packages whose code shapes an evaluation lake
+
+
+def code_digest() -> str:
+    """Hash of the source files that build a lake's corpus, graph and index."""
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder in BUILDING_CODE:
+        for path in sorted((package / folder).rglob("*")):
+            if path.suffix in (".py", ".yaml") and path.is_file():
+                digest.update(path.relative_to(package).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[str] | None = None) -> str:
@@ -38,7 +54,7 @@ def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[st
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     shape = [settings.window_tokens, settings.window_overlap, settings.max_windows_per_chunk,
              settings.group_similarity, settings.graph_schema, settings.embedding_model,
-             EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
+             settings.embedding_backend, code_digest(), EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
     digest.update(json.dumps(shape).encode())
     return digest.hexdigest()[:12]
 
@@ -75,6 +91,7 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
                 progress(line.rstrip())
     if child.returncode:
         raise RuntimeError(f"building the evaluation lake failed (exit {child.returncode}); see the output above")
-    (lake / MARKER).write_text(json.dumps({"benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1),
-                                           "datasets_dir": str(datasets_dir)}), encoding="utf-8")
+    write_text_atomic(lake / MARKER, json.dumps({
+        "benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1), "resumed": resume,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores(), "datasets_dir": str(datasets_dir)}))
     return lake

@@ -50,7 +50,13 @@ def partition_tables(
     entity_rows = elements.filter(pl.col("kind") == "entity") if elements.height else elements
     keys = sorted({(r["subject_type"], normalise(r["subject"])) for r in entity_rows.iter_rows(named=True)} - {(None, "")})
     keys = [k for k in keys if k[1]]
-    canonical = merge_entities(keys, embed, merge_threshold)
+    names = sorted({norm for _, norm in keys})
+    vector_of = dict(zip(names, embed(names))) if names else {}  # each distinct name embedded once
+
+    def lookup(texts: list[str]) -> np.ndarray:
+        return np.stack([vector_of[t] for t in texts])
+
+    canonical = merge_entities(keys, lookup, merge_threshold)
 
     def entity_id(type_: str, name: str) -> str | None:
         key = canonical.get((type_, normalise(name)))
@@ -93,8 +99,9 @@ def partition_tables(
     dedup_attr = {(s, a): w for s, a, w in sorted(has_attr)}
     tables["HAS_ATTRIBUTE"] = pl.DataFrame([(s, a, w) for (s, a), w in dedup_attr.items()],
                                            schema={"from": pl.String, "to": pl.String, "window_id": pl.String}, orient="row")
-    vectors = embed(tables["Entity"]["name"].to_list()) if ents else np.zeros((0, 384), dtype=np.float32)
-    entity_table = tables["Entity"].with_columns(pl.Series("vector", vectors.tolist(), dtype=pl.List(pl.Float32)))
+    # an entity's vector is its canonical normalised name's (the graph channel matches anchors to it)
+    vectors = [vector_of[norm].tolist() for norm in tables["Entity"]["norm"].to_list()]
+    entity_table = tables["Entity"].with_columns(pl.Series("vector", vectors, dtype=pl.List(pl.Float32)))
     return tables, entity_table
 
 

@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,6 +37,7 @@ BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
+CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-checked by every partition run)
 
 
 def model_path(name: str) -> str:
@@ -212,6 +214,8 @@ class Encoder:
         self.forward = _OpenVinoForward(name) if backend == "openvino" else _TorchForward(self.spec)
         self.dim = int(self.forward(*self._pad([[self.tokenizer.cls_token_id, self.tokenizer.sep_token_id]])).shape[-1])
         self._lock = threading.Lock() if backend == "torch" else None
+        self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     @property
     def description(self) -> str:
@@ -256,8 +260,19 @@ class Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         limit = min(self.spec.max_length, max_tokens or self.spec.max_length)
-        encoded = self.tokenizer(list(texts), truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
-        return np.stack([self._pool(h) for h in self._hidden(encoded)]).astype(np.float32)
+        with self._cache_lock:
+            known = {t: self._cache[(t, limit)] for t in texts if (t, limit) in self._cache}
+        todo = list(dict.fromkeys(t for t in texts if t not in known))
+        if todo:
+            encoded = self.tokenizer(todo, truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
+            fresh = dict(zip(todo, (self._pool(h).astype(np.float32) for h in self._hidden(encoded))))
+            known.update(fresh)
+            with self._cache_lock:
+                for text, vector in fresh.items():
+                    self._cache[(text, limit)] = vector
+                while len(self._cache) > CACHE_ENTRIES:
+                    self._cache.popitem(last=False)
+        return np.stack([known[t] for t in texts])
 
     def _segments(self, ids: list[int]) -> list[list[int]]:
         """Content ids cut into balanced segments that fit the model, each wrapped in [CLS] ... [SEP]."""

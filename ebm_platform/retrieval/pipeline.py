@@ -91,6 +91,19 @@ class Retrieval:
     notes: dict[str, str]
 
 
+class Laps:
+    """Seconds per pipeline stage: `lap(name)` charges the time since the previous lap to `name`."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.timings[name] = self.timings.get(name, 0.0) + now - self._last
+        self._last = now
+
+
 def collect(frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
     """A channel's ranked window ids; each window's row is kept once in `into`."""
     ids = []
@@ -165,27 +178,24 @@ def hybrid_ranking(index: WindowIndex, question: str, qvec: np.ndarray, limit: i
 
 
 def _naive(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
-    timings: dict[str, float] = {}
+    laps = Laps()
     rows: dict[str, dict] = {}
-    t0 = time.perf_counter()
     qvec = r._embed([question])[0]
+    laps.lap("encode")
     scores, ranks = hybrid_ranking(r.index, question, qvec, r.params.dense, conditions, rows, r.params.rrf_k)
-    timings["channels"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    laps.lap("search")
     chosen = top(scores, r.params.budget)
     candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
                   for w in chosen]
-    timings["fusion"] = time.perf_counter() - t0
-    timings["rerank"] = 0.0
+    laps.lap("fusion")
     return Retrieval(question, "naive", qvec, question_anchors(question, r.condition_names), candidates, candidates,
-                     timings, {"fine_scorer": "none (RRF order)", "betr": "not applied"})
+                     laps.timings, {"fine_scorer": "none (RRF order)", "betr": "not applied"})
 
 
 def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
     p = r.params
-    timings: dict[str, float] = {}
+    laps = Laps()
     rows: dict[str, dict] = {}
-    t0 = time.perf_counter()
     anchors = question_anchors(question, r.condition_names)
     passages, hyde_mode = hyde_passages(question, anchors, r.client)
     encoded = r.encoder.encode_windows([question, *passages])  # one pass: vectors and question tokens
@@ -193,9 +203,11 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
     qvec = vectors[0]
     hyde_vec = vectors.mean(axis=0)
     hyde_vec /= np.linalg.norm(hyde_vec) or 1.0
+    laps.lap("encode")
     graph_found = r.graph.search(anchors, conditions) if r.graph else []
     graph_paths = {c.window_id: c.path for c in graph_found[: p.graph]}
     graph_ids = list(graph_paths)
+    laps.lap("graph")
     pools: dict[str, dict[str, list[str]]] = {}
     for pool, grades in GRADE_POOLS.items():
         pools[pool] = {
@@ -208,19 +220,16 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
         r._rows(r.index.rows_for_windows(missing, conditions), rows)
     for pool, grades in GRADE_POOLS.items():
         pools[pool]["graph"] = [w for w in graph_ids if w in rows and rows[w]["grade"] in grades]
-    timings["channels"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
+    laps.lap("search")
     merged: list[Candidate] = []
     for pool, quota in p.pool_quota:
         scores, ranks = rrf(pools[pool], p.rrf_k)
         for w in top(scores, quota):
             merged.append(Candidate(w, rows[w], pool, ranks[w], scores[w], graph_path=graph_paths.get(w, [])))
-    timings["fusion"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
+    laps.lap("fusion")
     if merged:
         r.attach_evidence([c.row for c in merged])
+        laps.lap("evidence read")
         coarse = r.reranker.coarse(encoded[0].tokens, [c.row["tokens"] for c in merged])
         for c, m in zip(merged, coarse):
             c.coarse, c.cosine = m, float(np.asarray(c.row["vector"], dtype=np.float32) @ qvec)
@@ -233,10 +242,10 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrie
         chosen = sorted(shortlist, key=lambda c: (-c.final, c.window_id))[: p.budget]
     else:
         chosen = []
-    timings["rerank"] = time.perf_counter() - t0
+    laps.lap("rerank")
     betr_note = (f"r = {r.betr.a:.4f}*s + u(grade), u = {r.betr.u}" if r.betr else
                  "not applied (no fitted parameters in this lake; identity)")
-    return Retrieval(question, "sr_rag", qvec, anchors, chosen, merged, timings,
+    return Retrieval(question, "sr_rag", qvec, anchors, chosen, merged, laps.timings,
                      {"fine_scorer": r.reranker.fine_name, "betr": betr_note, "hyde": hyde_mode,
                       "graph_channel": "on" if r.graph else "off (no knowledge graph in this lake)"})
 
