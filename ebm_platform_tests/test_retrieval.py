@@ -162,6 +162,18 @@ def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake
         assert all(sentence in row["text"] for sentence in stored["sentences"])
 
 
+def test_an_empty_partition_beside_an_existing_index_writes_nothing(small_lake):
+    from ebm_platform.index.window_index import WindowIndex
+
+    index = WindowIndex(small_lake / "stores" / "lancedb")
+    before = index.count()
+    result = dg.materialize([source_documents, evidence_windows, window_index], partition_key="ITBS",
+                            resources=lake_resources(small_lake), instance=dg.DagsterInstance.ephemeral())
+    assert result.success
+    assert result.asset_materializations_for_node("window_index")[0].metadata["empty"].value is True
+    assert index.count() == before and index.count("ITBS") == 0
+
+
 def test_term_coverage_weighs_rare_terms_and_stays_bounded():
     stats = TermStatistics(["knee pain improved", "knee pain at rest", "hip abduction strength and knee pain",
                             "knee brace use"])

@@ -286,6 +286,8 @@ class Encoder:
         """One forward pass per text (per segment for long texts): the sentence embedding pooled
         over every token, the content tokens for MaxSim and, for each character span in `spans`,
         the pooled vector of the tokens inside it."""
+        if not texts:
+            return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         segments, owner = [], []
         for t, ids in enumerate(encoded["input_ids"]):

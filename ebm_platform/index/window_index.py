@@ -126,19 +126,18 @@ class WindowIndex:
             if progress:
                 progress(f"{condition}: encoded {min(start + ENCODE_BATCH, todo.height)}/{todo.height} windows "
                          f"({len(reused)} reused)")
-        encoded = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in parts]) if parts else None
-        if encoded is None:
-            if not self.exists():
-                return {"written": 0, "encoded": 0, "reused": 0}
-            encoded = encode_rows(data.head(0), encoder).append_column("window_id", pa.array([], pa.string()))
-        position = {w: i for i, w in enumerate(encoded["window_id"].to_pylist())}
-        encoded = encoded.take([position[w] for w in data["window_id"].to_list()])
-        data = data.to_arrow()
-        for name in ENCODED:
-            data = data.append_column(name, encoded[name])
+        if parts:
+            encoded = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in parts])
+            position = {w: i for i, w in enumerate(encoded["window_id"].to_pylist())}
+            encoded = encoded.take([position[w] for w in data["window_id"].to_list()])
+            data = data.to_arrow()
+            for name in ENCODED:
+                data = data.append_column(name, encoded[name])
+        elif self.exists():  # the partition is (now) empty: the commit below deletes its rows
+            data = self.table().schema.empty_table()
+        else:
+            return {"written": 0, "encoded": 0, "reused": 0}
         if not self.exists():
-            if not data.num_rows:
-                return {"written": 0, "encoded": 0, "reused": 0}
             self.db.create_table(TABLE, data)
         else:
             table = self.table()
