@@ -162,6 +162,25 @@ def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake
         assert all(sentence in row["text"] for sentence in stored["sentences"])
 
 
+def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path):
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.index.window_index import WindowIndex
+
+    def windows(*ids: str) -> pl.DataFrame:
+        return pl.DataFrame({"window_id": list(ids), "doc_id": ["d"] * len(ids), "grade": ["C"] * len(ids),
+                             "title": ["Knee trial"] * len(ids), "year": [2020] * len(ids),
+                             "section": ["Results"] * len(ids),
+                             "text": [f"Pain fell more with exercise {i} than with rest in the trial." for i in ids]})
+
+    index, encoder = WindowIndex(tmp_path / "lancedb"), get_encoder()
+    assert index.replace_partition("X", windows("w1", "w2"), encoder) == {"written": 2, "encoded": 2, "reused": 0}
+    assert index.replace_partition("Y", windows("w3"), encoder) == {"written": 1, "encoded": 1, "reused": 0}
+    assert index.replace_partition("Z", windows("w2", "w4"), encoder) == {"written": 2, "encoded": 1, "reused": 1}
+    late = index.late_interaction(["w2"])["w2"]
+    assert late["sentences"] == ["Pain fell more with exercise w2 than with rest in the trial."]
+    assert index.count() == 5 and index.count("Z") == 2
+
+
 def test_an_empty_partition_beside_an_existing_index_writes_nothing(small_lake):
     from ebm_platform.index.window_index import WindowIndex
 

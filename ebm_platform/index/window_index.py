@@ -106,7 +106,7 @@ class WindowIndex:
                  .select(["window_id", *ENCODED]).limit(len(window_ids) * 25).to_arrow())
         ids = found["window_id"].to_pylist()
         first = sorted({w: i for i, w in reversed(list(enumerate(ids)))}.values())
-        return found.take(first)
+        return found.take(pa.array(first, pa.int64()))
 
     def replace_partition(self, condition: str, windows: pl.DataFrame, encoder: Encoder,
                           progress: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -129,7 +129,7 @@ class WindowIndex:
         if parts:
             encoded = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in parts])
             position = {w: i for i, w in enumerate(encoded["window_id"].to_pylist())}
-            encoded = encoded.take([position[w] for w in data["window_id"].to_list()])
+            encoded = encoded.take(pa.array([position[w] for w in data["window_id"].to_list()], pa.int64()))
             data = data.to_arrow()
             for name in ENCODED:
                 data = data.append_column(name, encoded[name])
