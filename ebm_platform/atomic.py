@@ -4,7 +4,7 @@ renamed over the target, so a reader or a crash sees the old file or the new one
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,13 +15,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path`, on error it is removed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")  # unique per writer; default permissions
     try:
         yield tmp
         with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
+            os.fsync(handle.fileno())  # the bytes are on disk before the rename makes them visible
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

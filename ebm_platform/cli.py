@@ -23,6 +23,19 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _show_asset_progress() -> None:
+    """Print the assets' progress lines (the `ebm.progress` logger) on stderr while runs execute."""
+    import logging
+
+    logger = logging.getLogger("ebm.progress")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("  %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from ebm_platform.conditions import active_catalogue
     from ebm_platform.corpus.importers import import_dataset
@@ -67,6 +80,7 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     from ebm_platform.definitions import conditions_partitions, defs
     from ebm_platform.settings import get_settings
 
+    _show_asset_progress()
     instance = _instance()
     job = defs.resolve_job_def(partition_job)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

@@ -27,6 +27,10 @@ corpus_index_job = dg.define_asset_job(
     "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
 graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree))
 
+# One step at a time within a run: the embedder already uses every core the process may use, so
+# parallel steps would only oversubscribe the CPU (two queued runs may still overlap).
+executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
+
 defs = dg.Definitions(
     assets=[landing_imports, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
     asset_checks=[benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
@@ -34,4 +38,5 @@ defs = dg.Definitions(
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],
     resources=default_resources(),
+    executor=executor,
 )

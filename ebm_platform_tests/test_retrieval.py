@@ -162,7 +162,8 @@ def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake
         assert all(sentence in row["text"] for sentence in stored["sentences"])
 
 
-def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path):
+def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path, monkeypatch):
+    monkeypatch.setattr("ebm_platform.index.window_index.ENCODE_BATCH", 1)  # one staged batch per window
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.index.window_index import WindowIndex
 

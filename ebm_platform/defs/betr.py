@@ -13,6 +13,7 @@ import polars as pl
 from ebm_platform.betr.fit import GRADES, build_pairs, select_tau
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.betr.pools import candidate_pools as build_pools
+from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
 from ebm_platform.retrieval.pipeline import Retriever
@@ -28,7 +29,7 @@ def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, spli
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
                           embedding_backend=embedder.backend)
-    pools = build_pools(retriever, bench, progress=context.log.info)
+    pools = build_pools(retriever, bench, progress=reporter(context))
     pools = pools.join(splits.select("question_id", "split"), on="question_id", how="left")
     queries = pools.select("question_id", "split").unique()
     return dg.Output(pools, metadata={

@@ -14,6 +14,7 @@ from ebm_platform.corpus.importers import import_all
 from ebm_platform.corpus.landing import load_partition
 from ebm_platform.corpus.model import GRADES
 from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.settings import get_settings
 
@@ -114,7 +115,7 @@ def evidence_windows(context: dg.AssetExecutionContext, source_documents: pl.Dat
     client = llm.client()
     grouper = BlockGrouper(embedder.window_params(), client,
                            lambda texts: embedder.embed(texts, max_tokens=EMBED_TOKENS))
-    rows = window_documents(source_documents.to_dicts(), grouper, progress=context.log.info)
+    rows = window_documents(source_documents.to_dicts(), grouper, progress=reporter(context))
     frame = (pl.DataFrame([dict(r, condition=code) for r in rows], schema=WINDOW_SCHEMA)
              if rows else pl.DataFrame(schema=WINDOW_SCHEMA))
     tokens = frame["n_tokens"] if frame.height else pl.Series([], dtype=pl.Int64)

@@ -5,6 +5,7 @@ import polars as pl
 
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
@@ -23,7 +24,7 @@ def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.Dat
     schema = graph.schema()
     condition_names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     extractor = Extractor(schema, client, condition_names)
-    rows = extractor.windows(evidence_windows.to_dicts(), progress=context.log.info)
+    rows = extractor.windows(evidence_windows.to_dicts(), progress=reporter(context))
     frame = pl.DataFrame(rows, schema=ELEMENT_SCHEMA) if rows else pl.DataFrame(schema=ELEMENT_SCHEMA)
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
     return dg.Output(frame, metadata={

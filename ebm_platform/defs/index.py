@@ -7,6 +7,7 @@ import dagster as dg
 import polars as pl
 
 from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
 from ebm_platform.index.window_index import WindowIndex
 
@@ -23,7 +24,7 @@ def window_index(context: dg.AssetExecutionContext, evidence_windows: pl.DataFra
     encoder = embedder.encoder()
     index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
     started = time.perf_counter()
-    counts = index.replace_partition(code, evidence_windows, encoder, progress=context.log.info)
+    counts = index.replace_partition(code, evidence_windows, encoder, progress=reporter(context))
     seconds = time.perf_counter() - started
     return dg.MaterializeResult(metadata={
         "rows_written": dg.MetadataValue.int(counts["written"]),

@@ -14,6 +14,7 @@ the new one, never a mixture; LanceDB's versioned commits make an interrupted wr
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,13 @@ def multivector_rows(column: pa.ChunkedArray | pa.Array, dim: int) -> list[np.nd
     return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
 
 
+def encoded_schema(dim: int) -> dict[str, pa.DataType]:
+    """Arrow types of the ENCODED columns."""
+    vectors = pa.list_(pa.list_(pa.float16(), dim))
+    return {"vector": pa.list_(pa.float32(), dim), "token_vectors": vectors, "sentence_starts": pa.list_(pa.int32()),
+            "sentence_ends": pa.list_(pa.int32()), "sentence_vectors": vectors, "encoder": pa.string()}
+
+
 def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
     """The ENCODED columns of `windows` (in order), from one forward pass per window."""
     texts, spans, shifted = [], [], []
@@ -65,14 +73,14 @@ def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
     encoded = encoder.encode_windows(texts, shifted)
     dim = encoder.dim
     vectors = np.stack([e.vector for e in encoded]) if encoded else np.zeros((0, dim), np.float32)
-    return pa.table({
+    return pa.Table.from_pydict({
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim),
         "token_vectors": _multivectors([e.tokens for e in encoded], dim),
         "sentence_starts": pa.array([[a for a, _ in s] for s in spans], type=pa.list_(pa.int32())),
         "sentence_ends": pa.array([[b for _, b in s] for s in spans], type=pa.list_(pa.int32())),
         "sentence_vectors": _multivectors([e.sentence_vectors for e in encoded], dim),
         "encoder": pa.array([encoder.description] * len(encoded), type=pa.string()),
-    })
+    }).cast(pa.schema(encoded_schema(dim).items()))
 
 
 def _quote(value: str) -> str:
@@ -110,41 +118,61 @@ class WindowIndex:
 
     def replace_partition(self, condition: str, windows: pl.DataFrame, encoder: Encoder,
                           progress: Callable[[str], None] | None = None) -> dict[str, int]:
-        """Replace one condition's rows atomically and rebuild the full-text index. Windows this
-        encoder already indexed (in any partition) are copied; the rest are encoded in batches."""
+        """Replace one condition's rows in one commit and rebuild the full-text index. Rows are
+        prepared batch by batch (windows this encoder already indexed, in any partition, are
+        copied; the rest encoded) into an Arrow staging file beside the table, which is then
+        streamed into that one commit: memory stays bounded however large the partition."""
         data = windows.select(
             (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"), "window_id",
             pl.lit(condition).alias("condition"), "doc_id", "grade", "title", pl.col("year").cast(pl.Int64),
             pl.col("section").fill_null(""), "text")
-        stored = self.stored_encodings(data["window_id"].to_list(), encoder.description)
-        reused = set(stored["window_id"].to_pylist()) if stored.num_rows else set()
-        todo = data.filter(~pl.col("window_id").is_in(sorted(reused)))
-        parts = [stored] if stored.num_rows else []
-        for start in range(0, todo.height, ENCODE_BATCH):
-            batch = todo.slice(start, ENCODE_BATCH)
-            parts.append(encode_rows(batch, encoder).append_column("window_id", batch["window_id"].to_arrow()))
-            if progress:
-                progress(f"{condition}: encoded {min(start + ENCODE_BATCH, todo.height)}/{todo.height} windows "
-                         f"({len(reused)} reused)")
-        if parts:
-            encoded = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in parts])
-            position = {w: i for i, w in enumerate(encoded["window_id"].to_pylist())}
-            encoded = encoded.take(pa.array([position[w] for w in data["window_id"].to_list()], pa.int64()))
-            data = data.to_arrow()
-            for name in ENCODED:
-                data = data.append_column(name, encoded[name])
-        elif self.exists():  # the partition is (now) empty: the commit below deletes its rows
-            data = self.table().schema.empty_table()
-        else:
-            return {"written": 0, "encoded": 0, "reused": 0}
-        if not self.exists():
-            self.db.create_table(TABLE, data)
-        else:
-            table = self.table()
-            (table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-             .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(data))
+        counts = {"written": data.height, "encoded": 0, "reused": 0}
+        if not data.height and not self.exists():
+            return counts
+        schema = data.head(0).to_arrow().schema
+        for name, type_ in encoded_schema(encoder.dim).items():
+            schema = schema.append(pa.field(name, type_))
+
+        staging = self.path / f".staging-{condition}-{uuid.uuid4().hex}.arrow"
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                for start in range(0, data.height, ENCODE_BATCH):
+                    batch = data.slice(start, ENCODE_BATCH)
+                    writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
+                    if progress:
+                        progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
+                                 f"({counts['encoded']} encoded, {counts['reused']} reused)")
+            with pa.memory_map(str(staging)) as source:
+                staged = pa.ipc.open_file(source)
+                reader = pa.RecordBatchReader.from_batches(
+                    schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
+                if not self.exists():
+                    self.db.create_table(TABLE, reader)
+                else:
+                    (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+                     .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
+        finally:
+            staging.unlink(missing_ok=True)
         self.rebuild_text_index()
-        return {"written": data.num_rows, "encoded": todo.height, "reused": len(reused)}
+        return counts
+
+    def _encoded_batch(self, batch: pl.DataFrame, encoder: Encoder, counts: dict[str, int]) -> pa.Table:
+        """One batch of rows with its ENCODED columns: copied when stored by this encoder, else encoded."""
+        ids = batch["window_id"].to_list()
+        stored = self.stored_encodings(ids, encoder.description)
+        reused = set(stored["window_id"].to_pylist()) if stored.num_rows else set()
+        todo = batch.filter(~pl.col("window_id").is_in(sorted(reused)))
+        fresh = encode_rows(todo, encoder).append_column("window_id", todo["window_id"].to_arrow())
+        both = pa.concat_tables([p.select(["window_id", *ENCODED]) for p in (stored, fresh) if p.num_rows])
+        position = {w: i for i, w in enumerate(both["window_id"].to_pylist())}
+        both = both.take(pa.array([position[w] for w in ids], pa.int64()))
+        table = batch.to_arrow()
+        for name in ENCODED:
+            table = table.append_column(name, both[name])
+        counts["encoded"] += todo.height
+        counts["reused"] += len(reused)
+        return table
 
     def rebuild_text_index(self) -> None:
         table = self.table()
