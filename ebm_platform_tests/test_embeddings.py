@@ -41,6 +41,20 @@ def test_long_texts_are_embedded_in_segments_and_every_token_is_seen(texts):
     assert float(encoder.encode_windows([short])[0].vector @ encoder.embed([short])[0]) > 0.9999
 
 
+def test_every_segment_of_a_long_window_opens_with_its_title_and_section(texts):
+    encoder = get_encoder()
+    prefix = "Hip strengthening for patellofemoral pain: a randomised trial. Results. "
+    long = prefix + max(texts, key=len)
+    ids = encoder.tokenizer(long, add_special_tokens=False)["input_ids"]
+    head = len(encoder.tokenizer(prefix, add_special_tokens=False)["input_ids"])
+    segments = encoder._segments(ids, head)
+    assert len(segments) >= 2 and all(s[1:1 + head] == ids[:head] for s in segments)
+    assert all(len(s) <= encoder.spec.max_length for s in segments)
+    assert sum(len(s) - 2 - head for s in segments) == len(ids) - head  # the body once, nothing dropped
+    window = encoder.encode_windows([long], None, [len(prefix)])[0]
+    assert window.tokens.shape == (len(ids), encoder.dim)  # each token emitted once
+
+
 def test_sentence_vectors_pool_the_tokens_of_each_span(texts):
     encoder = Encoder(backend="torch")
     text = texts[0]

@@ -154,7 +154,8 @@ def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake
     encoder = get_encoder()
     for row in rows.iter_rows(named=True):
         stored = late[row["window_id"]]
-        fresh = encoder.encode_windows([index_text(row["title"], row["section"], row["text"])[0]])[0]
+        full, prefix = index_text(row["title"], row["section"], row["text"])
+        fresh = encoder.encode_windows([full], None, [prefix])[0]
         assert stored["tokens"].shape == fresh.tokens.shape
         assert np.allclose(stored["tokens"].astype(np.float32), fresh.tokens.astype(np.float32), atol=2e-3)
         assert float(np.asarray(row["vector"]) @ fresh.vector) > 0.9999

