@@ -30,6 +30,19 @@ log = logging.getLogger(__name__)
 OFFLINE = "offline"
 
 
+def _validator(schema: dict) -> jsonschema.protocols.Validator:
+    """A checked, compiled validator per schema (building one per answer dominated offline runs)."""
+    key = json.dumps(schema, sort_keys=True)
+    if key not in _VALIDATORS:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATORS[key] = cls(schema)
+    return _VALIDATORS[key]
+
+
+_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+
+
 class LLMError(RuntimeError):
     """The model could not produce a valid answer within the retry budget."""
 
@@ -130,7 +143,7 @@ class LLMClient:
         """Answer `prompt` with JSON matching `schema`; offline mode calls `offline()` instead."""
         if self.offline:
             data = offline()
-            jsonschema.validate(data, schema)
+            _validator(schema).validate(data)
             self.usage.offline_calls += 1
             return LLMResult(data, OFFLINE, OFFLINE)
         key = self.cache_key(task, prompt, temperature)
@@ -138,7 +151,7 @@ class LLMClient:
         if cached is not None:
             try:
                 data = parse_json_reply(cached)
-                jsonschema.validate(data, schema)
+                _validator(schema).validate(data)
                 self.usage.cache_hits += 1
                 return LLMResult(data, "cache", self.model)
             except (ValueError, jsonschema.ValidationError):
@@ -157,7 +170,7 @@ class LLMClient:
                 continue
             try:
                 data = parse_json_reply(reply)
-                jsonschema.validate(data, schema)
+                _validator(schema).validate(data)
             except (ValueError, jsonschema.ValidationError) as exc:
                 self.usage.invalid_outputs += 1
                 last_error = exc
