@@ -29,7 +29,6 @@ from ebm_platform.settings import get_settings
 
 CODE = "PFP"
 ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
-NEW_ARTICLE = "PMC2660396"  # an Evidence Inference trial on exercise for knee pain; not tagged PFP
 
 
 def _materialise(resources: dict) -> float:
@@ -45,13 +44,13 @@ def run() -> None:
     landing = settings.landing_dir / CODE
     if not landing.is_dir():
         raise SystemExit(f"no {landing}: run `make demo` first")
-    xml = datasets_dir() / "evidence_inference" / "xml" / f"{NEW_ARTICLE}.nxml"
+    present = " ".join(p.name for p in landing.iterdir())
+    xml = next(p for p in sorted((datasets_dir() / "evidence_inference" / "xml").glob("PMC*.nxml"))
+               if p.stem not in present)  # the first real trial report the partition does not hold
     document = read_jats(xml.read_bytes(), str(xml))
     with tempfile.TemporaryDirectory() as tmp:
         lake = Path(tmp) / "lake"
         shutil.copytree(landing, lake / "landing" / CODE)
-        if (lake / "landing" / CODE / f"ei-{NEW_ARTICLE}.md").exists():
-            raise SystemExit(f"{NEW_ARTICLE} is already in {CODE}; choose another article")
         get_settings.cache_clear()
         resources = default_resources()
         resources = {**resources, **_rebind(resources, lake)}
@@ -59,7 +58,7 @@ def run() -> None:
         _materialise(resources)  # warm-up: model loads and first compilation are start-up, not build time
         shutil.rmtree(lake / "assets"), shutil.rmtree(lake / "stores")
         full = _materialise(resources)
-        (lake / "landing" / CODE / f"new-{NEW_ARTICLE}.md").write_text(landing_markdown(document), encoding="utf-8")
+        (lake / "landing" / CODE / f"new-{xml.stem}.md").write_text(landing_markdown(document), encoding="utf-8")
         incremental = _materialise(resources)
         index = WindowIndex(lake / "stores" / "lancedb")
         new_rows = index.table().count_rows(f"doc_id = '{document.doc_id}'")
