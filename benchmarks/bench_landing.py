@@ -33,7 +33,8 @@ ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph,
 
 def _materialise(resources: dict) -> float:
     started = time.perf_counter()
-    result = dg.materialize(ASSETS, partition_key=CODE, resources=resources, instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(ASSETS, partition_key=CODE, resources=resources, instance=dg.DagsterInstance.ephemeral(),
+                            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
     if not result.success:
         raise SystemExit("materialisation failed")
     return time.perf_counter() - started
