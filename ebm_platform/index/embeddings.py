@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 from collections import OrderedDict
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -197,7 +198,7 @@ class _OpenVinoForward:
 class WindowEncoding:
     """One text's forward pass: its sentence embedding, token embeddings and sentence vectors."""
 
-    vector: np.ndarray            # (dim,) float32, the sentence embedding of the whole text
+    vector: np.ndarray            # (dim,) float32, the model's sentence embedding (first segment)
     tokens: np.ndarray            # (n, dim) float16, L2-normalised, [CLS]/[SEP] dropped
     offsets: np.ndarray           # (n, 2) int32, each token's character span in the text
     sentence_vectors: np.ndarray  # (m, dim) float16, L2-normalised mean of each span's tokens
@@ -217,7 +218,8 @@ class Encoder:
         self.tokenizer = AutoTokenizer.from_pretrained(self.spec.path)
         self.forward = _OpenVinoForward(name) if backend == "openvino" else _TorchForward(self.spec)
         self.dim = int(self.forward(*self._pad([[self.tokenizer.cls_token_id, self.tokenizer.sep_token_id]])).shape[-1])
-        self._lock = threading.Lock() if backend == "torch" else None
+        # torch modules are not safe to call from several threads; OpenVINO takes a request per call
+        self._lock = threading.Lock() if backend == "torch" else nullcontext()
         self._cache: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
 
@@ -244,10 +246,7 @@ class Encoder:
             size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // max(width, 1)))
             batch = order[start: start + size]
             ids, mask, types = self._pad([sequences[i] for i in batch])
-            if self._lock:
-                with self._lock:
-                    states = self.forward(ids, mask, types)
-            else:
+            with self._lock:
                 states = self.forward(ids, mask, types)
             for row, i in enumerate(batch):
                 out[i] = states[row, : len(sequences[i])]
@@ -306,9 +305,8 @@ class Encoder:
         encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         segments, owner, contexts = [], [], []
         for t, ids in enumerate(encoded["input_ids"]):
-            offsets = encoded["offset_mapping"][t]
             chars = prefixes[t] if prefixes else 0
-            context = min(sum(1 for _, end in offsets if end <= chars), MAX_CONTEXT_TOKENS)
+            context = min(sum(1 for _, end in encoded["offset_mapping"][t] if end <= chars), MAX_CONTEXT_TOKENS)
             contexts.append(context)
             for segment in self._segments(ids, context):
                 segments.append(segment)

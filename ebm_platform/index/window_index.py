@@ -88,6 +88,11 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _in(column: str, values) -> str:
+    """A SQL `column IN (...)` filter over quoted values."""
+    return f"{column} IN ({', '.join(_quote(v) for v in values)})"
+
+
 class WindowIndex:
     """The evidence-window table of one lake."""
 
@@ -110,8 +115,7 @@ class WindowIndex:
         table = self.table()
         if "encoder" not in table.schema.names:
             return pa.table({})
-        wanted = ", ".join(_quote(w) for w in window_ids)
-        found = (table.search().where(f"window_id IN ({wanted}) AND encoder = {_quote(encoder)}")
+        found = (table.search().where(f"{_in('window_id', window_ids)} AND encoder = {_quote(encoder)}")
                  .select(["window_id", *ENCODED]).limit(len(window_ids) * 25).to_arrow())
         ids = found["window_id"].to_pylist()
         first = sorted({w: i for i, w in reversed(list(enumerate(ids)))}.values())
@@ -190,9 +194,9 @@ class WindowIndex:
     def _where(conditions: list[str] | None, grades: tuple[str, ...] | None) -> str | None:
         parts = []
         if conditions:
-            parts.append(f"condition IN ({', '.join(_quote(c) for c in conditions)})")
+            parts.append(_in("condition", conditions))
         if grades:
-            parts.append(f"grade IN ({', '.join(_quote(g) for g in grades)})")
+            parts.append(_in("grade", grades))
         return " AND ".join(parts) or None
 
     def dense(self, vector: np.ndarray, limit: int, conditions: list[str] | None = None,
@@ -225,7 +229,7 @@ class WindowIndex:
         """Rows (with vectors) of the given windows, in any (or the given) conditions."""
         if not window_ids:
             return pl.DataFrame()
-        where = f"window_id IN ({', '.join(_quote(w) for w in window_ids)})"
+        where = _in("window_id", window_ids)
         if conditions:
             where += f" AND {self._where(conditions, None)}"
         # a window tagged with several conditions has one row per condition
@@ -240,8 +244,7 @@ class WindowIndex:
         if "token_vectors" not in table.schema.names:
             raise RuntimeError(f"the window index at {self.path} predates stored token embeddings: "
                                "materialise window_index again (make demo, or the asset in the UI)")
-        wanted = ", ".join(_quote(w) for w in dict.fromkeys(window_ids))
-        found = (table.search().where(f"window_id IN ({wanted})")
+        found = (table.search().where(_in("window_id", dict.fromkeys(window_ids)))
                  .select(["window_id", "text", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors"])
                  .limit(len(window_ids) * 25).to_arrow())
         dim = table.schema.field("vector").type.list_size

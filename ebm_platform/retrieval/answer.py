@@ -102,7 +102,7 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
                 "message": "No evidence in this lake matched the question."}
     sentences = [(flatten(s), n) for n, row in enumerate(rows, 1) for s in row["sentences"]]
     if sentences:
-        vectors = np.concatenate([row["sentence_vectors"] for row in rows if len(row["sentences"])])
+        vectors = np.concatenate([row["sentence_vectors"] for row in rows])
     else:  # no window has a quotable sentence: quote each window's opening, scored by its vector
         sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
         vectors = np.stack([np.asarray(row["vector"]) for row in rows])
