@@ -75,8 +75,9 @@ def already_built(lake: Path, code: str) -> list[str]:
 
 def run_all_partitions(codes: list[str] | None = None, partition_job: str = "conditions_job",
                        global_job: str = "global_job", resume: bool = False) -> dict[str, dict[str, float]]:
-    """Materialise the partition job for each partition, then the global job; with `resume`,
-    assets already written by an interrupted build of the same lake are loaded, not recomputed."""
+    """Materialise the models job (the PICO tagger; reused when unchanged), the partition job for
+    each partition, then the global job; with `resume`, assets already written by an interrupted
+    build of the same lake are loaded, not recomputed."""
     from ebm_platform.definitions import conditions_partitions, defs
     from ebm_platform.settings import get_settings
 
@@ -85,6 +86,11 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     job = defs.resolve_job_def(partition_job)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     summary: dict[str, dict[str, float]] = {}
+    _say("training (or reusing) the PICO tagger ...")
+    if not defs.resolve_job_def("models_job").execute_in_process(instance=instance, run_config=quiet,
+                                                                 raise_on_error=False).success:
+        _say("the PICO tagger is not usable (training failed or it did not beat the rules; see the run in the "
+             "Dagster UI): the offline rules extract PICO")
     keys = codes or conditions_partitions.get_partition_keys()
     for n, code in enumerate(keys, 1):
         started = time.perf_counter()
@@ -142,6 +148,20 @@ EXAMPLE_QUESTION = ("In adults with patellofemoral pain, does adding hip strengt
                     "more than knee exercise alone?")
 
 
+def _tagger_line(lake: Path) -> str:
+    """Which offline PICO extractor built the graph, with its validation figures."""
+    from ebm_platform.pico.tagger import read_meta, tagger_path
+    from ebm_platform.settings import get_settings
+
+    meta = read_meta(tagger_path(lake))
+    if get_settings().pico_extractor == "rules" or not meta.get("beats_rules"):
+        return "PICO extraction: the offline rules (no usable learned tagger, or EBM_PICO_EXTRACTOR=rules)."
+    report = meta["validation"]
+    return (f"PICO extraction: the learned tagger (token macro F1 over I and O on Evidence Inference validation "
+            f"{report['learned']['macro_f1']:.3f}, rules {report['rules']['macro_f1']:.3f}, same run) with the rules "
+            "for everything else.")
+
+
 def write_demo_report(lake: Path) -> Path:
     """The demo's report: corpus by condition, graph against the paper, one cited answer."""
     import polars as pl
@@ -159,6 +179,9 @@ def write_demo_report(lake: Path) -> Path:
               f"relations, {graph['communities']} communities in the knowledge tree.", "",
               f"PICO-core share of entity + attribute nodes: {graph['pico_core_share']:.1%} "
               f"(paper: {graph['pico_core_share_paper']:.1%}).", "",
+              f"PICO-core entity names: {graph['pico_core_names']['total']}, of which verb phrases "
+              f"{graph['pico_core_names']['verb_phrases']} and lone abbreviations "
+              f"{graph['pico_core_names']['lone_abbreviations']}.", "", _tagger_line(lake), "",
               "| core type | here | paper |", "|---|---|---|"]
     lines += [f"| {t} | {graph['core_mix'][t]:.1%} | {p:.1%} |" for t, p in graph["core_mix_paper"].items()]
     answer = ask(EXAMPLE_QUESTION, lake=lake)
@@ -213,6 +236,9 @@ def cmd_graph_stats(args: argparse.Namespace) -> int:
     _say("core mix (here / paper): " + ", ".join(f"{t} {core_mix[t]:.1%}/{p:.1%}" for t, p in PAPER_CORE_MIX.items()))
     _say("nodes by type: " + ", ".join(f"{t} {n}" for t, n in summary["nodes_by_type"].items()))
     _say("relations by type: " + ", ".join(f"{t} {n}" for t, n in summary["relations_by_type"].items()))
+    names = summary["pico_core_names"]
+    _say(f"PICO-core entity names: {names['total']}, of which verb phrases {names['verb_phrases']}, "
+         f"lone abbreviations {names['lone_abbreviations']}")
     for code, c in summary["per_condition"].items():
         _say(f"  {code:<7} entities {c['entities']:>6}  PICO-core {c['pico_core']:>6}")
     return 0
@@ -247,18 +273,87 @@ def cmd_graph_load_edges(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_pico(args: argparse.Namespace) -> int:
-    from ebm_platform.evaluation.pico_eval import evaluate
+def _pico_extractor(choice: str):
+    """(name, texts -> spans) of the chosen extractor; default: the lake's tagger when usable."""
+    from ebm_platform.pico.extractors import llm_extractor, rule_entities
+    from ebm_platform.pico.tagger import PicoTagger, tagger_path
     from ebm_platform.settings import get_settings
 
-    result = evaluate(get_settings().require_datasets_dir(), args.split, args.limit, progress=_progress)
+    settings = get_settings()
+    if choice in ("default", "learned"):
+        folder = tagger_path(settings.lake)
+        tagger = PicoTagger.usable(folder) if choice == "default" else PicoTagger.load(folder)
+        if tagger is not None:
+            from ebm_platform.index.embeddings import get_encoder
+
+            encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+            return "learned", lambda texts: tagger.tag(texts, encoder)
+        _progress(f"no usable PICO tagger at {folder} (materialise pico_tagger: make demo); the rules extract")
+    if choice == "llm":
+        from ebm_platform.graph.extraction import Extractor
+        from ebm_platform.graph.schema import load_schema
+        from ebm_platform.llm.client import LLMClient
+
+        client = LLMClient(model=settings.llm_model, api_base=settings.llm_api_base, api_key=settings.llm_api_key)
+        if client.offline:
+            raise SystemExit("--extractor llm needs EBM_LLM_MODEL set to a litellm model")
+        one = llm_extractor(Extractor(load_schema("pico_extended"), client))
+        return f"llm:{settings.llm_model}", lambda texts: [one(t) for t in texts]
+    return "rules", lambda texts: [rule_entities(t) for t in texts]
+
+
+def cmd_pico_tag(args: argparse.Namespace) -> int:
+    """JSON lines in ({"id", "text"}), JSON lines out ({"id", "extractor", "entities"}), in order."""
+    name, extract = _pico_extractor(args.extractor)
+    batch: list[dict] = []
+
+    def flush() -> None:
+        for doc, entities in zip(batch, extract([d["text"] for d in batch])):
+            sys.stdout.write(json.dumps({"id": doc["id"], "extractor": name, "entities": [
+                {k: e[k] for k in ("type", "text", "start", "end")} for e in entities]}) + "\n")
+        sys.stdout.flush()
+        batch.clear()
+
+    for n, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            if not isinstance(doc, dict) or not isinstance(doc.get("text"), str) or "id" not in doc:
+                raise ValueError('expected an object with "id" and a string "text"')
+        except ValueError as exc:
+            raise SystemExit(f"line {n}: {exc}") from exc
+        batch.append(doc)
+        if len(batch) == 64:
+            flush()
+    flush()
+    return 0
+
+
+def cmd_eval_pico(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.pico_eval import evaluate
+    from ebm_platform.pico.training import token_evaluation
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    datasets = settings.require_datasets_dir()
+    result = {"token_level": token_evaluation(datasets, settings, args.split, args.limit, args.llm, _progress),
+              "span_overlap_rules": evaluate(datasets, args.split, args.limit, progress=_progress)}
     if args.json:
         _say(json.dumps(result, indent=2))
         return 0
-    _say(f"PICO extraction ({result['mode']}) on Evidence Inference {args.split}: "
-         f"{result['prompts']} prompts, {result['articles']} articles")
+    tokens = result["token_level"]
+    _say(f"Token-level PICO (EBM-NLP classes) on Evidence Inference {args.split}: {tokens['articles']} articles, "
+         f"{tokens['tokens']} words; gold: {tokens['gold']}")
+    _say(f"{'extractor':<16}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
+    for name in ("learned", "rules", *(k for k in tokens if k.startswith("llm:")), "majority_class"):
+        for c, m in tokens[name]["classes"].items():
+            _say(f"{name:<16}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
+        _say(f"{name:<16}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}   (I, O; P* is a proxy, not in the macro)")
+    spans = result["span_overlap_rules"]
+    _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
     _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
-    for field, m in result["fields"].items():
+    for field, m in spans["fields"].items():
         _say(f"{field:<14}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}{m['match_rate_f1_ge_0.5']:>9.3f}")
     return 0
 
@@ -503,10 +598,18 @@ def build_parser() -> argparse.ArgumentParser:
     edges.add_argument("--json", action="store_true")
     edges.set_defaults(func=cmd_graph_load_edges)
 
+    pico_cmd = sub.add_parser("pico", help="PICO extraction").add_subparsers(dest="pico_command", required=True)
+    tag = pico_cmd.add_parser("tag", help="tag JSON lines {id, text} from stdin with typed character spans")
+    tag.add_argument("--jsonl", action="store_true", required=True, help="JSON lines in and out (the only format)")
+    tag.add_argument("--extractor", default="default", choices=["default", "learned", "rules", "llm"],
+                     help="default: the lake's learned tagger when it passed its check, else the rules")
+    tag.set_defaults(func=cmd_pico_tag)
+
     evaluation = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
-    pico = evaluation.add_parser("pico", help="offline PICO extraction vs Evidence Inference prompts")
-    pico.add_argument("--split", default="validation", choices=["train", "validation"])
+    pico = evaluation.add_parser("pico", help="PICO extraction (learned tagger, rules, LLM) vs Evidence Inference")
+    pico.add_argument("--split", default="validation", choices=["validation"])
     pico.add_argument("--limit", type=int, help="at most this many articles")
+    pico.add_argument("--llm", action="store_true", help="also score the LLM extraction (EBM_LLM_MODEL)")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
     retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")

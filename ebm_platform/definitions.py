@@ -7,7 +7,7 @@ from ebm_platform.defs.automation import automation_sensor, corpus_refresh_sched
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
 from ebm_platform.defs.benchmark import benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
-from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions
+from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import default_resources
@@ -22,6 +22,8 @@ conditions_job = dg.define_asset_job(
     description="Every per-condition asset for one partition (backfill it over all 23 codes).",
 )
 global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
+# Models the per-condition assets read (trained once per lake, before the partitions).
+models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger))
 # What an evaluation lake needs: the corpus, the graph and the index, without benchmark or BETR.
 corpus_index_job = dg.define_asset_job(
     "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
@@ -32,9 +34,9 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=[landing_imports, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
-    asset_checks=[benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
-    jobs=[conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
+    assets=[landing_imports, pico_tagger, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
+    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
+    jobs=[models_job, conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],
     resources=default_resources(),

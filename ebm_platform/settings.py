@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     max_windows_per_chunk: int = 3
     group_similarity: float = 0.30
     graph_schema: str = "pico_extended"
+    pico_extractor: str = Field(default="learned", pattern="^(learned|rules)$",
+                                description="offline PICO extraction: the learned tagger (when it passed its check) or the rules")
     benchmark_sources: str = "sr_rag_release,evidence_inference,pubmedqa,generated"
 
     @property

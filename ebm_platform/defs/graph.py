@@ -1,8 +1,13 @@
-"""Graph assets: pico_extractions[CODE], knowledge_graph[CODE] (Kùzu), knowledge_tree."""
+"""Graph assets: pico_tagger (checked), pico_extractions[CODE], knowledge_graph[CODE] (Kùzu),
+knowledge_tree."""
+
+from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
+from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
@@ -10,25 +15,94 @@ from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeRes
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
+from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.pico.tagger import PicoTagger, read_meta, tagger_path
+from ebm_platform.pico.training import HEADLINE, train_and_validate, training_key
+from ebm_platform.pico.windows import tag_windows
 
 ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
 EAGER = dg.AutomationCondition.eager()
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"polars"}, automation_condition=EAGER)
+class TaggerConfig(dg.Config):
+    """Training scope of the PICO tagger."""
+
+    article_limit: int | None = None  # at most this many articles per split (quick runs, tests)
+
+
+@dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
+def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: LakeResource,
+                embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+    """The learned PICO span tagger, trained on Evidence Inference's train split (doctor-written
+    prompts projected onto titles and abstracts) and scored beside the offline rules on its
+    validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged."""
+    datasets, encoder = benchmark.root(), embedder.encoder()
+    folder = tagger_path(lake.path)
+    key = training_key(datasets, encoder.description, config.article_limit)
+    meta = read_meta(folder)
+    reused = meta.get("key") == key
+    if reused:
+        report = meta["validation"]
+    else:
+        tagger, report = train_and_validate(datasets, encoder, limit=config.article_limit, progress=reporter(context))
+        meta = {"key": key, "validation": report, "beats_rules": report["learned_minus_rules_macro_f1"] > 0,
+                "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "training_data": "Evidence Inference train split (titles + abstracts), projected prompts"}
+        tagger.save(folder, meta)
+    rows = [{"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
+            for extractor in ("learned", "rules", "majority_class")
+            for c, scores in report[extractor]["classes"].items()]
+    return dg.Output(pl.DataFrame(rows), metadata={
+        "macro_f1_learned": dg.MetadataValue.float(report["learned"]["macro_f1"]),
+        "macro_f1_rules": dg.MetadataValue.float(report["rules"]["macro_f1"]),
+        "macro_f1_majority_class": dg.MetadataValue.float(report["majority_class"]["macro_f1"]),
+        "headline_classes": dg.MetadataValue.text(f"{', '.join(HEADLINE)} (P's gold is a pattern proxy)"),
+        "validation_articles": dg.MetadataValue.int(report["articles"]),
+        "train_articles": dg.MetadataValue.int(report["train_articles"]),
+        "encoder": dg.MetadataValue.text(report["encoder"]),
+        "reused": dg.MetadataValue.bool(reused),
+        "path": dg.MetadataValue.path(str(folder)),
+        "scores": dg.MetadataValue.md(pl.DataFrame(rows).to_pandas().to_markdown(index=False)),
+    })
+
+
+def macro_f1(scores: pl.DataFrame, extractor: str) -> float:
+    """Headline macro F1 (I, O) of one extractor in the pico_tagger table."""
+    rows = scores.filter((pl.col("extractor") == extractor) & pl.col("class").is_in(list(HEADLINE)))
+    return float(rows["f1"].mean()) if rows.height else 0.0
+
+
+@dg.asset_check(asset=pico_tagger, blocking=True,
+                description="the learned tagger must beat the offline rules on held-out validation (token macro F1)")
+def pico_tagger_beats_rules(pico_tagger: pl.DataFrame) -> dg.AssetCheckResult:
+    learned, rules = macro_f1(pico_tagger, "learned"), macro_f1(pico_tagger, "rules")
+    return dg.AssetCheckResult(passed=learned > rules, metadata={"learned": learned, "rules": rules})
+
+
+@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"polars"}, automation_condition=EAGER,
+          deps=["window_index", "pico_tagger"])
 def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.DataFrame, llm: LLMResource,
-                     graph: GraphResource, lake: LakeResource) -> dg.Output[pl.DataFrame]:
-    """Schema-bounded entities, relations and attributes per window (LLM or offline rules).
-    Anything out of schema is dropped and counted, never fatal."""
+                     graph: GraphResource, lake: LakeResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+    """Schema-bounded entities, relations and attributes per window: the LLM when one is set;
+    offline, the learned tagger's P/I/C/O spans (when it passed its check) with the rules for
+    the rest, or the rules alone. Anything out of schema is dropped and counted, never fatal."""
     client = llm.client()
     schema = graph.schema()
     condition_names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     extractor = Extractor(schema, client, condition_names)
-    rows = extractor.windows(evidence_windows.to_dicts(), progress=reporter(context))
+    windows = evidence_windows.to_dicts()
+    learned = client.offline and graph.pico_extractor == "learned"
+    tagger = PicoTagger.usable(tagger_path(lake.path)) if learned else None
+    tagged = tag_windows(windows, tagger, embedder.encoder(), WindowIndex(Path(lake.root) / "stores" / "lancedb"),
+                         reporter(context)) if tagger else None
+    rows = extractor.windows(windows, progress=reporter(context), tagged=tagged)
     frame = pl.DataFrame(rows, schema=ELEMENT_SCHEMA) if rows else pl.DataFrame(schema=ELEMENT_SCHEMA)
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
     return dg.Output(frame, metadata={
-        "mode": dg.MetadataValue.text("offline (deterministic PICO rules)" if client.offline else f"llm:{client.model}"),
+        "mode": dg.MetadataValue.text(f"llm:{client.model}" if not client.offline else
+                                      "offline (learned PICO tagger + rules)" if tagger else
+                                      "offline (rules; no usable tagger in the lake)" if learned else
+                                      "offline (rules, as configured)"),
         "schema": dg.MetadataValue.text(schema.name),
         "windows": dg.MetadataValue.int(evidence_windows.height),
         "elements_by_kind": dg.MetadataValue.json({k["kind"]: k["len"] for k in kinds}),
@@ -52,7 +126,8 @@ def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.Data
                                         lambda texts: embedder.embed(texts, max_tokens=32), graph.merge_threshold)
     with graph.store() as store:
         store.replace_partition(code, tables)
-        in_store = store.count("MATCH (e:Entity) WHERE e.partition = $p RETURN count(*)", {"p": code})
+        in_store = store.count("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p "
+                               "RETURN count(DISTINCT e.id)", {"p": code})
     stats = graph_stats(tables["Entity"], tables["RELATES"], tables["Attribute"].height, schema)
     mentions = pico_extractions.filter(pl.col("kind") == "entity").height if pico_extractions.height else 0
     return dg.Output(entities, metadata={
@@ -89,9 +164,11 @@ def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
         edges = pl.concat([relates.with_columns(pl.lit(2.0).alias("weight")), co], how="vertical_relaxed") \
             if relates.height or co.height else pl.DataFrame(schema={"source": pl.String, "target": pl.String,
                                                                      "type": pl.String, "weight": pl.Float64})
+        attributes = store.query("MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n")
+        entities = entities.unique("id", keep="first", maintain_order=True)  # one row per global entity
         community, stats = build_tree(entities, edges)
         context.log.info(f"knowledge tree: {stats}")
-        tables = tree_tables(entities, edges, community)
+        tables = tree_tables(entities, edges, community, dict(attributes.iter_rows()) if attributes.height else {})
         store.replace_tree(tables)
         layers = {
             "L4_communities": tables["Community"].height,

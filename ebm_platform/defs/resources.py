@@ -43,6 +43,7 @@ class GraphResource(dg.ConfigurableResource):
     lake_root: str
     schema_name: str = "pico_extended"
     merge_threshold: float = 0.92
+    pico_extractor: str = "learned"  # offline extraction: learned (tagger + rules) or rules
 
     @property
     def path(self) -> Path:
@@ -110,7 +111,7 @@ def default_resources() -> dict[str, object]:
                                      max_windows_per_chunk=s.max_windows_per_chunk,
                                      group_similarity=s.group_similarity),
         "warehouse": DuckDBResource(database=str(s.warehouse_path)),
-        "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema),
+        "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema, pico_extractor=s.pico_extractor),
         "io_manager": LakeParquetIOManager(root=str(s.lake)),
         "benchmark": BenchmarkResource(datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
                                        sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()]),

@@ -2,7 +2,7 @@
 
 The lake lives at <EBM_LAKE>/eval/<benchmark>-<key>, where key hashes the dataset's files, the
 settings that shape the corpus (catalogue, window budget, schema, embedding model and backend) and
-the source of the code that builds it (corpus/, graph/, index/), so a rebuild happens only when one
+the source of the code that builds it (corpus/, graph/, index/, pico/), so a rebuild happens only when one
 of them changes. It is built in a child process whose EBM_LAKE and
 EBM_CATALOGUE point at the evaluation lake and the catch-all catalogue: the same readers,
 windows, extraction, graph and index code as production, and no write to the production lake.
@@ -28,7 +28,7 @@ DATASET_FILES = {
     "pubmedqa": lambda root: [root / "pubmedqa" / "ori_pqal_dev.json"],
 }
 MARKER = "COMPLETE.json"
-BUILDING_CODE = ("corpus", "graph", "index")  # packages whose code shapes an evaluation lake
+BUILDING_CODE = ("corpus", "graph", "index", "pico")  # packages whose code shapes an evaluation lake
 
 
 def code_digest() -> str:
@@ -54,7 +54,8 @@ def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[st
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     shape = [settings.window_tokens, settings.window_overlap, settings.max_windows_per_chunk,
              settings.group_similarity, settings.graph_schema, settings.embedding_model,
-             settings.embedding_backend, code_digest(), EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
+             settings.embedding_backend, settings.pico_extractor, code_digest(),
+             EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
     digest.update(json.dumps(shape).encode())
     return digest.hexdigest()[:12]
 

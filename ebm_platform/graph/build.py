@@ -31,7 +31,10 @@ def partition_tables(
     embed: Callable[[list[str]], np.ndarray],
     merge_threshold: float = 0.92,
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """Kùzu node/edge frames for one partition, and the entity table (with name vectors)."""
+    """Kùzu node/edge frames for one partition, and the entity table (with name vectors). Entities
+    are global nodes (id = type|normalised name); the partition owns its windows, mentions,
+    relations (which carry the partition) and attributes. The Entity frame's `partition` and
+    `mentions` describe this partition's share and are not stored on the global node."""
     doc_rows = [{"id": f"{code}|{d['doc_id']}", "partition": code, "doc_id": d["doc_id"], "title": d["title"],
                  "grade": d["grade"], "year": d["year"], "source": d["source"]} for d in documents.iter_rows(named=True)]
     win_rows = [{"id": f"{code}|{w['window_id']}", "partition": code, "window_id": w["window_id"],
@@ -59,8 +62,9 @@ def partition_tables(
     canonical = merge_entities(keys, lookup, merge_threshold)
 
     def entity_id(type_: str, name: str) -> str | None:
+        """Global identity (type + normalised name): the same entity in two conditions is one node."""
         key = canonical.get((type_, normalise(name)))
-        return f"{code}|{key[0]}|{key[1]}" if key else None
+        return f"{key[0]}|{key[1]}" if key else None
 
     surface: dict[str, Counter] = {}
     mentions: set[tuple[str, str]] = set()
@@ -71,11 +75,11 @@ def partition_tables(
             mentions.add((eid, f"{code}|{r['window_id']}"))
     ents = []
     for eid, names in sorted(surface.items()):
-        type_ = eid.split("|")[1]
-        ents.append({"id": eid, "partition": code, "name": names.most_common(1)[0][0], "norm": eid.split("|", 2)[2],
-                     "type": type_, "pico_core": type_ in schema.pico_core, "mentions": sum(names.values())})
-    tables["Entity"] = pl.DataFrame(ents, schema={"id": pl.String, "partition": pl.String, "name": pl.String,
-                                                  "norm": pl.String, "type": pl.String, "pico_core": pl.Boolean,
+        type_, norm = eid.split("|", 1)
+        ents.append({"id": eid, "name": names.most_common(1)[0][0], "norm": norm, "type": type_,
+                     "pico_core": type_ in schema.pico_core, "partition": code, "mentions": sum(names.values())})
+    tables["Entity"] = pl.DataFrame(ents, schema={"id": pl.String, "name": pl.String, "norm": pl.String,
+                                                  "type": pl.String, "pico_core": pl.Boolean, "partition": pl.String,
                                                   "mentions": pl.Int64})
     tables["MENTIONED_IN"] = pl.DataFrame(sorted(mentions), schema={"from": pl.String, "to": pl.String}, orient="row")
     relates, attrs, has_attr = set(), {}, set()
@@ -92,9 +96,9 @@ def partition_tables(
             attrs[aid] = {"id": aid, "partition": code, "name": r["predicate"], "value": r["object"]}
             has_attr.add((source, aid, r["window_id"]))
     dedup_relates = {(s, t, typ): w for s, t, typ, w in sorted(relates)}
-    tables["RELATES"] = pl.DataFrame([(s, t, typ, w) for (s, t, typ), w in dedup_relates.items()],
+    tables["RELATES"] = pl.DataFrame([(s, t, typ, w, code) for (s, t, typ), w in dedup_relates.items()],
                                      schema={"from": pl.String, "to": pl.String, "type": pl.String,
-                                             "window_id": pl.String}, orient="row")
+                                             "window_id": pl.String, "partition": pl.String}, orient="row")
     tables["Attribute"] = pl.DataFrame(list(attrs.values()), schema={k: pl.String for k in ("id", "partition", "name", "value")})
     dedup_attr = {(s, a): w for s, a, w in sorted(has_attr)}
     tables["HAS_ATTRIBUTE"] = pl.DataFrame([(s, a, w) for (s, a), w in dedup_attr.items()],

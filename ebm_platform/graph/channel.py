@@ -46,6 +46,10 @@ class GraphChannel:
     def __init__(self, store: GraphStore, entities: pl.DataFrame, embed: Callable[[list[str]], np.ndarray],
                  params: ChannelParams = ChannelParams()) -> None:
         self.store, self.embed, self.params = store, embed, params
+        # an entity is one global node listed by every partition that mentions it: one row each here
+        entities = entities.group_by("id", maintain_order=True).agg(
+            pl.col("partition"), *(pl.col(c).first() for c in ("name", "norm", "type", "vector"))) \
+            if entities.height else entities.with_columns(pl.col("partition").cast(pl.List(pl.String)))
         self.entities = entities.select("id", "partition", "name", "norm", "type")
         self.vectors = np.asarray(entities["vector"].to_list(), dtype=np.float32) if entities.height else \
             np.zeros((0, 384), dtype=np.float32)
@@ -56,7 +60,7 @@ class GraphChannel:
         if not texts or not self.entities.height:
             return {}
         mask = np.ones(self.entities.height, dtype=bool) if not partitions else \
-            self.entities["partition"].is_in(partitions).to_numpy()
+            self.entities["partition"].list.eval(pl.element().is_in(partitions)).list.any().to_numpy()
         ids, names, norms = (self.entities[c].to_list() for c in ("id", "name", "norm"))
         types = self.entities["type"].to_list()
         sims = self.embed(texts) @ self.vectors.T
@@ -78,9 +82,11 @@ class GraphChannel:
         if not matched:
             return []
         ids = list(matched)
+        scope = " AND w.partition IN $parts" if partitions else ""  # a global entity's other conditions stay out
         mentions = self.store.query(
-            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids "
-            "RETURN e.id AS entity, w.window_id AS window_id", {"ids": ids})
+            f"MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids{scope} "
+            "RETURN DISTINCT e.id AS entity, w.window_id AS window_id",
+            {"ids": ids, **({"parts": list(partitions)} if partitions else {})})
         triples = self.store.query(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
             "RETURN a.name AS source, r.type AS type, b.name AS target, r.window_id AS window_id", {"ids": ids})

@@ -62,8 +62,10 @@ class Extractor:
         self.drops: Counter = Counter()
         self.failed_windows = 0
 
-    def window(self, text: str) -> dict:
-        offline: Callable[[], dict] = lambda: pico_rules.extract(text, self.condition_names).as_dict()  # noqa: E731
+    def window(self, text: str, tagged: list[dict] | None = None) -> dict:
+        """One window's validated extraction; offline, `tagged` (the learned tagger's spans)
+        supplies its P/I/C/O and the rules the rest."""
+        offline: Callable[[], dict] = lambda: pico_rules.extract(text, self.condition_names, tagged).as_dict()  # noqa: E731
         try:
             result = self.client.complete_json("pico_extraction", extraction_prompt(text, self.schema),
                                                EXTRACTION_SCHEMA, offline=offline)
@@ -75,10 +77,12 @@ class Extractor:
             raw = map_to_schema(validate(raw, self.extended, self.drops), self.schema, self.drops)
         return validate(raw, self.schema, self.drops)
 
-    def windows(self, rows: list[dict], progress: Callable[[str], None] | None = None) -> list[dict]:
+    def windows(self, rows: list[dict], progress: Callable[[str], None] | None = None,
+                tagged: dict[str, list[dict]] | None = None) -> list[dict]:
         elements: list[dict] = []
         for n, row in enumerate(rows, 1):
-            elements.extend(to_elements(row["window_id"], row["doc_id"], self.window(row["text"])))
+            spans = tagged.get(row["window_id"], []) if tagged is not None else None
+            elements.extend(to_elements(row["window_id"], row["doc_id"], self.window(row["text"], spans)))
             if progress and n % 500 == 0:
                 progress(f"extracted {n}/{len(rows)} windows")
         return elements

@@ -232,8 +232,10 @@ def split_arms(phrase: str) -> list[str]:
     return [p for p in parts if p and len(p.split()) <= 12 and not p.lower().startswith(("group", "groups"))]
 
 
-def extract(text: str, condition_names: tuple[str, ...] = ()) -> Extraction:
-    """PICO-extended entities, relations and attributes of one window."""
+def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict] | None = None) -> Extraction:
+    """PICO-extended entities, relations and attributes of one window. With `tagged` (the learned
+    tagger's typed spans of this text: "text" as written, "name" normalised) those are the window's
+    populations, interventions, comparators and outcomes; the rules add everything else."""
     out = Extraction()
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
     populations: list[str] = []
@@ -246,12 +248,17 @@ def extract(text: str, condition_names: tuple[str, ...] = ()) -> Extraction:
     for m in _CONDITION.finditer(text):
         conditions.append(out.add_entity(m.group(1), "Condition"))
 
-    for m in _POPULATION.finditer(text):
-        pop = out.add_entity(f"{m.group(1)} {m.group(2)} {clean_name(m.group(3))}", "Population")
+    if tagged is not None:
+        found_populations = [(t.get("name") or t["text"], t["text"]) for t in tagged if t["type"] == "Population"]
+    else:
+        found_populations = [(f"{m.group(1)} {m.group(2)} {clean_name(m.group(3))}", m.group(0))
+                             for m in _POPULATION.finditer(text)]
+    for name, context in found_populations:
+        pop = out.add_entity(name, "Population")
         if not pop:
             continue
         populations.append(pop)
-        severity = _SEVERITY.search(m.group(0))
+        severity = _SEVERITY.search(context)
         out.add_attribute(pop, "baseline_severity", severity.group(1).lower() if severity else None)
         lower = pop.lower()
         out.add_attribute(pop, "sex", "female" if re.search(r"\b(?:women|female|pregnant|postmenopausal)\b", lower)
@@ -268,19 +275,23 @@ def extract(text: str, condition_names: tuple[str, ...] = ()) -> Extraction:
         elif mean_age:
             out.add_attribute(pop, "age_bin", _age_bin(float(mean_age.group(1))))
 
-    for m in _ALLOCATION.finditer(text):
-        arms = split_arms(m.group(1))
-        if arms:
-            interventions.append(out.add_entity(arms[0], "Intervention"))
-            for other in arms[1:3]:
-                kind = "Comparator" if COMPARATOR_TERMS.search(other) or len(arms) == 2 else "Arm"
-                name = out.add_entity(other, kind)
-                if kind == "Comparator":
-                    out.add_relation(interventions[-1], "compares_to", name)
-    for m in _EFFECT_OF.finditer(text):
-        interventions.append(out.add_entity(m.group(1), "Intervention"))
-    for m in _INTERVENTION.finditer(text):
-        interventions.append(out.add_entity(_head_phrase(text, m), "Intervention"))
+    if tagged is not None:
+        interventions += [out.add_entity(t.get("name") or t["text"], "Intervention") for t in tagged
+                          if t["type"] == "Intervention"]
+    else:
+        for m in _ALLOCATION.finditer(text):
+            arms = split_arms(m.group(1))
+            if arms:
+                interventions.append(out.add_entity(arms[0], "Intervention"))
+                for other in arms[1:3]:
+                    kind = "Comparator" if COMPARATOR_TERMS.search(other) or len(arms) == 2 else "Arm"
+                    name = out.add_entity(other, kind)
+                    if kind == "Comparator":
+                        out.add_relation(interventions[-1], "compares_to", name)
+        for m in _EFFECT_OF.finditer(text):
+            interventions.append(out.add_entity(m.group(1), "Intervention"))
+        for m in _INTERVENTION.finditer(text):
+            interventions.append(out.add_entity(_head_phrase(text, m), "Intervention"))
     for m in _ARM.finditer(text):
         words = m.group(1).split()
         while words and words[0].lower() in STOP_LEFT | _ARM_STOP:
@@ -292,29 +303,44 @@ def extract(text: str, condition_names: tuple[str, ...] = ()) -> Extraction:
 
     for sentence in sentences:
         sent_interventions = [i for i in interventions if i.lower() in sentence.lower()]
-        comparators = [out.add_entity(m.group(1), "Comparator") for m in _COMPARE.finditer(sentence)]
-        comparators += [out.add_entity(m.group(1), "Comparator") for m in COMPARATOR_TERMS.finditer(sentence)]
+        if tagged is not None:
+            comparators = [out.add_entity(t.get("name") or t["text"], "Comparator") for t in tagged
+                           if t["type"] == "Comparator" and t["text"].lower() in sentence.lower()]
+        else:
+            comparators = [out.add_entity(m.group(1), "Comparator") for m in _COMPARE.finditer(sentence)]
+            comparators += [out.add_entity(m.group(1), "Comparator") for m in COMPARATOR_TERMS.finditer(sentence)]
         for i in sent_interventions:
             for c in comparators:
                 if c and c.lower() != i.lower():
                     out.add_relation(i, "compares_to", c)
         outcomes: list[str] = []
-        for name, pattern, domain in _SCALES:
-            if pattern.search(sentence):
-                o = out.add_entity(name, "Outcome")
-                outcomes.append(o)
-                out.add_attribute(o, "measure_name", name)
-                out.add_attribute(o, "outcome_domain", domain)
-        for pattern in _OUTCOME_PHRASES:
-            for m in pattern.finditer(sentence):
-                phrase = clean_name(m.group(1))
-                if phrase and len(phrase.split()) <= 7 and not re.fullmatch(r"[\d\s.%-]+", phrase):
-                    outcomes.append(out.add_entity(phrase, "Outcome"))
         primary = re.search(r"primary (?:outcome|end ?point)s?(?: measures?)?(?: (?:was|were|included|is))?\s*:?\s*([^.;]{3,120})", sentence, re.I)
-        if primary:
-            o = out.add_entity(primary.group(1), "Outcome")
-            outcomes.append(o)
-            out.add_attribute(o, "primary_outcome", "yes")
+        if tagged is not None:  # a named instrument is an attribute of the tagged outcome that names it
+            for t in tagged:
+                if t["type"] == "Outcome" and t["text"].lower() in sentence.lower():
+                    o = out.add_entity(t.get("name") or t["text"], "Outcome")
+                    outcomes.append(o)
+                    for name, pattern, domain in _SCALES:
+                        if pattern.search(t["text"]):
+                            out.add_attribute(o, "measure_name", name)
+                            out.add_attribute(o, "outcome_domain", domain)
+                    out.add_attribute(o, "primary_outcome", "yes" if primary else None)
+        else:
+            for name, pattern, domain in _SCALES:
+                if pattern.search(sentence):
+                    o = out.add_entity(name, "Outcome")
+                    outcomes.append(o)
+                    out.add_attribute(o, "measure_name", name)
+                    out.add_attribute(o, "outcome_domain", domain)
+            for pattern in _OUTCOME_PHRASES:
+                for m in pattern.finditer(sentence):
+                    phrase = clean_name(m.group(1))
+                    if phrase and len(phrase.split()) <= 7 and not re.fullmatch(r"[\d\s.%-]+", phrase):
+                        outcomes.append(out.add_entity(phrase, "Outcome"))
+            if primary:
+                o = out.add_entity(primary.group(1), "Outcome")
+                outcomes.append(o)
+                out.add_attribute(o, "primary_outcome", "yes")
         for m in _TIMEPOINT.finditer(sentence):
             value = float(m.group(2) or m.group(1))
             t = out.add_entity(f"{m.group(1)}{'-' + m.group(2) if m.group(2) else ''} {m.group(3).lower()}", "Timepoint")

@@ -7,8 +7,10 @@
    neighbouring community when that raises phi by more than epsilon.
 3. Community merging: adjacent communities merge while phi(Ca, Cb) >= threshold (same formula
    over the communities' relation sets and centroids) and the result stays under max_size.
-Layers: L4 community, L3 keywords (top members by degree), L2 triples (typed relations among
-members), L1 attributes (of members).
+   Reassignment passes repeat until one moves no node (at most `max_passes`).
+Layers: L4 community, L3 keywords (members of highest salience: inside weight x share of weight
+inside), L2 triples (typed relations among members), L1 attributes (of members); each community
+records its L2 and L1 counts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class TreeParams:
     max_size: int = 200
     keywords: int = 3
     seed: int = 7
+    max_passes: int = 20
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -69,20 +72,28 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
         return rel, {c: _unit(v) for c, v in total.items()}, size
 
     rel, centroid, size = summary()
-    moved = 0
-    for node in ids:
-        own = community[node]
-        options = {community[n] for n in graph.neighbors(node)} - {own}
-        if not options:
-            continue
-        def phi(c: int) -> float:
-            return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])
-        best = max(options, key=phi)
-        if phi(best) > phi(own) + params.epsilon and size[best] < params.max_size:
-            community[node] = best
-            size[own] -= 1
-            size[best] += 1
-            moved += 1
+    moved, passes = 0, 0
+    while passes < params.max_passes:  # reassignment to convergence: a pass that moves nothing ends it
+        passes += 1
+        moved_now = 0
+        for node in ids:
+            own = community[node]
+            options = {community[n] for n in graph.neighbors(node)} - {own}
+            if not options:
+                continue
+
+            def phi(c: int) -> float:
+                return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])
+            best = max(options, key=phi)
+            if phi(best) > phi(own) + params.epsilon and size[best] < params.max_size:
+                community[node] = best
+                size[own] -= 1
+                size[best] += 1
+                moved_now += 1
+        moved += moved_now
+        rel, centroid, size = summary()
+        if not moved_now:
+            break
     rel, centroid, size = summary()
     members: dict[int, list[str]] = defaultdict(list)
     for node, c in community.items():
@@ -111,29 +122,46 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
     renumber = {c: i for i, c in enumerate(sorted(set(community.values())))}
     community = {n: renumber[c] for n, c in community.items()}
     return community, {"communities": len(renumber), "louvain_seeds": len(seeds), "moved_nodes": moved,
+                       "reassignment_passes": passes,
                        "merges": merges, "entities": len(ids), "edges": graph.number_of_edges()}
 
 
 def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str, int],
+                attribute_counts: dict[str, int] | None = None,
                 params: TreeParams = TreeParams()) -> dict[str, pl.DataFrame]:
-    """Community and Keyword nodes with IN_COMMUNITY / HAS_KEYWORD / KEYWORD_OF edges."""
+    """Community and Keyword nodes with IN_COMMUNITY / HAS_KEYWORD / KEYWORD_OF edges. Keywords are
+    the members of highest salience: weight of edges inside the community times the share of the
+    member's weight that stays inside (central to its community and specific to it). Each community
+    counts its L2 triples (typed relations among members) and L1 attributes (of members)."""
+    inside: dict[str, float] = defaultdict(float)
     degree: dict[str, float] = defaultdict(float)
+    triples: dict[int, int] = defaultdict(int)
     rel_types: dict[int, set[str]] = defaultdict(set)
     for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
         degree[s] += w
         degree[t] += w
+        if s in community and t in community and community[s] == community[t]:
+            inside[s] += w
+            inside[t] += w
+            if typ != "co_mention":
+                triples[community[s]] += 1
         if typ != "co_mention" and s in community:
             rel_types[community[s]].add(typ)
     names = dict(zip(entities["id"].to_list(), entities["name"].to_list()))
     members: dict[int, list[str]] = defaultdict(list)
     for node, c in community.items():
         members[c].append(node)
+
+    def salience(n: str) -> float:
+        return inside[n] * inside[n] / degree[n] if degree[n] else 0.0
+
     communities, keywords, in_comm, has_kw, kw_of = [], {}, [], [], []
     for c, nodes in sorted(members.items()):
-        top = sorted(nodes, key=lambda n: (-degree[n], names[n]))[: params.keywords]
+        top = sorted(nodes, key=lambda n: (-salience(n), names[n]))[: params.keywords]
         cid = f"community-{c}"
         communities.append({"id": cid, "name": " / ".join(names[n] for n in top), "size": len(nodes),
-                            "relation_types": sorted(rel_types[c])})
+                            "relation_types": sorted(rel_types[c]), "l2_triples": triples[c],
+                            "l1_attributes": sum((attribute_counts or {}).get(n, 0) for n in nodes)})
         for n in nodes:
             in_comm.append((n, cid))
         for n in top:
@@ -144,7 +172,8 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
     rel = {"from": pl.String, "to": pl.String}
     return {
         "Community": pl.DataFrame(communities, schema={"id": pl.String, "name": pl.String, "size": pl.Int64,
-                                                       "relation_types": pl.List(pl.String)}),
+                                                       "relation_types": pl.List(pl.String), "l2_triples": pl.Int64,
+                                                       "l1_attributes": pl.Int64}),
         "Keyword": pl.DataFrame(list(keywords.values()), schema={"id": pl.String, "name": pl.String}),
         "IN_COMMUNITY": pl.DataFrame(in_comm, schema=rel, orient="row"),
         "HAS_KEYWORD": pl.DataFrame(sorted(set(has_kw)), schema=rel, orient="row"),

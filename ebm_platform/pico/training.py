@@ -1,0 +1,125 @@
+"""Train the PICO tagger on Evidence Inference's train split; score it and the rules on validation.
+
+Token-level precision/recall/F1 per class in the EBM-NLP convention. The headline macro F1 is
+over I and O, whose gold is projected from doctor-written strings; P's gold is a pattern proxy
+(see `distant.py`) and is reported beside it, labelled as such, never in the headline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from ebm_platform.index.embeddings import Encoder
+from ebm_platform.pico.distant import Example, split_examples
+from ebm_platform.pico.extractors import entity_labels, rule_entities
+from ebm_platform.pico.spans import token_scores
+from ebm_platform.pico.tagger import PicoTagger, TaggerParams, features
+
+HEADLINE = ("I", "O")
+
+
+def example_features(examples: list[Example], encoder: Encoder,
+                     progress: Callable[[str], None] | None = None) -> list[np.ndarray]:
+    """Features of each example from one forward pass of the embedder (batches of 64 texts)."""
+    out: list[np.ndarray] = []
+    for start in range(0, len(examples), 64):
+        batch = examples[start:start + 64]
+        encoded = encoder.encode_windows([e.words.text for e in batch], prefixes=[e.prefix for e in batch])
+        out += [features(e.words, enc.tokens, enc.offsets) for e, enc in zip(batch, encoded)]
+        if progress:
+            progress(f"encoded {len(out)}/{len(examples)} articles")
+    return out
+
+
+def summarise(scores: dict[str, dict[str, float]]) -> dict:
+    """Per-class scores with the headline macro F1 (I, O) and the macro including P (proxy)."""
+    return {"classes": scores,
+            "macro_f1": round(float(np.mean([scores[c]["f1"] for c in HEADLINE])), 4),
+            "macro_f1_with_P_proxy": round(float(np.mean([s["f1"] for s in scores.values()])), 4)}
+
+
+def validation_report(tagger: PicoTagger, examples: list[Example], xs: list[np.ndarray],
+                      others: dict[str, Callable[[str], list[dict]]] | None = None) -> dict:
+    """Learned tagger vs rules vs the majority class (no entity anywhere) on the same articles,
+    plus any `others` (name -> text-to-spans extractor, e.g. an LLM)."""
+    gold = [e.labels for e in examples]
+    learned = summarise(token_scores(gold, tagger.predict(xs)))
+    extra = {name: summarise(token_scores(gold, [entity_labels(e.words, spans(e.words.text)) for e in examples]))
+             for name, spans in {"rules": rule_entities, **(others or {})}.items()}
+    majority = summarise(token_scores(gold, [np.zeros_like(g) for g in gold]))
+    rules = extra["rules"]
+    return {"articles": len(examples), "tokens": int(sum(len(g) for g in gold)),
+            "learned": learned, **extra, "majority_class": majority,
+            "learned_minus_rules_macro_f1": round(learned["macro_f1"] - rules["macro_f1"], 4),
+            "gold": "I and O projected from Evidence Inference's doctor-written prompts; P a pattern proxy"}
+
+
+def train_and_validate(datasets_dir: Path, encoder: Encoder, params: TaggerParams = TaggerParams(),
+                       limit: int | None = None,
+                       progress: Callable[[str], None] | None = None) -> tuple[PicoTagger, dict]:
+    """Train on the train split (projector fitted there too), report on the validation split."""
+    started = time.perf_counter()
+    train, projector = split_examples(datasets_dir, "train", limit=limit, progress=progress)
+    valid, _ = split_examples(datasets_dir, "validation", projector, limit=limit, progress=progress)
+    if not train or not valid:
+        raise ValueError("no Evidence Inference articles with prompts in the train or validation split")
+    train_x = example_features(train, encoder, progress)
+    tagger = PicoTagger.train(train_x, [e.labels for e in train], params, progress)
+    report = validation_report(tagger, valid, example_features(valid, encoder, progress))
+    labels = np.concatenate([e.labels for e in train])
+    report.update({
+        "train_articles": len(train), "train_tokens": int(labels.size),
+        "train_label_share": {c: round(float((labels == i).mean()), 4) for i, c in enumerate(("none", "P", "I", "O"))},
+        "encoder": encoder.description, "seconds": round(time.perf_counter() - started, 1)})
+    return tagger, report
+
+
+def training_key(datasets_dir: Path, encoder_description: str, limit: int | None = None,
+                 params: TaggerParams = TaggerParams()) -> str:
+    """Hash of what a trained tagger depends on: the Evidence Inference prompts, splits and article
+    files, the tagger and rules code, the encoder and the training parameters."""
+    package = Path(__file__).resolve().parent.parent
+    root = Path(datasets_dir) / "evidence_inference"
+    digest = hashlib.sha256(json.dumps([encoder_description, limit, asdict(params)]).encode())
+    sources = sorted((package / "pico").glob("*.py")) + [package / "graph" / "pico_rules.py"]
+    data = [root / "prompts_merged.csv", *sorted((root / "splits").glob("*.txt"))]
+    for path in [*sources, *data]:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    for path in sorted((root / "xml").glob("*.nxml")):
+        digest.update(f"{path.name}:{path.stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def token_evaluation(datasets_dir: Path, settings, split: str = "validation", limit: int | None = None,
+                     llm: bool = False, progress: Callable[[str], None] | None = None) -> dict:
+    """`ebm eval pico`: the lake's tagger, the rules (and the LLM when asked) on a split, token level."""
+    from ebm_platform.graph.extraction import Extractor
+    from ebm_platform.graph.schema import load_schema
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.llm.client import LLMClient
+    from ebm_platform.pico.extractors import llm_extractor
+    from ebm_platform.pico.tagger import read_meta, tagger_path
+
+    folder = tagger_path(settings.lake)
+    tagger = PicoTagger.load(folder)
+    _, projector = split_examples(datasets_dir, "train")  # gold projected exactly as for training
+    examples, _ = split_examples(datasets_dir, split, projector, limit=limit, progress=progress)
+    encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+    others = {}
+    if llm:
+        client = LLMClient(model=settings.llm_model, api_base=settings.llm_api_base, api_key=settings.llm_api_key)
+        if client.offline:
+            raise ValueError("--llm needs EBM_LLM_MODEL set to a litellm model")
+        others[f"llm:{settings.llm_model}"] = llm_extractor(Extractor(load_schema("pico_extended"), client))
+    report = validation_report(tagger, examples, example_features(examples, encoder, progress), others)
+    report.update({"split": split, "tagger": str(folder), "tagger_trained_at": read_meta(folder).get("trained_at"),
+                   "encoder": encoder.description})
+    return report

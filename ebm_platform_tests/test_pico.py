@@ -1,0 +1,159 @@
+"""The learned PICO tagger: projection, names, token metrics, the asset with its blocking check, the CLI."""
+
+import json
+import subprocess
+import sys
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
+from ebm_platform.pico.extractors import entity_labels, located, rule_entities
+from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
+from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
+from ebm_platform.pico.tagger import PicoTagger, read_meta, tagger_path
+
+TEXT = ("Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
+        "randomized to hip and knee exercise (HKE) or knee exercise alone. Pain intensity on a visual analogue "
+        "scale was lower after HKE than after knee exercise at 12 weeks.")
+
+
+def _projector() -> Projector:
+    return Projector.fit(["knee exercise pain", "pain scale", "randomized women pain", "weeks pain"] * 10)
+
+
+def test_words_and_character_spans_round_trip():
+    words = Words.of("Pain (VAS) fell, knee-OA.")
+    assert words.tokens == ["Pain", "(", "VAS", ")", "fell", ",", "knee-OA", "."]
+    assert words.index_of_chars(6, 9) == (2, 3)
+    assert trim(words, 0, 4) == (0, 4)  # the closing bracket stays with its opening one
+    assert trim(Words.of("of the knee ."), 0, 4) == (2, 3)
+
+
+def test_projection_marks_the_doctor_written_strings():
+    projector = _projector()
+    rows = [{"intervention": "Hip and knee exercise (HKE)", "comparator": "Knee exercise alone",
+             "outcome": "Pain intensity (VAS) at 12 weeks"}]
+    example = label_article(projector, "PMC1", TEXT, 0, rows)
+    spans = {(CLASSES[c], " ".join(example.words.tokens[i:j])) for i, j, c in runs(example.labels)}
+    # adjacent arms join into one run of I words; a projection never starts or ends on "or"
+    assert ("I", "hip and knee exercise ( HKE ) or knee exercise alone") in spans
+    assert ("O", "Pain intensity") in spans
+    assert ("P", "Forty women with patellofemoral pain") in spans
+    assert ("P", "women with patellofemoral pain") in spans  # the title's, without "Hip strengthening in"
+    assert name_words("Liraglutide (1.8 mg) plus glimepiride") == {"liraglutide", "glimepiride"}
+
+
+def test_an_outcome_naming_an_arm_does_not_make_the_arm_an_outcome():
+    words = Words.of("Etoricoxib reduced pain more than naproxen.")
+    projector = Projector.fit(["pain"] * 30)
+    rows = [{"intervention": "Etoricoxib", "comparator": "Naproxen", "outcome": "Pain compared with naproxen"}]
+    example = label_article(projector, "PMC2", words.text, 0, rows)
+    labels = dict(zip(example.words.tokens, (CLASSES[c] for c in example.labels)))
+    assert labels["naproxen"] == "I" and labels["pain"] == "O"
+
+
+def test_population_proxy_pattern():
+    text = "We enrolled 120 adults with chronic neck pain who were randomly assigned."
+    (start, end), = population_spans(text)
+    assert text[start:end] == "120 adults with chronic neck pain"
+
+
+def test_names_expand_abbreviations_drop_doses_and_counts():
+    known = abbreviations("treated with chloroquine (CQ) or magnetic resonance (MR) guided therapy")
+    assert known == {"CQ": "chloroquine", "MR": "magnetic resonance"}
+    assert entity_name("CQ", "Intervention", known) == "chloroquine"
+    assert entity_name("etoricoxib 90 mg once daily", "Intervention") == "etoricoxib"
+    assert entity_name("120 adults with neck pain", "Population") == "adults with neck pain"
+    assert is_verb_phrase("randomized into two treatment") and not is_verb_phrase("hip strengthening")
+    assert is_lone_abbreviation("MR") and not is_lone_abbreviation("chloroquine")
+
+
+def test_token_scores_and_located_names():
+    words = Words.of(TEXT)
+    spans = located(TEXT, [("knee exercise", "Comparator"), ("pain intensity", "Outcome")])
+    assert [TEXT[e["start"]:e["end"]] for e in spans] == ["knee exercise", "knee exercise", "Pain intensity",
+                                                          "knee exercise"]
+    labels = entity_labels(words, spans)
+    perfect = token_scores([labels], [labels])
+    assert perfect["I"]["f1"] == 1.0 and perfect["O"]["f1"] == 1.0
+    empty = token_scores([labels], [np.zeros_like(labels)])
+    assert empty["I"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "gold_tokens": 6}
+    assert {e["type"] for e in rule_entities(TEXT)} >= {"Population", "Outcome"}
+
+
+@pytest.fixture(scope="module")
+def trained_lake(tmp_path_factory, datasets_dir):
+    """A lake whose pico_tagger was trained through Dagster on 40 articles per split."""
+    from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
+    from ebm_platform_tests.conftest import lake_resources
+
+    lake = tmp_path_factory.mktemp("pico") / "lake"
+    resources = {**lake_resources(lake), "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))}
+    config = dg.RunConfig(ops={"pico_tagger": {"config": {"article_limit": 40}}})
+    result = dg.materialize([pico_tagger, pico_tagger_beats_rules], resources=resources, run_config=config,
+                            instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    return lake, resources, config, result
+
+
+def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
+    from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
+
+    lake, resources, config, result = trained_lake
+    assert result.success
+    (check,) = [e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    meta = read_meta(tagger_path(lake))
+    report = meta["validation"]
+    assert check.passed == meta["beats_rules"] == (report["learned"]["macro_f1"] > report["rules"]["macro_f1"])
+    assert report["train_articles"] <= 40 and report["articles"] <= 40
+    assert report["majority_class"]["macro_f1"] == 0.0
+    again = dg.materialize([pico_tagger, pico_tagger_beats_rules], resources=resources, run_config=config, instance=dg.DagsterInstance.ephemeral())
+    (mat,) = [m.event_specific_data.materialization for m in again.get_asset_materialization_events()]
+    assert mat.metadata["reused"].value is True
+    tagger = PicoTagger.load(tagger_path(lake))
+    from ebm_platform.index.embeddings import get_encoder
+
+    (entities,) = tagger.tag([TEXT], get_encoder())
+    for e in entities:
+        assert TEXT[e["start"]:e["end"]] == e["text"] and e["type"] in {"Population", "Intervention", "Comparator", "Outcome"}
+
+
+def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeypatch):
+    """An untrained head scores below the rules: the check fails and extraction falls back to the rules."""
+    from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
+    from ebm_platform.pico import tagger as tagger_module
+    from ebm_platform_tests.conftest import lake_resources
+
+    def untrained(cls, xs, ys, params=tagger_module.TaggerParams(), progress=None):
+        return cls(tagger_module._network(xs[0].shape[1], params), params, {})
+
+    monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
+    lake = tmp_path / "lake"
+    resources = {**lake_resources(lake), "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))}
+    result = dg.materialize([pico_tagger, pico_tagger_beats_rules], resources=resources, raise_on_error=False,
+                            run_config=dg.RunConfig(ops={"pico_tagger": {"config": {"article_limit": 12}}}),
+                            instance=dg.DagsterInstance.ephemeral())
+    (check,) = [e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert not check.passed
+    assert read_meta(tagger_path(lake))["beats_rules"] is False
+    assert PicoTagger.usable(tagger_path(lake)) is None
+
+
+def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake, monkeypatch):
+    lake, *_ = trained_lake
+    docs = [{"id": "a", "text": TEXT}, {"id": 7, "text": "Placebo or ibuprofen for ankle sprain pain."}]
+    env = {"EBM_LAKE": str(lake), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-m", "ebm_platform.cli", "pico", "tag", "--jsonl", "--extractor", "learned"],
+                         input="\n".join(json.dumps(d) for d in docs), capture_output=True, text=True, env=env,
+                         check=True)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["a", 7] and {line["extractor"] for line in lines} == {"learned"}
+    for doc, line in zip(docs, lines):
+        for e in line["entities"]:
+            assert doc["text"][e["start"]:e["end"]] == e["text"]
+    bad = subprocess.run([sys.executable, "-m", "ebm_platform.cli", "pico", "tag", "--jsonl"], input='{"text": 1}\n',
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode != 0 and "line 1" in bad.stderr
