@@ -16,7 +16,7 @@ from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
-from ebm_platform.pico.tagger import PicoTagger, read_meta, tagger_path
+from ebm_platform.pico.tagger import PicoTagger, cache_path, copy_tagger, read_meta, tagger_path
 from ebm_platform.pico.training import HEADLINE, train_and_validate, training_key
 from ebm_platform.pico.windows import tag_windows
 
@@ -35,10 +35,17 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
                 embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
     """The learned PICO span tagger, trained on Evidence Inference's train split (doctor-written
     prompts projected onto titles and abstracts) and scored beside the offline rules on its
-    validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged."""
+    validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged,
+    also from another lake of this environment (a passing tagger is kept beside the converted
+    embedder, keyed by data, code, encoder and parameters)."""
     datasets, encoder = benchmark.root(), embedder.encoder()
     folder = tagger_path(lake.path)
     key = training_key(datasets, encoder.description, config.article_limit)
+    cached = cache_path(key)
+    source = "reused from this lake"
+    if read_meta(folder).get("key") != key and read_meta(cached).get("key") == key:
+        copy_tagger(cached, folder)  # trained by another lake of this environment from the same inputs
+        source = f"copied from {cached}"
     meta = read_meta(folder)
     reused = meta.get("key") == key
     if reused:
@@ -49,6 +56,9 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
                 "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "training_data": "Evidence Inference train split (titles + abstracts), projected prompts"}
         tagger.save(folder, meta)
+        source = "trained"
+        if meta["beats_rules"]:  # only a tagger that passed its check serves other lakes
+            copy_tagger(folder, cached)
     rows = [{"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
             for extractor in ("learned", "rules", "majority_class")
             for c, scores in report[extractor]["classes"].items()]
@@ -61,6 +71,7 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
         "train_articles": dg.MetadataValue.int(report["train_articles"]),
         "encoder": dg.MetadataValue.text(report["encoder"]),
         "reused": dg.MetadataValue.bool(reused),
+        "source": dg.MetadataValue.text(source),
         "path": dg.MetadataValue.path(str(folder)),
         "scores": dg.MetadataValue.md(pl.DataFrame(rows).to_pandas().to_markdown(index=False)),
     })

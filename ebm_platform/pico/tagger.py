@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ import numpy as np
 
 from ebm_platform.atomic import atomic_path, write_text_atomic
 from ebm_platform.graph import pico_rules
-from ebm_platform.index.embeddings import Encoder
+from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico.spans import CLASSES, Words, name_spans, runs, token_scores, trim
 
 RULE_CLASSES = {"Intervention": 0, "Arm": 0, "Comparator": 1, "Outcome": 2, "Condition": 3, "Timepoint": 4}
@@ -253,6 +254,21 @@ def read_meta(folder: Path) -> dict:
     """A saved tagger's meta.json, or {} when there is none."""
     path = Path(folder) / META_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def copy_tagger(source: Path, target: Path) -> None:
+    """Copy a saved tagger's files (each replaced atomically; meta.json last, so a reader that sees
+    the new key sees the new weights)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (MODEL_FILE, META_FILE):
+        with atomic_path(target / name) as tmp:
+            shutil.copyfile(source / name, tmp)
+
+
+def cache_path(key: str) -> Path:
+    """Where a tagger that passed its check is kept for other lakes of this environment (training
+    depends only on the shared data, the code and the encoder, all in its key)."""
+    return export_dir() / "pico_tagger" / key
 
 
 def tagger_path(lake: Path) -> Path:
