@@ -16,7 +16,7 @@ from ebm_platform.graph.pico_rules import extract, question_anchors
 from ebm_platform.graph.release import load_into_kuzu, read_edges, two_hop_kuzu, two_hop_networkx
 from ebm_platform.graph.schema import load_schema, validate
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.graph.tree import build_tree
+from ebm_platform.graph.tree import TreeParams, build_tree, tree_tables
 from ebm_platform.llm.client import LLMClient
 from ebm_platform_tests.test_llm_client import ScriptedServer
 
@@ -154,3 +154,20 @@ def test_failed_partition_write_keeps_the_previous_state(tmp_path):
         store.replace_partition("X", {"Document": broken})
     assert store.query("MATCH (d:Document) RETURN d.id AS id")["id"].to_list() == ["X|d1"]
     store.close()
+
+
+def test_tree_tables_rank_keywords_by_salience_and_count_layers():
+    """A hub linked mostly outside its community loses to a member central inside it."""
+    ids = ["hub", "core", "x", "y", "out1", "out2", "out3"]
+    entities = pl.DataFrame({"id": ids, "name": ids, "type": ["Intervention", "Outcome", "Outcome", "Population",
+                                                                "Outcome", "Outcome", "Outcome"]})
+    community = {"hub": 0, "core": 0, "x": 0, "y": 0, "out1": 1, "out2": 1, "out3": 1}
+    edges = [("core", "x", "has_timepoint", 2.0), ("core", "y", "has_population", 2.0), ("hub", "core", "compares_to", 2.0)]
+    edges += [("hub", o, "co_mention", 3.0) for o in ("out1", "out2", "out3")]
+    tables, mode = tree_tables(entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"),
+                               community, {"core": 2, "x": 1},
+                               params=TreeParams(keywords=1))
+    first = tables["Community"].filter(pl.col("id") == "community-0").row(0, named=True)
+    assert first["name"] == "core"  # degree alone would pick the hub (weight 11 vs 6)
+    assert first["l2_triples"] == 3 and first["l1_attributes"] == 3
+    assert mode.startswith("offline") and "core has timepoint x" in first["summary"] and "4 entities" in first["summary"]

@@ -161,7 +161,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.Data
 @dg.asset(group_name="graph", kinds={"kuzu"}, pool="kuzu_writer", automation_condition=EAGER,
           ins={"entities": dg.AssetIn("knowledge_graph", partition_mapping=dg.AllPartitionMapping())})
 def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
-                   graph: GraphResource) -> dg.Output[pl.DataFrame]:
+                   graph: GraphResource, llm: LLMResource) -> dg.Output[pl.DataFrame]:
     """Community compression over every partition's entities, stored as the tree's four layers:
     communities (L4), keywords (L3), triples (L2, typed RELATES) and attributes (L1)."""
     with graph.store() as store:
@@ -179,7 +179,8 @@ def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
         entities = entities.unique("id", keep="first", maintain_order=True)  # one row per global entity
         community, stats = build_tree(entities, edges)
         context.log.info(f"knowledge tree: {stats}")
-        tables = tree_tables(entities, edges, community, dict(attributes.iter_rows()) if attributes.height else {})
+        tables, summary_mode = tree_tables(entities, edges, community,
+                                           dict(attributes.iter_rows()) if attributes.height else {}, llm.client())
         store.replace_tree(tables)
         layers = {
             "L4_communities": tables["Community"].height,
@@ -190,5 +191,7 @@ def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
     return dg.Output(tables["Community"], metadata={
         **{k: dg.MetadataValue.int(v) for k, v in layers.items()},
         "compression": dg.MetadataValue.json(stats),
-        "largest_communities": preview(tables["Community"].sort("size", descending=True), ["id", "size", "name"], rows=10),
+        "summaries": dg.MetadataValue.text(summary_mode),
+        "largest_communities": preview(tables["Community"].sort("size", descending=True),
+                                       ["id", "size", "l2_triples", "l1_attributes", "name", "summary"], rows=10),
     })

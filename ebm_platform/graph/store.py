@@ -27,7 +27,7 @@ DDL = [
     "pico_core BOOLEAN)",
     "CREATE NODE TABLE IF NOT EXISTS Attribute(id STRING PRIMARY KEY, partition STRING, name STRING, value STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Community(id STRING PRIMARY KEY, name STRING, size INT64, "
-    "relation_types STRING[], l2_triples INT64, l1_attributes INT64)",
+    "relation_types STRING[], l2_triples INT64, l1_attributes INT64, summary STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Keyword(id STRING PRIMARY KEY, name STRING)",
     "CREATE REL TABLE IF NOT EXISTS FROM_DOCUMENT(FROM Window TO Document)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Window)",
@@ -63,7 +63,7 @@ class GraphStore:
     def _drop_outdated_tables(self) -> None:
         """A store written before a schema change drops the outdated tables instead of failing to
         copy into them: the tree (rebuilt whole by knowledge_tree) when Community lacks its layer
-        counts, and everything when entities were still per partition (re-materialise
+        counts or summary, and everything when entities were still per partition (re-materialise
         knowledge_graph for every partition; the demo and `ebm lake build` do)."""
         tables = set(self.conn.execute("CALL show_tables() RETURN name").get_as_pl()["name"].to_list())
         tree = ("IN_COMMUNITY", "HAS_KEYWORD", "KEYWORD_OF", "Community", "Keyword")
@@ -72,7 +72,7 @@ class GraphStore:
         drop: tuple[str, ...] = ()
         if "Entity" in tables and "partition" in self._columns("Entity"):
             drop = tree + graph
-        elif "Community" in tables and not {"l2_triples", "l1_attributes"} <= self._columns("Community"):
+        elif "Community" in tables and not {"l2_triples", "l1_attributes", "summary"} <= self._columns("Community"):
             drop = tree
         for table in drop:
             if table in tables:

@@ -10,12 +10,12 @@
    Reassignment passes repeat until one moves no node (at most `max_passes`).
 Layers: L4 community, L3 keywords (members of highest salience: inside weight x share of weight
 inside), L2 triples (typed relations among members), L1 attributes (of members); each community
-records its L2 and L1 counts.
+records its L2 and L1 counts and a summary (extractive from the graph offline, the LLM when set).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import networkx as nx
@@ -126,16 +126,51 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
                        "merges": merges, "entities": len(ids), "edges": graph.number_of_edges()}
 
 
+SUMMARY_PROMPT = """Summarise this community of a clinical evidence knowledge graph in one or two sentences for a
+clinician: what it is about (population, interventions, outcomes) and how its members relate. Use only the facts given.
+
+Central members: {keywords}
+Member types: {types}
+Relations among members: {triples}
+
+Answer with JSON only: {{"summary": "..."}}"""
+SUMMARY_SCHEMA = {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}
+
+
+def extractive_summary(digest: dict) -> str:
+    """The offline summary: the community's member types, central members and typed relations
+    among them, as one sentence each (nothing that is not in the graph)."""
+    types = ", ".join(f"{t} {n}" for t, n in digest["types"])
+    parts = [f"{digest['size']} entities ({types}); central: {', '.join(digest['keywords'])}."]
+    if digest["triples"]:
+        parts.append("Relations: " + "; ".join(f"{a} {r.replace('_', ' ')} {b}" for a, r, b in digest["triples"]) + ".")
+    return " ".join(parts)
+
+
+def community_summaries(digests: list[dict], client=None) -> tuple[list[str], str]:
+    """One summary per community digest: through the LLM client when it has a model (its
+    offline mode, or no client, gives the extractive summary), and which mode ran."""
+    if client is None or client.offline:
+        return [extractive_summary(d) for d in digests], "offline (extractive from the graph)"
+    out = []
+    for d in digests:
+        prompt = SUMMARY_PROMPT.format(keywords=", ".join(d["keywords"]), types=", ".join(f"{t} {n}" for t, n in d["types"]),
+                                       triples="; ".join(f"({a}) -[{r}]-> ({b})" for a, r, b in d["triples"]) or "none")
+        out.append(client.complete_json("community_summary", prompt, SUMMARY_SCHEMA,
+                                        offline=lambda d=d: {"summary": extractive_summary(d)}).data["summary"])
+    return out, f"llm:{client.model}"
+
+
 def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str, int],
-                attribute_counts: dict[str, int] | None = None,
-                params: TreeParams = TreeParams()) -> dict[str, pl.DataFrame]:
+                attribute_counts: dict[str, int] | None = None, client=None,
+                params: TreeParams = TreeParams()) -> tuple[dict[str, pl.DataFrame], str]:
     """Community and Keyword nodes with IN_COMMUNITY / HAS_KEYWORD / KEYWORD_OF edges. Keywords are
     the members of highest salience: weight of edges inside the community times the share of the
     member's weight that stays inside (central to its community and specific to it). Each community
     counts its L2 triples (typed relations among members) and L1 attributes (of members)."""
     inside: dict[str, float] = defaultdict(float)
     degree: dict[str, float] = defaultdict(float)
-    triples: dict[int, int] = defaultdict(int)
+    triples: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
     rel_types: dict[int, set[str]] = defaultdict(set)
     for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
         degree[s] += w
@@ -144,10 +179,11 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
             inside[s] += w
             inside[t] += w
             if typ != "co_mention":
-                triples[community[s]] += 1
+                triples[community[s]].append((s, typ, t))
         if typ != "co_mention" and s in community:
             rel_types[community[s]].add(typ)
     names = dict(zip(entities["id"].to_list(), entities["name"].to_list()))
+    types = dict(zip(entities["id"].to_list(), entities["type"].to_list())) if "type" in entities.columns else {}
     members: dict[int, list[str]] = defaultdict(list)
     for node, c in community.items():
         members[c].append(node)
@@ -155,12 +191,16 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
     def salience(n: str) -> float:
         return inside[n] * inside[n] / degree[n] if degree[n] else 0.0
 
-    communities, keywords, in_comm, has_kw, kw_of = [], {}, [], [], []
+    communities, keywords, in_comm, has_kw, kw_of, digests = [], {}, [], [], [], []
     for c, nodes in sorted(members.items()):
         top = sorted(nodes, key=lambda n: (-salience(n), names[n]))[: params.keywords]
         cid = f"community-{c}"
+        strongest = sorted(set(triples[c]), key=lambda x: (-salience(x[0]) - salience(x[2]), x))[:3]
+        digests.append({"size": len(nodes), "keywords": [names[n] for n in top],
+                        "types": Counter(types.get(n, "Entity") for n in nodes).most_common(4),
+                        "triples": [(names[a], r, names[b]) for a, r, b in strongest]})
         communities.append({"id": cid, "name": " / ".join(names[n] for n in top), "size": len(nodes),
-                            "relation_types": sorted(rel_types[c]), "l2_triples": triples[c],
+                            "relation_types": sorted(rel_types[c]), "l2_triples": len(triples[c]),
                             "l1_attributes": sum((attribute_counts or {}).get(n, 0) for n in nodes)})
         for n in nodes:
             in_comm.append((n, cid))
@@ -169,13 +209,16 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
             keywords[kid] = {"id": kid, "name": names[n].lower()}
             has_kw.append((cid, kid))
             kw_of.append((kid, n))
+    summaries, mode = community_summaries(digests, client)
+    for row, summary in zip(communities, summaries):
+        row["summary"] = summary
     rel = {"from": pl.String, "to": pl.String}
     return {
         "Community": pl.DataFrame(communities, schema={"id": pl.String, "name": pl.String, "size": pl.Int64,
                                                        "relation_types": pl.List(pl.String), "l2_triples": pl.Int64,
-                                                       "l1_attributes": pl.Int64}),
+                                                       "l1_attributes": pl.Int64, "summary": pl.String}),
         "Keyword": pl.DataFrame(list(keywords.values()), schema={"id": pl.String, "name": pl.String}),
         "IN_COMMUNITY": pl.DataFrame(in_comm, schema=rel, orient="row"),
         "HAS_KEYWORD": pl.DataFrame(sorted(set(has_kw)), schema=rel, orient="row"),
         "KEYWORD_OF": pl.DataFrame(sorted(set(kw_of)), schema=rel, orient="row"),
-    }
+    }, mode
