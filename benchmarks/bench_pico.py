@@ -22,8 +22,17 @@ CORE = ("Population", "Intervention", "Comparator", "Outcome")
 SAMPLE = 500
 
 
-def quality(pairs: set[tuple[str, str]]) -> str:
-    names = [name for _, name in pairs]
+def distinct(found: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(type, normalised name) -> the first surface name seen (quality is judged on surfaces)."""
+    out: dict[tuple[str, str], str] = {}
+    for type_, name in found:
+        if type_ in CORE:
+            out.setdefault((type_, normalise(name)), name)
+    return out
+
+
+def quality(names_by_key: dict[tuple[str, str], str]) -> str:
+    names = list(names_by_key.values())
     verbs, abbreviations = sum(map(is_verb_phrase, names)), sum(map(is_lone_abbreviation, names))
     return (f"{len(names):>6} distinct P/I/C/O names, verb phrases {verbs:>5} ({verbs / max(len(names), 1):.1%}), "
             f"lone abbreviations {abbreviations:>4} ({abbreviations / max(len(names), 1):.1%})")
@@ -40,11 +49,10 @@ def run() -> None:
     stored = pl.concat([pl.read_parquet(p) for p in sorted((folder / "pico_extractions").glob("*.parquet"))],
                        how="diagonal_relaxed")
     started = time.perf_counter()
-    rules = {(e["type"], normalise(e["name"])) for text in windows["text"].to_list()
-             for e in pico_rules.extract(text).entities if e["type"] in CORE}
+    rules = distinct([(e["type"], e["name"]) for text in windows["text"].to_list()
+                      for e in pico_rules.extract(text).entities])
     rules_s = time.perf_counter() - started
-    now = {(t, normalise(n)) for t, n in stored.filter(pl.col("kind") == "entity").select("subject_type", "subject").iter_rows()
-           if t in CORE}
+    now = distinct(stored.filter(pl.col("kind") == "entity").select("subject_type", "subject").rows())
     print(f"windows {windows.height} (the demo lake's, deduplicated across partitions)")
     print(f"rules alone (before):      {quality(rules)}")
     print(f"pico_extractions (now):    {quality(now)}")
