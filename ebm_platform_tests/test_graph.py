@@ -171,3 +171,19 @@ def test_tree_tables_rank_keywords_by_salience_and_count_layers():
     assert first["name"] == "core"  # degree alone would pick the hub (weight 11 vs 6)
     assert first["l2_triples"] == 3 and first["l1_attributes"] == 3
     assert mode.startswith("offline") and "core has timepoint x" in first["summary"] and "4 entities" in first["summary"]
+
+
+def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp_path):
+    """A COPY that fails inside the transaction surfaces its own error, and nothing is half-written."""
+    import pytest
+
+    from ebm_platform.graph.store import GraphStore
+
+    good = {"Document": pl.DataFrame({"id": ["P|d"], "partition": ["P"], "doc_id": ["d"], "title": ["t"],
+                                      "grade": ["C"], "year": [2020], "source": ["s"]})}
+    with GraphStore(tmp_path / "g.kz") as store:
+        store.replace_partition("P", good)
+        broken = {"Document": good["Document"].with_columns(pl.lit("x").alias("extra"))}
+        with pytest.raises(RuntimeError, match="columns"):
+            store.replace_partition("P", broken)
+        assert store.count("MATCH (d:Document) RETURN count(*)") == 1

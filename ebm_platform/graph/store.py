@@ -12,6 +12,7 @@ write-ahead log on open.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,10 +97,24 @@ class GraphStore:
         if frame.height:
             self.conn.execute(f"COPY {table} FROM $frame", {"frame": frame})
 
-    def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame]) -> None:
-        """Atomically replace one partition's nodes and edges with `tables` (name -> frame)."""
+    @contextmanager
+    def _transaction(self):
+        """BEGIN ... COMMIT; on an error ROLLBACK (unless Kùzu already rolled back) and re-raise it."""
         self.conn.execute("BEGIN TRANSACTION")
         try:
+            yield
+            self.conn.execute("COMMIT")
+        except Exception:
+            try:
+                self.conn.execute("ROLLBACK")
+            except RuntimeError as exc:  # a failed COPY ends the transaction itself
+                if "No active transaction" not in str(exc):
+                    raise
+            raise
+
+    def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame]) -> None:
+        """Atomically replace one partition's nodes and edges with `tables` (name -> frame)."""
+        with self._transaction():
             for node in PARTITION_NODES:
                 self.conn.execute(f"MATCH (n:{node}) WHERE n.partition = $p DETACH DELETE n", {"p": partition})
             self.conn.execute("MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.partition = $p DELETE r", {"p": partition})
@@ -113,23 +128,14 @@ class GraphStore:
             for table in ("Document", "Window", "Attribute", "FROM_DOCUMENT", "MENTIONED_IN", "RELATES",
                           "HAS_ATTRIBUTE"):
                 self._copy(table, tables.get(table, pl.DataFrame()))
-            self.conn.execute("COMMIT")
-        except Exception:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def replace_tree(self, tables: dict[str, pl.DataFrame]) -> None:
         """Atomically replace the knowledge tree (communities, keywords and their edges)."""
-        self.conn.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction():
             for node in TREE_NODES:
                 self.conn.execute(f"MATCH (n:{node}) DETACH DELETE n")
             for table in ("Community", "Keyword", "IN_COMMUNITY", "HAS_KEYWORD", "KEYWORD_OF"):
                 self._copy(table, tables.get(table, pl.DataFrame()))
-            self.conn.execute("COMMIT")
-        except Exception:
-            self.conn.execute("ROLLBACK")
-            raise
 
     def count(self, cypher: str, params: dict[str, Any] | None = None) -> int:
         frame = self.query(cypher, params)
