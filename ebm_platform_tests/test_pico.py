@@ -142,7 +142,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     assert PicoTagger.usable(tagger_path(lake)) is None
 
 
-def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake, monkeypatch):
+def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake):
     lake, *_ = trained_lake
     docs = [{"id": "a", "text": TEXT}, {"id": 7, "text": "Placebo or ibuprofen for ankle sprain pain."}]
     env = {"EBM_LAKE": str(lake), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
