@@ -290,15 +290,11 @@ def _pico_extractor(choice: str):
             return "learned", lambda texts: tagger.tag(texts, encoder)
         _progress(f"no usable PICO tagger at {folder} (materialise pico_tagger: make demo); the rules extract")
     if choice == "llm":
-        from ebm_platform.graph.extraction import Extractor
-        from ebm_platform.graph.schema import load_schema
-        from ebm_platform.llm.client import LLMClient
-
-        client = LLMClient(model=settings.llm_model, api_base=settings.llm_api_base, api_key=settings.llm_api_key)
-        if client.offline:
-            raise SystemExit("--extractor llm needs EBM_LLM_MODEL set to a litellm model")
-        one = llm_extractor(Extractor(load_schema("pico_extended"), client))
-        return f"llm:{settings.llm_model}", lambda texts: [one(t) for t in texts]
+        try:
+            name, one = llm_extractor(settings)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from exc
+        return name, lambda texts: [one(t) for t in texts]
     return "rules", lambda texts: [rule_entities(t) for t in texts]
 
 

@@ -157,3 +157,22 @@ def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake):
     bad = subprocess.run([sys.executable, "-m", "ebm_platform.cli", "pico", "tag", "--jsonl"], input='{"text": 1}\n',
                          capture_output=True, text=True, env=env)
     assert bad.returncode != 0 and "line 1" in bad.stderr
+
+
+def test_llm_extractor_locates_the_models_names(server, tmp_path, monkeypatch):
+    """LLM mode over real HTTP (scripted server): the model's names become spans at every occurrence."""
+    from ebm_platform.pico.extractors import llm_extractor
+    from ebm_platform.settings import Settings
+
+    answer = {"entities": [{"name": "knee exercise", "type": "Comparator"}, {"name": "Pain intensity", "type": "Outcome"}],
+              "relations": [], "attributes": []}
+    server.script = ["content:" + json.dumps(answer)]
+    monkeypatch.chdir(tmp_path)  # the client's default response cache stays out of the repository
+    settings = Settings(llm_model="openai/test-model", llm_api_base=server.base, llm_api_key="k", lake=tmp_path)
+    name, extract = llm_extractor(settings)
+    spans = extract(TEXT)
+    assert name == "llm:openai/test-model" and server.requests == 1 and "Window:" in server.prompts[0]
+    assert [(e["type"], TEXT[e["start"]:e["end"]]) for e in spans][:2] == [("Comparator", "knee exercise")] * 2
+    assert ("Outcome", "Pain intensity") in {(e["type"], e["text"]) for e in spans}
+    with pytest.raises(ValueError, match="EBM_LLM_MODEL"):
+        llm_extractor(Settings(llm_model="offline", lake=tmp_path))

@@ -31,9 +31,18 @@ def rule_entities(text: str) -> list[dict]:
     return located(text, [(e["name"], e["type"]) for e in pico_rules.extract(text).entities])
 
 
-def llm_extractor(extractor: Extractor) -> Callable[[str], list[dict]]:
-    """Spans from the schema-bounded LLM extraction (the same prompt the graph uses), located."""
-    return lambda text: located(text, [(e["name"], e["type"]) for e in extractor.window(text)["entities"]])
+def llm_extractor(settings) -> tuple[str, Callable[[str], list[dict]]]:
+    """(name, text -> spans) of the schema-bounded LLM extraction configured by EBM_LLM_* (the same
+    prompt the graph uses), its names located; an error when no model is set."""
+    from ebm_platform.graph.schema import load_schema
+    from ebm_platform.llm.client import LLMClient
+
+    client = LLMClient(model=settings.llm_model, api_base=settings.llm_api_base, api_key=settings.llm_api_key)
+    if client.offline:
+        raise ValueError("the LLM extractor needs EBM_LLM_MODEL set to a litellm model")
+    extractor = Extractor(load_schema("pico_extended"), client)
+    return f"llm:{settings.llm_model}", lambda text: located(
+        text, [(e["name"], e["type"]) for e in extractor.window(text)["entities"]])
 
 
 def entity_labels(words: Words, entities: list[dict]) -> np.ndarray:

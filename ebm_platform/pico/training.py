@@ -101,10 +101,7 @@ def training_key(datasets_dir: Path, encoder_description: str, limit: int | None
 def token_evaluation(datasets_dir: Path, settings, split: str = "validation", limit: int | None = None,
                      llm: bool = False, progress: Callable[[str], None] | None = None) -> dict:
     """`ebm eval pico`: the lake's tagger, the rules (and the LLM when asked) on a split, token level."""
-    from ebm_platform.graph.extraction import Extractor
-    from ebm_platform.graph.schema import load_schema
     from ebm_platform.index.embeddings import get_encoder
-    from ebm_platform.llm.client import LLMClient
     from ebm_platform.pico.extractors import llm_extractor
     from ebm_platform.pico.tagger import read_meta, tagger_path
 
@@ -113,12 +110,7 @@ def token_evaluation(datasets_dir: Path, settings, split: str = "validation", li
     _, projector = split_examples(datasets_dir, "train")  # gold projected exactly as for training
     examples, _ = split_examples(datasets_dir, split, projector, limit=limit, progress=progress)
     encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
-    others = {}
-    if llm:
-        client = LLMClient(model=settings.llm_model, api_base=settings.llm_api_base, api_key=settings.llm_api_key)
-        if client.offline:
-            raise ValueError("--llm needs EBM_LLM_MODEL set to a litellm model")
-        others[f"llm:{settings.llm_model}"] = llm_extractor(Extractor(load_schema("pico_extended"), client))
+    others = dict([llm_extractor(settings)]) if llm else {}
     report = validation_report(tagger, examples, example_features(examples, encoder, progress), others)
     report.update({"split": split, "tagger": str(folder), "tagger_trained_at": read_meta(folder).get("trained_at"),
                    "encoder": encoder.description})
