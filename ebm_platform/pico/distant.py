@@ -30,7 +30,7 @@ import numpy as np
 from ebm_platform.benchmark.evidence_inference import article_ids, prompts
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.index.window_index import index_text
-from ebm_platform.pico.spans import CLASSES, INNER, Words
+from ebm_platform.pico.spans import CLASSES, INNER, Words, label_chars
 
 SPECIFIC_DF = 0.05
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$|^(?:mg|g|kg|ml|mcg|µg|iu|%|h|hr|hrs|min|mins|days?|weeks?|months?|years?)$")
@@ -125,10 +125,7 @@ class Example:
 def label_article(projector: Projector, pmcid: str, text: str, prefix: int, rows: list[dict]) -> Example:
     """P (proxy pattern), then I (intervention, comparator), then O (outcome) labels."""
     words = Words.of(text)
-    labels = np.zeros(len(words), dtype=np.int64)
-    for start, end in population_spans(text):
-        i, j = words.index_of_chars(start, end)
-        labels[i:j] = CLASSES.index("P")
+    labels = label_chars(words, [(start, end, "P") for start, end in population_spans(text)])
     for fields, letter in ((("intervention", "comparator"), "I"), (("outcome",), "O")):
         for row in rows:
             # an outcome string naming an arm ("pain with naproxen") never makes the arm an outcome

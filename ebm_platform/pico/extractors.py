@@ -21,7 +21,7 @@ CLASS_ORDER = {"P": 0, "I": 1, "O": 2}  # later classes overwrite earlier ones, 
 def located(text: str, named: list[tuple[str, str]]) -> list[dict]:
     """Spans of (name, type) pairs at every occurrence of the name in `text`, in text order."""
     types = dict((name.lower(), type_) for name, type_ in named if type_ in TYPE_CLASS)
-    spans = name_spans(text, [(name, type_) for name, type_ in types.items()])
+    spans = name_spans(text, list(types.items()))
     return sorted(({"type": t, "text": text[a:b], "start": a, "end": b} for a, b, t in spans),
                   key=lambda e: (e["start"], e["end"]))
 
