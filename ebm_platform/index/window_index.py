@@ -10,6 +10,11 @@ id hashes the window's document and text) is copied, not embedded again.
 A partition is replaced by one `merge_insert` commit (match on `key` = condition|window_id,
 delete the partition's rows that are no longer present), so readers see the old partition or
 the new one, never a mixture; LanceDB's versioned commits make an interrupted write invisible.
+
+The full-text channel searches `search_text` (title, section path and window text: what the dense
+channel embeds, `index_text`) through LanceDB's native BM25 index with English stemming and stop
+words; over the window text alone it loses the intervention and condition names that only the
+title and section carry (README, Retrieval quality).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from ebm_platform.index.embeddings import Encoder
 TABLE = "windows"
 COLUMNS = ("key", "window_id", "condition", "doc_id", "grade", "title", "year", "section", "text")
 ENCODED = ("vector", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors", "encoder")
+SEARCH_TEXT = "search_text"
 ENCODE_BATCH = 256  # windows per encode call (progress is reported per batch)
 
 
@@ -37,6 +43,9 @@ def index_text(title: str, section: str | None, text: str) -> tuple[str, int]:
     """What the dense channel embeds (title, section path, window text) and where the text starts."""
     prefix = f"{title}. {section or ''}. "
     return prefix + text, len(prefix)
+
+
+SEARCH_TEXT_SQL = "concat(title, '. ', section, '. ', text)"  # index_text in SQL, for tables that predate the column
 
 
 def _multivectors(arrays: list[np.ndarray], dim: int) -> pa.Array:
@@ -131,6 +140,8 @@ class WindowIndex:
             (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"), "window_id",
             pl.lit(condition).alias("condition"), "doc_id", "grade", "title", pl.col("year").cast(pl.Int64),
             pl.col("section").fill_null(""), "text")
+        data = data.with_columns(pl.concat_str(pl.col("title").fill_null(""), pl.lit(". "), "section", pl.lit(". "),
+                                               "text").alias(SEARCH_TEXT))
         counts = {"written": data.height, "encoded": 0, "reused": 0}
         if not data.height and not self.exists():
             return counts
@@ -155,6 +166,7 @@ class WindowIndex:
                 if not self.exists():
                     self.db.create_table(TABLE, reader)
                 else:
+                    self._add_search_text()
                     (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                      .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
         finally:
@@ -179,11 +191,23 @@ class WindowIndex:
         counts["reused"] += len(reused)
         return table
 
-    def rebuild_text_index(self) -> None:
+    def _add_search_text(self) -> None:
+        """Give a table that predates `search_text` the column, computed from its own rows."""
         table = self.table()
+        if SEARCH_TEXT not in table.schema.names:
+            table.add_columns({SEARCH_TEXT: SEARCH_TEXT_SQL})
+
+    def rebuild_text_index(self) -> None:
+        """(Re)build the BM25 index over `search_text`, adding the column to a table that predates it
+        and dropping full-text indices on other columns."""
+        self._add_search_text()
+        table = self.table()
+        for config in table.list_indices():
+            if config.index_type == "FTS" and list(config.columns) != [SEARCH_TEXT]:
+                table.drop_index(config.name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            table.create_fts_index("text", replace=True)
+            table.create_fts_index(SEARCH_TEXT, replace=True, stem=True, remove_stop_words=True, language="English")
 
     def count(self, condition: str | None = None) -> int:
         if not self.exists():
@@ -211,8 +235,12 @@ class WindowIndex:
 
     def full_text(self, text: str, limit: int, conditions: list[str] | None = None,
                   grades: tuple[str, ...] | None = None) -> pl.DataFrame:
-        """BM25 over the native full-text index (columns `vector`, `bm25`)."""
-        query = self.table().search(text, query_type="fts")
+        """BM25 over the native full-text index of `search_text` (columns `vector`, `bm25`)."""
+        table = self.table()
+        if SEARCH_TEXT not in table.schema.names:
+            raise RuntimeError(f"the window index at {self.path} predates the title+section full-text index: "
+                               "materialise window_index again (make demo, or the asset in the UI)")
+        query = table.search(text, query_type="fts", fts_columns=SEARCH_TEXT)
         where = self._where(conditions, grades)
         if where:
             query = query.where(where, prefilter=True)
