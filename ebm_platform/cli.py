@@ -73,11 +73,17 @@ def already_built(lake: Path, code: str) -> list[str]:
     return done
 
 
+# run as separate stages so that a reranker that fails its blocking check leaves BETR to the hand-set scorer
+AFTER_RERANKER = ("reranker_model", "candidate_pools", "betr_parameters", "betr_report")
+
+
 def run_all_partitions(codes: list[str] | None = None, partition_job: str = "conditions_job",
                        global_job: str = "global_job", resume: bool = False) -> dict[str, dict[str, float]]:
     """Materialise the models job (the PICO tagger; reused when unchanged), the partition job for
     each partition, then the global job; with `resume`, assets already written by an interrupted
     build of the same lake are loaded, not recomputed."""
+    from dagster import AssetKey
+
     from ebm_platform.definitions import conditions_partitions, defs
     from ebm_platform.settings import get_settings
 
@@ -112,9 +118,21 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
         _say(f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
              f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
              f"windows={counts.get('evidence_windows.windows', 0):>5}  ({time.perf_counter() - started:.1f}s)")
-    result = defs.resolve_job_def(global_job).execute_in_process(instance=instance, run_config=quiet)
-    if not result.success:
-        raise RuntimeError("global assets failed; see the run in the Dagster UI")
+    glob = defs.resolve_job_def(global_job)
+    stages = [[k for k in glob.asset_layer.executable_asset_keys if k.path[-1] not in AFTER_RERANKER]]
+    if any(k.path[-1] == "reranker_model" for k in glob.asset_layer.executable_asset_keys):
+        stages += [[AssetKey("reranker_model")], [AssetKey(n) for n in AFTER_RERANKER if n != "reranker_model"]]
+    for selection in stages:
+        reranker = selection == [AssetKey("reranker_model")]
+        if reranker:
+            _say("training the learned reranker on the benchmark's train questions ...")
+        result = glob.execute_in_process(instance=instance, run_config=quiet, asset_selection=selection,
+                                         raise_on_error=not reranker)
+        if reranker and not result.success:
+            _say("the learned reranker is not used (training failed or it did not beat the hand-set scorer on the "
+                 "validation split; see the run in the Dagster UI): the hand-set fine scorer ranks")
+        elif not result.success:
+            raise RuntimeError("global assets failed; see the run in the Dagster UI")
     return summary
 
 
@@ -414,44 +432,66 @@ def cmd_lake_build(args: argparse.Namespace) -> int:
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.evaluation.lakes import evaluation_lake
-    from ebm_platform.evaluation.retrieval_eval import evaluate, questions
+    from ebm_platform.evaluation.retrieval_eval import ensure_reranker, evaluate, questions
     from ebm_platform.llm.client import client_from_settings
-    from ebm_platform.retrieval.pipeline import Retriever
+    from ebm_platform.retrieval.pipeline import STRATEGIES, Retriever
     from ebm_platform.settings import DEFAULT_CATALOGUE, get_settings
 
     settings = get_settings()
-    datasets = settings.require_datasets_dir()
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
     ids = None
-    if args.corpus == "split":
-        if args.benchmark != "evidence-inference":
-            raise ValueError("--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)")
-        from ebm_platform.benchmark.evidence_inference import article_ids
+    if args.benchmark == "generated":
+        datasets, lake = None, Path(settings.lake)  # the platform's own benchmark, in the production lake
+    else:
+        datasets = settings.require_datasets_dir()
+        if args.corpus == "split":
+            if args.benchmark != "evidence-inference":
+                raise ValueError("--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)")
+            from ebm_platform.benchmark.evidence_inference import article_ids
 
-        ids = article_ids(datasets, args.split)
-    lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress, ids=ids)
+            ids = article_ids(datasets, args.split)
+        lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress, ids=ids)
     items, dropped = questions(args.benchmark, args.split, datasets, lake)
     if args.limit:
         items = items[: args.limit]
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
     retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names,
                           embedding_backend=settings.embedding_backend)
+    if args.benchmark == "generated":
+        reranker = (retriever.reranker.learned.meta if retriever.reranker.learned else
+                    {"source": "none: materialise reranker_model (make demo)"})
+    else:
+        reranker = ensure_reranker(retriever, args.benchmark, datasets, args.train_questions, progress=_progress)
     _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
-         + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
+              + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
     results = evaluate(retriever, items, strategies, args.k, progress=_progress)
-    summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake),
-               "corpus": "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles",
-               "questions_kept": len(items), "dropped": dict(dropped),
-               "corpus_windows": retriever.index.count(), "results": results,
-               "notes": {"fine_scorer": retriever.reranker.fine_name,
-                         "betr": "applied" if retriever.betr else "not fitted in the evaluation lake (identity)"}}
+    notes = {}
+    for name in strategies:
+        probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
+        notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
+    corpus = ("the platform lake's own corpus" if args.benchmark == "generated" else
+              "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles")
+    summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake), "corpus": corpus,
+               "questions_kept": len(items), "dropped": dict(dropped), "corpus_windows": retriever.index.count(),
+               "results": results, "notes": notes,
+               "reranker": {k: reranker.get(k) for k in ("source", "key", "trained_on", "rounds", "train_questions",
+                                                         "beats_hand_set", "validation", "gain") if k in reranker}}
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
-    _say(f"{'strategy':<10}{'R@' + str(args.k):>8}{'Hit@' + str(args.k):>9}{'MRR':>8}{'questions':>11}{'s/question':>12}")
+    width = max(len(s) for s in strategies) + 2
+    _say(f"{'strategy':<{width}}{'R@' + str(args.k):>8}{'Hit@' + str(args.k):>9}{'MRR':>8}{'questions':>11}{'s/question':>12}")
     for name, m in results.items():
-        _say(f"{name:<10}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
+        _say(f"{name:<{width}}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
              f"{m['seconds_per_question']:>12.2f}")
+    if "validation" in reranker:
+        _say("\nlearned reranker on the validation questions' candidates (same candidates for every row):")
+        for name, m in reranker["validation"].items():
+            recall = next(f"{k} {v:.3f}" for k, v in m.items() if k.startswith("R@"))
+            _say(f"  {name:<34}{recall}  MRR {m['MRR']:.3f}")
     return 0
 
 
@@ -609,9 +649,15 @@ def build_parser() -> argparse.ArgumentParser:
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
     retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")
-    retrieval.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa"])
+    retrieval.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa", "generated"],
+                           help="generated = the platform's benchmark_qa in the production lake")
     retrieval.add_argument("--split", default="validation")
-    retrieval.add_argument("--strategies", default="sr_rag,naive")
+    retrieval.add_argument("--strategies", default="sr_rag,naive,bm25,dense,hybrid",
+                           help="comma-separated; also sr_rag-<lever> ablations: no_graph, no_hyde, one_pool, "
+                                "hand_set, no_betr")
+    retrieval.add_argument("--train-questions", type=int,
+                           help="train-split questions the lake's learned reranker is trained on (seeded sample; "
+                                "default 1000)")
     retrieval.add_argument("--k", type=int, default=10)
     retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")

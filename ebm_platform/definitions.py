@@ -10,11 +10,13 @@ from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_im
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.retrieval import reranker_beats_hand_set, reranker_model
 from ebm_platform.defs.resources import default_resources
 
 CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
 PARTITIONED_ASSETS = [*CORPUS_INDEX_ASSETS, benchmark_qa]
-GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, candidate_pools, betr_parameters, betr_report]
+GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, reranker_model, candidate_pools, betr_parameters,
+                 betr_report]
 
 conditions_job = dg.define_asset_job(
     "conditions_job", selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),
@@ -35,7 +37,8 @@ executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
     assets=[landing_imports, pico_tagger, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
-    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, betr_parameters_sound],
+    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, reranker_beats_hand_set,
+                  betr_parameters_sound],
     jobs=[models_job, conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],

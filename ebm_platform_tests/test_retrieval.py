@@ -1,10 +1,12 @@
 """Fusion, MaxSim, dual pools, BETR scoring, the CLI's error paths and an end-to-end ask."""
 
 import json
+import re
 
 import dagster as dg
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
@@ -19,8 +21,9 @@ from ebm_platform.retrieval.ask import ask, retriever_for
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
-from ebm_platform.retrieval.pipeline import QuestionError, validate_question
-from ebm_platform.retrieval.rerank import maxsim
+from ebm_platform.retrieval.rerank import Reranker
+from ebm_platform.retrieval.pipeline import PipelineParams, QuestionError, validate_question
+from ebm_platform.retrieval.features import maxsim
 from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
@@ -103,9 +106,9 @@ def test_end_to_end_ask_on_real_documents(small_lake):
     assert set(result["pico_comparison"]["fields"]) == {"population", "intervention", "comparator", "outcome"}
     pools = {row["pool"] for row in result["explain"]}
     assert pools == {"A", "B-E"}
-    assert sum(row["pool"] == "A" for row in result["explain"]) <= 16
+    assert sum(row["pool"] == "A" for row in result["explain"]) <= dict(PipelineParams().pool_quota)["A"]
     assert all("channel_ranks" in row and "fused_rrf" in row for row in result["explain"])
-    assert set(result["timings_s"]) == {"encode", "graph", "search", "fusion", "evidence read", "rerank", "answer"}
+    assert set(result["timings_s"]) == {"encode", "graph", "search", "fusion", "evidence read", "features", "rerank", "answer"}
 
 
 def test_naive_strategy_and_unknown_strategy(small_lake):
@@ -115,14 +118,20 @@ def test_naive_strategy_and_unknown_strategy(small_lake):
         ask(QUESTION, strategy="magic", lake=small_lake)
 
 
-def test_fitted_betr_parameters_are_applied(small_lake):
-    BetrParameters(a=1.0, u={"A": 0.0, "B": -1, "C": -1, "D": -1, "E": -1}).save(parameters_path(small_lake))
+def test_fitted_betr_parameters_are_applied_only_for_their_scorer(small_lake):
+    u = {"A": 0.0, "B": -1, "C": -1, "D": -1, "E": -1}
+    BetrParameters(a=1.0, u=u, provenance={"scorer": Reranker().fine_name()}).save(parameters_path(small_lake))
     retriever_for.cache_clear()
     try:
         result = ask(QUESTION, explain=True, lake=small_lake)
         adjusted = [row for row in result["explain"] if row["fine_s"] is not None]
         assert all(row["grade_adjustment"] == (0.0 if row["grade"] == "A" else -1.0) for row in adjusted)
         assert result["citations"][0]["grade"] == "A"
+        BetrParameters(a=1.0, u=u, provenance={"scorer": "cross-encoder:other"}).save(parameters_path(small_lake))
+        retriever_for.cache_clear()
+        refused = ask(QUESTION, explain=True, lake=small_lake)
+        assert refused["notes"]["betr"].startswith("refused: parameters fitted for fine scorer 'cross-encoder:other'")
+        assert all(row["grade_adjustment"] == 0.0 for row in refused["explain"])
     finally:
         parameters_path(small_lake).unlink()
         retriever_for.cache_clear()
@@ -218,3 +227,155 @@ def test_pico_comparison_names_question_terms_the_evidence_lacks():
     intervention = result["fields"]["intervention"]
     assert intervention["status"] == "partial match" and "hip" in intervention["missing_terms"]
     assert any(lim.startswith("intervention only partly matched: 'hip") for lim in result["limitations"])
+
+
+def test_full_text_channel_searches_title_and_section(small_lake):
+    from ebm_platform.index.window_index import WindowIndex
+
+    index = WindowIndex(small_lake / "stores" / "lancedb")
+    rows = index.table().search().select(["window_id", "title", "text"]).limit(1000).to_arrow().to_pylist()
+    # windows whose own text lacks a word of their title: only the title can bring them back
+    lacking = [(w, r["window_id"]) for r in rows for w in sorted(set(re.findall(r"[a-z]{6,}", r["title"].lower())))
+               if w not in r["text"].lower()]
+    assert lacking, "the fixture needs a window whose text lacks a word of its title"
+    word, window_id = lacking[0]
+    found = index.full_text(word, len(rows))["window_id"].to_list()
+    assert window_id in found
+
+
+def test_full_text_index_is_added_to_a_table_that_predates_it(tmp_path):
+    import lancedb
+
+    from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
+
+    db = lancedb.connect(str(tmp_path))
+    db.create_table("windows", pa.table({"window_id": ["w1", "w2"], "condition": ["X", "X"], "grade": ["A", "B"],
+                                         "title": ["Tendon loading trial", "Other"], "section": ["Results", ""],
+                                         "text": ["pain fell", "nothing here"], "vector": [[0.0, 1.0], [1.0, 0.0]]}))
+    db.open_table("windows").create_fts_index("text")
+    index = WindowIndex(tmp_path)
+    with pytest.raises(RuntimeError, match="predates the title"):
+        index.full_text("tendon", 5)
+    index.rebuild_text_index()
+    assert [c.columns for c in index.table().list_indices()] == [[SEARCH_TEXT]]
+    assert index.table().search().select([SEARCH_TEXT]).to_arrow()[SEARCH_TEXT][0].as_py() == \
+        "Tendon loading trial. Results. pain fell"
+
+
+def test_anchor_strategies_rank_by_their_own_channel(small_lake):
+    from ebm_platform.llm.client import client_from_settings
+    from ebm_platform.retrieval.pipeline import Retriever
+
+    retriever = Retriever(small_lake, client_from_settings())
+    dense, bm25, hybrid = (retriever.retrieve(QUESTION, s) for s in ("dense", "bm25", "hybrid"))
+    assert [c.channel_ranks["dense"] for c in dense.candidates] == list(range(1, len(dense.candidates) + 1))
+    assert [c.channel_ranks["full_text"] for c in bm25.candidates] == list(range(1, len(bm25.candidates) + 1))
+    scores, _ = rrf({"dense": [c.window_id for c in retriever.retrieve(QUESTION, "dense").considered],
+                     "full_text": [c.window_id for c in bm25.considered]})
+    assert hybrid.candidates[0].window_id in {dense.candidates[0].window_id, bm25.candidates[0].window_id}
+    assert [c.fused for c in hybrid.candidates] == sorted((c.fused for c in hybrid.candidates), reverse=True)
+    assert scores  # the anchors' own channel lists fuse without error
+
+
+def test_every_ablation_switches_its_lever_off(small_lake):
+    from ebm_platform.llm.client import client_from_settings
+    from ebm_platform.retrieval.pipeline import Retriever
+
+    retriever = Retriever(small_lake, client_from_settings())
+    full = retriever.retrieve(QUESTION, "sr_rag")
+    assert any("graph" in c.channel_ranks for c in full.considered)
+    assert not any("graph" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag-no_graph").considered)
+    assert not any("hyde" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag-no_hyde").considered)
+    assert {c.pool for c in retriever.retrieve(QUESTION, "sr_rag-one_pool").considered} == {"all"}
+    assert retriever.retrieve(QUESTION, "sr_rag-hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
+    assert retriever.retrieve(QUESTION, "sr_rag-no_betr").notes["betr"] == "switched off (ablation)"
+
+
+def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Real questions of the lake's own windows: each window's opening words, gold = that window."""
+    windows = pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")
+    rows = [{"question_id": f"w{n}", "condition": "PFP", "source": "generated",
+             "question": " ".join(text.split()[:14]) + "?", "gold_window_ids": [window_id]}
+            for n, (window_id, text) in enumerate(windows.select("window_id", "text").iter_rows()) if len(text.split()) > 20]
+    bench = pl.DataFrame(rows)
+    splits = bench.select("question_id", "condition", "source").with_columns(
+        pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit("train")).otherwise(pl.lit("validation")).alias("split"))
+    return bench, splits
+
+
+@pytest.mark.parametrize("gate", ["real", "refuse"])
+def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, monkeypatch, gate):
+    from ebm_platform.defs.betr import candidate_pools
+    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_splits
+    from ebm_platform.defs.graph import knowledge_tree
+    from ebm_platform.defs.retrieval import reranker_beats_hand_set, reranker_model
+    from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+
+    bench, splits = _window_questions(small_lake)
+    (small_lake / "assets" / "benchmark_qa").mkdir(parents=True, exist_ok=True)
+    bench.write_parquet(small_lake / "assets" / "benchmark_qa" / "PFP.parquet")
+    splits.write_parquet(small_lake / "assets" / "benchmark_splits.parquet")
+    if gate == "refuse":
+        monkeypatch.setattr("ebm_platform.defs.retrieval.beats_hand_set", lambda learned, hand: False)
+    assets = [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_splits, knowledge_tree,
+              window_index, knowledge_graph, reranker_model, reranker_beats_hand_set, candidate_pools]
+    result = dg.materialize(assets, selection=dg.AssetSelection.assets(reranker_model, candidate_pools),
+                            raise_on_error=False,
+                            resources=lake_resources(small_lake) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))},
+                            instance=dg.DagsterInstance.ephemeral())
+    check = next(e.asset_check_evaluation_data for e in result.all_events
+                 if e.event_type_value == "ASSET_CHECK_EVALUATION")
+    materialised = {e.event_specific_data.materialization.asset_key.path[-1]
+                    for e in result.get_asset_materialization_events()}
+    model = LearnedReranker.load(reranker_path(small_lake))
+    assert model is not None and model.meta["train_questions"] > 0
+    table = pl.read_parquet(small_lake / "assets" / "reranker_model.parquet")
+    assert {"learned", "hand_set", "fused_rrf"} <= set(table["ranker"].to_list())
+    if gate == "refuse":
+        assert not check.passed and "candidate_pools" not in materialised  # the blocking check held BETR's pools back
+    else:
+        assert check.passed == model.usable
+        assert ("candidate_pools" in materialised) == check.passed
+
+
+def test_ranking_metrics_on_a_hand_computed_example():
+    from ebm_platform.retrieval.learned import ranking_metrics
+
+    frame = pl.DataFrame({"question_id": ["q1"] * 3 + ["q2"] * 2, "window_id": ["a", "b", "c", "d", "e"],
+                          "gold": [False, True, False, False, False], "gold_total": [2, 2, 2, 1, 1]})
+    m = ranking_metrics(frame, np.array([0.9, 0.5, 0.1, 0.3, 0.2]), k=1)
+    # q1: first gold at rank 2, recall@1 0 (1 of its 2 gold windows is not even a candidate); q2: no gold candidate
+    assert m == {"R@1": 0.0, "Hit@1": 0.0, "MRR": 0.25, "questions": 2}
+    assert ranking_metrics(frame, np.array([0.1, 0.5, 0.0, 0.3, 0.2]), k=2)["R@2"] == 0.25
+
+
+def test_features_read_sections_and_document_standing():
+    from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
+
+    unit = np.array([1.0, 0.0], dtype=np.float32)
+    view = QueryView("hip strengthening pain", question_anchors("Does hip strengthening reduce pain?"), unit, unit,
+                     np.array([unit]))
+    rows = [{"vector": v, "tokens": np.array([v]), "sentence_vectors": np.array([v]), "text": t, "title": "Trial",
+             "section": s, "doc_id": d}
+            for v, t, s, d in [([1.0, 0.0], "hip strengthening reduced pain (p < 0.05) by 20%", "Trial > Results", "d1"),
+                               ([0.6, 0.8], "participants were recruited", "Trial > Methods", "d1"),
+                               ([0.0, 1.0], "unrelated", "Other > Competing interests", "d2")]]
+    m = candidate_features(view, rows, [{"dense": 1}, {"dense": 2}, {}], [0.03, 0.02, 0.0], [5.0, None, None],
+                           TermStatistics([r["text"] for r in rows]))
+    f = {name: m[:, i] for i, name in enumerate(FEATURES)}
+    assert f["section_results"].tolist() == [1, 0, 0] and f["section_methods"].tolist() == [0, 1, 0]
+    assert f["section_back_matter"].tolist() == [0, 0, 1]
+    assert f["doc_candidates"].tolist() == [2, 2, 1]
+    assert f["cosine_margin_in_doc"] == pytest.approx([0.0, -0.4, 0.0])
+    assert f["bm25_rel"].tolist() == [1.0, 0.0, 0.0] and f["p_values"].tolist() == [1, 0, 0]
+    assert f["log_rank_dense"][2] == pytest.approx(np.log1p(1000))
+
+
+def test_the_gate_needs_higher_mrr_and_no_lower_recall():
+    from ebm_platform.retrieval.learned import beats_hand_set
+
+    hand = {"R@10": 0.8, "MRR": 0.5, "questions": 10}
+    assert beats_hand_set({"R@10": 0.8, "MRR": 0.6, "questions": 10}, hand)
+    assert not beats_hand_set({"R@10": 0.79, "MRR": 0.9, "questions": 10}, hand)
+    assert not beats_hand_set({"R@10": 0.9, "MRR": 0.5, "questions": 10}, hand)
+    assert not beats_hand_set({"R@10": 0.0, "MRR": 0.0, "questions": 0}, {"R@10": 0.0, "MRR": 0.0, "questions": 0})

@@ -16,16 +16,17 @@ from ebm_platform.betr.pools import candidate_pools as build_pools
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
-from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.pipeline import PipelineParams, Retriever
 
 
-@dg.asset(group_name="betr", kinds={"polars"}, deps=["knowledge_tree", "window_index"],
+@dg.asset(group_name="betr", kinds={"polars"}, deps=["knowledge_tree", "window_index", "reranker_model"],
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
                "splits": dg.AssetIn("benchmark_splits")})
 def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame,
                     lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
     """Cand(q) before BETR for every benchmark question with gold windows, with s(q, d), grade,
-    gold flag and the question's split."""
+    gold flag and the question's split, from the same pipeline and fine scorer the query path runs
+    (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
                           embedding_backend=embedder.backend)
@@ -38,7 +39,7 @@ def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, spli
         "candidates": dg.MetadataValue.int(pools.height),
         "gold_candidates": dg.MetadataValue.int(int(pools["gold"].sum()) if pools.height else 0),
         "grades_in_pools": dg.MetadataValue.json(dict(pools.group_by("grade").len().sort("grade").iter_rows()) if pools.height else {}),
-        "fine_scorer": dg.MetadataValue.text(retriever.reranker.fine_name),
+        "fine_scorer": dg.MetadataValue.text(retriever.reranker.fine_name()),
     })
 
 
@@ -88,7 +89,8 @@ def betr_parameters(context: dg.AssetExecutionContext, pools: pl.DataFrame, lake
         "run_id": context.run_id, "fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "benchmark_sources": sorted(set(pools["question_id"].str.split("-").list.first().to_list())),
         "train_queries": train.n_queries, "train_pairs": len(train), "validation_pairs": len(validation),
-        "tau_selection": "validation log-likelihood" if tau_scores else "no validation pairs: train log-likelihood"})
+        "tau_selection": "validation log-likelihood" if tau_scores else "no validation pairs: train log-likelihood",
+        "scorer": pools["scorer"][0], "pool_settings": PipelineParams().settings()})
     problems = parameter_problems(params)
     if problems:
         raise dg.Failure(f"refusing to store BETR parameters: {problems}")

@@ -7,12 +7,20 @@ characters are matched on their first or last 120). PubMedQA: the question as as
 are the windows of its source abstract.
 R@k = |gold in top k| / |gold| (averaged over questions); Hit@k = share of questions with any
 gold window in the top k; MRR = mean of 1 / rank of the first gold window in the returned list.
+
+The learned fine scorer of an Evidence Inference lake is trained in that lake on (a seeded sample
+of) the *train* split's questions and compared with the hand-set scorer on the validation split
+(`ensure_reranker`); a PubMedQA lake, which has no training questions, borrows the Evidence
+Inference model trained by the same code (a transfer test).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import re
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,7 +29,9 @@ from pathlib import Path
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
+from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
 from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.reranker_data import candidate_rows
 
 SPAN_CHARS = 120
 
@@ -52,8 +62,31 @@ def gold_for_spans(windows: list[tuple[str, str]], spans: list[str]) -> set[str]
     return gold
 
 
+def benchmark_items(bench: pl.DataFrame, splits: pl.DataFrame, split: str) -> list[dict]:
+    """The platform benchmark's questions of one split that carry gold windows (no condition filter,
+    as `ebm ask` runs by default)."""
+    chosen = splits.filter(pl.col("split") == split).select("question_id")
+    rows = bench.join(chosen, on="question_id").filter(pl.col("gold_window_ids").list.len() > 0).sort("question_id")
+    return [{"id": r["question_id"], "question": r["question"], "gold": set(r["gold_window_ids"]), "source": r["source"]}
+            for r in rows.iter_rows(named=True)]
+
+
+def lake_benchmark(lake: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """benchmark_qa (every partition) and benchmark_splits of a production lake."""
+    files = sorted((Path(lake) / "assets" / "benchmark_qa").glob("*.parquet"))
+    splits = Path(lake) / "assets" / "benchmark_splits.parquet"
+    if not files or not splits.is_file():
+        raise FileNotFoundError(f"no benchmark_qa / benchmark_splits in {lake}: run `make demo` first")
+    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), pl.read_parquet(splits)
+
+
 def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tuple[list[dict], Counter]:
     """Questions with their gold window ids, and the reasons any were dropped."""
+    if benchmark == "generated":
+        bench, splits = lake_benchmark(lake)
+        items = benchmark_items(bench, splits, split)
+        in_split = splits.filter(pl.col("split") == split).height
+        return items, Counter({"no gold window": in_split - len(items)} if in_split > len(items) else {})
     windows = windows_of(lake)
     by_source: dict[str, list[tuple[str, str]]] = {}
     for window_id, source, text in windows.select("window_id", "source", "text").iter_rows():
@@ -108,3 +141,63 @@ def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: 
                              "MRR": round(rr / total, 4), "questions": len(items),
                              "seconds_per_question": round((time.perf_counter() - started) / total, 3)}
     return results
+
+
+ABLATED_FEATURES = ("maxsim", "section_", "doc_", "coverage_", "log_rank_graph", "hyde_cosine")
+TRAIN_QUESTIONS = 1000  # seeded sample of the 1,924 train prompts: ~0.5 s of candidate generation each
+
+
+def retrieval_code_digest() -> str:
+    """Hash of the retrieval package's source: a model trained by other code is retrained."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(__file__).resolve().parent.parent / "retrieval").glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def ensure_reranker(retriever: Retriever, benchmark: str, datasets_dir: Path, limit: int | None = None,
+                    progress: Callable[[str], None] = print) -> dict:
+    """Train (or reuse) the lake's learned fine scorer and load it into `retriever`; returns its report."""
+    limit = limit or TRAIN_QUESTIONS
+    lake = retriever.lake
+    folder = reranker_path(lake)
+    code = retrieval_code_digest()
+    if benchmark != "evidence-inference":
+        source = _borrowed_reranker(lake, code)
+        if source is None:
+            progress("no Evidence Inference reranker trained by this code: the hand-set fine scorer ranks")
+            return {"source": "none: hand-set scorer"}
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(source, folder)
+        retriever.reranker.learned = LearnedReranker.load(folder)
+        return {"source": f"borrowed from {source.parent.parent}", **retriever.reranker.learned.meta}
+    key = f"{code}-{lake.name}-{limit}"
+    existing = LearnedReranker.load(folder)
+    if existing is not None and existing.meta.get("key") == key:
+        progress(f"reusing the learned reranker {folder} ({key})")
+        retriever.reranker.learned = existing
+        return existing.meta
+    train_items, _ = questions(benchmark, "train", datasets_dir, lake)
+    random.Random(13).shuffle(train_items)
+    train_items = train_items[:limit]
+    validation_items, _ = questions(benchmark, "validation", datasets_dir, lake)
+    progress(f"training the learned reranker on {len(train_items)} train questions "
+             f"(validated on {len(validation_items)}) ...")
+    started = time.perf_counter()
+    retriever.reranker.learned = None
+    train = candidate_rows(retriever, train_items, "train", progress)
+    validation = candidate_rows(retriever, validation_items, "validation", progress)
+    model, report = train_and_validate(train, validation, key, ABLATED_FEATURES)
+    model.meta.update(code=code, trained_on=f"{benchmark} train ({len(train_items)} questions)",
+                      seconds=round(time.perf_counter() - started, 1))
+    model.save(folder)
+    retriever.reranker.learned = model
+    return model.meta
+
+
+def _borrowed_reranker(lake: Path, code: str) -> Path | None:
+    """The newest Evidence Inference evaluation lake's reranker trained by this same code."""
+    found = [p for p in lake.parent.glob("evidence-inference-*/models/reranker")
+             if (m := LearnedReranker.load(p)) is not None and m.meta.get("code") == code]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None

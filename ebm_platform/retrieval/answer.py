@@ -168,9 +168,12 @@ def _evidence_block(rows: list[dict]) -> str:
 
 def compose_llm(question: str, rows: list[dict], client: LLMClient,
                 retrieve_more: Callable[[str], list[dict]]) -> dict:
-    """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer."""
+    """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer. Every round
+    keeps the evidence budget (as many windows as the first retrieval gave) in BETR order (`score`):
+    a follow-up window enters only by outscoring the weakest one held."""
     thoughts: list[str] = []
     evidence = list(rows)
+    budget = len(rows)
     for _ in range(IRCOT_ROUNDS):
         step = client.complete_json("ircot_step", IRCOT_STEP.format(question=question, evidence=_evidence_block(evidence),
                                                                      thoughts=" ".join(thoughts) or "none"),
@@ -180,7 +183,8 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
         if not follow_up:
             break
         seen = {r["window_id"] for r in evidence}
-        evidence += [r for r in retrieve_more(follow_up) if r["window_id"] not in seen][:4]
+        fresh = [r for r in retrieve_more(follow_up) if r["window_id"] not in seen][:4]
+        evidence = sorted(evidence + fresh, key=lambda r: -r["score"])[:budget]
     result = client.complete_json("ircot_answer", IRCOT_ANSWER.format(question=question, evidence=_evidence_block(evidence),
                                                                       thoughts=" ".join(thoughts)),
                                   IRCOT_ANSWER_SCHEMA, offline=lambda: {})

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+LEXICAL_WEIGHT = 0.4  # weight of coverage in the hand-set fine scorer cos + 0.4 * coverage (retrieval/rerank.py)
 _TERM = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
     "a an and are as at be by compared does do for from how in is of on or than that the their this to "

@@ -1,10 +1,17 @@
 """The query pipeline and its strategies.
 
 `sr_rag`: PICO anchors -> channels (dense 300, full-text 300, graph 120, PICO-HyDE 300) run on the
-Grade-A pool and the Grade B-E pool separately -> RRF (k = 60) per pool -> pool quotas merged ->
-coarse MaxSim -> fine s(q, d) -> BETR r = a*s + u(grade) (identity without fitted parameters) ->
-evidence budget 12.
-`naive`: full-text (BM25) + dense, RRF, top 12 (the paper's Naive RAG).
+Grade-A pool and the Grade B-E pool separately (the graph's windows are ranked per pool too) ->
+RRF (k = 60) per pool -> pool quotas (32 A + 64 B-E) merged -> every candidate's features
+(retrieval/features.py: channel ranks, cosines, BM25, ColBERT MaxSim over stored token vectors,
+term coverage, section, result cues, document standing) -> fine s(q, d): the learned LambdaRank
+model when the lake holds one that beat the hand-set scorer on validation, else the hand-set
+cos + 0.4 * coverage (or a cross-encoder when EBM_CROSS_ENCODER names one) -> BETR
+r = a*s + u(grade), applied only when fitted for this same scorer -> evidence budget 12.
+The earlier coarse MaxSim cut (16 + 32 candidates -> 48) cut nothing; MaxSim is now one feature.
+Ablations `sr_rag-<lever>` switch one lever off (ABLATIONS).
+Anchors: `bm25` (full-text channel alone), `dense` (dense channel alone), `hybrid` (RRF of the two;
+`naive` is the same ranking under the paper's name, Naive RAG).
 Strategies register in STRATEGIES; later ones (Med-R2, META-RAG, CLAIMS, KG refinement) plug in.
 """
 
@@ -12,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +32,10 @@ from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
+from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
 
@@ -40,14 +49,28 @@ class QuestionError(ValueError):
 
 @dataclass(frozen=True)
 class PipelineParams:
+    """Channel depths, fusion, quotas and budget, and the levers an ablation switches off."""
+
     dense: int = 300
     full_text: int = 300
     graph: int = 120
     hyde: int = 300
     rrf_k: int = 60
-    pool_quota: tuple[tuple[str, int], ...] = (("A", 16), ("B-E", 32))
-    fine_top: int = 48
+    pool_quota: tuple[tuple[str, int], ...] = (("A", 32), ("B-E", 64))
     budget: int = 12
+    graph_channel: bool = True
+    hyde_channel: bool = True
+    grade_pools: bool = True
+    learned_scorer: bool = True
+    betr: bool = True
+
+    def settings(self) -> dict:
+        """What shapes the candidate pools (recorded beside BETR parameters)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr")}
+
+
+ABLATIONS = {"no_graph": {"graph_channel": False}, "no_hyde": {"hyde_channel": False},
+             "one_pool": {"grade_pools": False}, "hand_set": {"learned_scorer": False}, "no_betr": {"betr": False}}
 
 
 @dataclass
@@ -59,8 +82,8 @@ class Candidate:
     pool: str = "all"
     channel_ranks: dict[str, int] = field(default_factory=dict)
     fused: float = 0.0
-    cosine: float | None = None
-    coarse: float | None = None
+    bm25: float | None = None
+    features: np.ndarray | None = None
     s: float | None = None
     grade_adjustment: float = 0.0
     final: float = 0.0
@@ -73,7 +96,8 @@ class Candidate:
     def explain(self) -> dict:
         return {"window_id": self.window_id, "grade": self.grade, "pool": self.pool,
                 "channel_ranks": self.channel_ranks, "fused_rrf": round(self.fused, 5),
-                "coarse_maxsim": None if self.coarse is None else round(self.coarse, 4),
+                "features": None if self.features is None else
+                {name: round(float(v), 4) for name, v in zip(FEATURES, self.features)},
                 "fine_s": None if self.s is None else round(self.s, 4),
                 "grade_adjustment": round(self.grade_adjustment, 4), "final": round(self.final, 4),
                 "graph_path": self.graph_path[:4]}
@@ -137,7 +161,8 @@ class Retriever:
         self.encoder = get_encoder(embedding_model, embedding_backend)
         self.index = WindowIndex(self.lake / "stores" / "lancedb")
         self.index.table()  # clear error when the index is missing
-        self.reranker = Reranker(cross_encoder, None if cross_encoder else TermStatistics(self.index.texts()))
+        self.term_statistics = TermStatistics(self.index.texts())
+        self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.graph: GraphChannel | None = None
         graph_path = self.lake / "stores" / "kuzu" / "graph.kz"
@@ -162,6 +187,15 @@ class Retriever:
             row.update(late.get(row["window_id"], {}))
         return rows
 
+    def betr_for(self, scorer: str) -> tuple[BetrParameters | None, str]:
+        """BETR parameters when they were fitted on this same fine scorer, else none and why."""
+        if self.betr is None:
+            return None, "not applied (no fitted parameters in this lake; identity)"
+        fitted_on = self.betr.provenance.get("scorer")
+        if fitted_on != scorer:
+            return None, f"refused: parameters fitted for fine scorer {fitted_on!r}, this query uses {scorer!r}"
+        return self.betr, f"r = {self.betr.a:.4f}*s + u(grade), u = {self.betr.u}"
+
     def retrieve(self, question: str, strategy: str = "sr_rag", conditions: list[str] | None = None) -> Retrieval:
         question = validate_question(question)
         if strategy not in STRATEGIES:
@@ -177,78 +211,132 @@ def hybrid_ranking(index: WindowIndex, question: str, qvec: np.ndarray, limit: i
     return rrf({"dense": dense, "full_text": text}, k)
 
 
-def _naive(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
-    laps = Laps()
-    rows: dict[str, dict] = {}
-    qvec = r._embed([question])[0]
-    laps.lap("encode")
-    scores, ranks = hybrid_ranking(r.index, question, qvec, r.params.dense, conditions, rows, r.params.rrf_k)
-    laps.lap("search")
-    chosen = top(scores, r.params.budget)
-    candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
-                  for w in chosen]
-    laps.lap("fusion")
-    return Retrieval(question, "naive", qvec, question_anchors(question, r.condition_names), candidates, candidates,
-                     laps.timings, {"fine_scorer": "none (RRF order)", "betr": "not applied"})
+def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
+    """A same-run anchor: one channel alone, or the RRF of the dense and full-text channels."""
+
+    def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
+        laps = Laps()
+        rows: dict[str, dict] = {}
+        qvec = r._embed([question])[0]
+        laps.lap("encode")
+        rankings = {}
+        if "dense" in channels:
+            rankings["dense"] = collect(r.index.dense(qvec, r.params.dense, conditions), rows)
+        if "full_text" in channels:
+            rankings["full_text"] = collect(r.index.full_text(question, r.params.full_text, conditions), rows)
+        laps.lap("search")
+        scores, ranks = rrf(rankings, r.params.rrf_k)
+        candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
+                      for w in top(scores, r.params.budget)]
+        laps.lap("fusion")
+        return Retrieval(question, name, qvec, question_anchors(question, r.condition_names), candidates, candidates,
+                         laps.timings, {"fine_scorer": "none (channel order)" if len(channels) == 1 else "none (RRF order)",
+                                        "betr": "not applied"})
+
+    return run
 
 
-def _sr_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
-    p = r.params
-    laps = Laps()
+def _graph_rankings(r: Retriever, anchors: Anchors, conditions: list[str] | None, pools: dict[str, tuple[str, ...]],
+                    rows: dict[str, dict]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The graph channel's best windows per grade pool (each pool gets up to `graph` of its own)."""
+    found = r.graph.search(anchors, conditions) if r.graph else []
+    paths = {c.window_id: c.path for c in found}
+    ranked = [c.window_id for c in found]
+    per_pool: dict[str, list[str]] = {pool: [] for pool in pools}
+    limit, step = r.params.graph, r.params.graph * 4
+    for start in range(0, len(ranked), step):  # read rows in slices until every pool is full
+        chunk = ranked[start:start + step]
+        missing = [w for w in chunk if w not in rows]
+        if missing:
+            collect(r.index.rows_for_windows(missing, conditions), rows)
+        for w in chunk:
+            for pool, grades in pools.items():
+                if w in rows and rows[w]["grade"] in grades and len(per_pool[pool]) < limit:
+                    per_pool[pool].append(w)
+        if all(len(v) >= limit for v in per_pool.values()):
+            break
+    return per_pool, paths
+
+
+def gather(r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams,
+           laps: Laps) -> tuple[list[Candidate], QueryView, str]:
+    """SR-RAG up to the fine scorer: channels per grade pool, RRF, quotas, and every candidate's features."""
     rows: dict[str, dict] = {}
+    bm25: dict[str, float] = {}
     anchors = question_anchors(question, r.condition_names)
-    passages, hyde_mode = hyde_passages(question, anchors, r.client)
+    passages, hyde_mode = hyde_passages(question, anchors, r.client) if p.hyde_channel else ([], "off")
     encoded = r.encoder.encode_windows([question, *passages])  # one pass: vectors and question tokens
     vectors = np.stack([e.vector for e in encoded])
-    qvec = vectors[0]
     hyde_vec = vectors.mean(axis=0)
     hyde_vec /= np.linalg.norm(hyde_vec) or 1.0
+    view = QueryView(question, anchors, vectors[0], hyde_vec, encoded[0].tokens)
     laps.lap("encode")
-    graph_found = r.graph.search(anchors, conditions) if r.graph else []
-    graph_paths = {c.window_id: c.path for c in graph_found[: p.graph]}
-    graph_ids = list(graph_paths)
+    pools = GRADE_POOLS if p.grade_pools else {"all": tuple(g for grades in GRADE_POOLS.values() for g in grades)}
+    quota = p.pool_quota if p.grade_pools else (("all", sum(q for _, q in p.pool_quota)),)
+    graph, paths = _graph_rankings(r, anchors, conditions, pools, rows) if p.graph_channel else ({}, {})
     laps.lap("graph")
-    pools: dict[str, dict[str, list[str]]] = {}
-    for pool, grades in GRADE_POOLS.items():
-        pools[pool] = {
-            "dense": r._rows(r.index.dense(qvec, p.dense, conditions, grades), rows),
-            "full_text": r._rows(r.index.full_text(question, p.full_text, conditions, grades), rows),
-            "hyde": r._rows(r.index.dense(hyde_vec, p.hyde, conditions, grades), rows),
-        }
-    missing = [w for w in graph_ids if w not in rows]
-    if missing:
-        r._rows(r.index.rows_for_windows(missing, conditions), rows)
-    for pool, grades in GRADE_POOLS.items():
-        pools[pool]["graph"] = [w for w in graph_ids if w in rows and rows[w]["grade"] in grades]
+    rankings: dict[str, dict[str, list[str]]] = {}
+    for pool, grades in pools.items():
+        text = r.index.full_text(question, p.full_text, conditions, grades)
+        bm25.update(zip(text["window_id"].to_list(), text["bm25"].to_list()))
+        rankings[pool] = {"dense": collect(r.index.dense(view.vector, p.dense, conditions, grades), rows),
+                          "full_text": collect(text, rows)}
+        if p.hyde_channel:
+            rankings[pool]["hyde"] = collect(r.index.dense(hyde_vec, p.hyde, conditions, grades), rows)
+        if graph:
+            rankings[pool]["graph"] = graph[pool]
     laps.lap("search")
     merged: list[Candidate] = []
-    for pool, quota in p.pool_quota:
-        scores, ranks = rrf(pools[pool], p.rrf_k)
-        for w in top(scores, quota):
-            merged.append(Candidate(w, rows[w], pool, ranks[w], scores[w], graph_path=graph_paths.get(w, [])))
+    for pool, n in quota:
+        scores, ranks = rrf(rankings[pool], p.rrf_k)
+        merged += [Candidate(w, rows[w], pool, ranks[w], scores[w], bm25.get(w), graph_path=paths.get(w, []))
+                   for w in top(scores, n)]
     laps.lap("fusion")
     if merged:
         r.attach_evidence([c.row for c in merged])
         laps.lap("evidence read")
-        coarse = r.reranker.coarse(encoded[0].tokens, [c.row["tokens"] for c in merged])
-        for c, m in zip(merged, coarse):
-            c.coarse, c.cosine = m, float(np.asarray(c.row["vector"], dtype=np.float32) @ qvec)
-        shortlist = sorted(merged, key=lambda c: (-c.coarse, c.window_id))[: p.fine_top]
-        fine = r.reranker.fine(question, [c.row["text"] for c in shortlist], [c.cosine for c in shortlist])
-        for c, s in zip(shortlist, fine):
+        matrix = candidate_features(view, [c.row for c in merged], [c.channel_ranks for c in merged],
+                                    [c.fused for c in merged], [c.bm25 for c in merged], r.term_statistics)
+        for c, row in zip(merged, matrix):
+            c.features = row
+        laps.lap("features")
+    return merged, view, hyde_mode
+
+
+def _sr_rag(r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams | None = None,
+            name: str = "sr_rag") -> Retrieval:
+    p = p or r.params
+    laps = Laps()
+    merged, view, hyde_mode = gather(r, question, conditions, p, laps)
+    scorer = r.reranker.fine_name(p.learned_scorer)
+    betr, betr_note = r.betr_for(scorer) if p.betr else (None, "switched off (ablation)")
+    if merged:
+        fine = r.reranker.fine(question, [c.row["text"] for c in merged], np.stack([c.features for c in merged]),
+                               p.learned_scorer)
+        for c, s in zip(merged, fine):
             c.s = s
-            c.final = r.betr.score(s, c.grade) if r.betr else s
+            c.final = betr.score(s, c.grade) if betr else s
             c.grade_adjustment = c.final - s
-        chosen = sorted(shortlist, key=lambda c: (-c.final, c.window_id))[: p.budget]
-    else:
-        chosen = []
+    chosen = sorted(merged, key=lambda c: (-c.final, c.window_id))[: p.budget]
     laps.lap("rerank")
-    betr_note = (f"r = {r.betr.a:.4f}*s + u(grade), u = {r.betr.u}" if r.betr else
-                 "not applied (no fitted parameters in this lake; identity)")
-    return Retrieval(question, "sr_rag", qvec, anchors, chosen, merged, laps.timings,
-                     {"fine_scorer": r.reranker.fine_name, "betr": betr_note, "hyde": hyde_mode,
-                      "graph_channel": "on" if r.graph else "off (no knowledge graph in this lake)"})
+    return Retrieval(question, name, view.vector, view.anchors, chosen, merged, laps.timings,
+                     {"fine_scorer": scorer, "betr": betr_note, "hyde": hyde_mode,
+                      "graph_channel": ("on" if r.graph else "off (no knowledge graph in this lake)")
+                      if p.graph_channel else "switched off (ablation)",
+                      "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)"})
+
+
+def _ablation(levers: dict, name: str) -> "Strategy":
+    def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
+        return _sr_rag(r, question, conditions, replace(r.params, **levers), name)
+
+    return run
 
 
 Strategy = Callable[[Retriever, str, list[str] | None], Retrieval]
-STRATEGIES: dict[str, Strategy] = {"sr_rag": _sr_rag, "naive": _naive}
+STRATEGIES: dict[str, Strategy] = {
+    "sr_rag": _sr_rag, "naive": _anchor(("dense", "full_text"), "naive"),
+    "bm25": _anchor(("full_text",), "bm25"), "dense": _anchor(("dense",), "dense"),
+    "hybrid": _anchor(("dense", "full_text"), "hybrid"),
+    **{f"sr_rag-{lever}": _ablation(levers, f"sr_rag-{lever}") for lever, levers in ABLATIONS.items()},
+}

@@ -1,14 +1,15 @@
-"""Two-stage rerank (SR-RAG 3.4): coarse late interaction, then the fine score s(q, d).
+"""The rerank (SR-RAG 3.4): late interaction and the fine score s(q, d).
 
-Coarse: ColBERT MaxSim, s_col(q, d) = sum_i max_j cos(e_i^q, e_j^d), over the embedder's
+Late interaction: ColBERT MaxSim, s_col(q, d) = sum_i max_j cos(e_i^q, e_j^d), over the embedder's
 token embeddings ([CLS]/[SEP] dropped): the window's were stored by `window_index` (one forward
-pass at index time), the question's come from its own forward pass at query time.
-Fine: a sentence-transformers CrossEncoder logit when EBM_CROSS_ENCODER names one; otherwise
-the offline scorer s(q, d) = cos(q, d) + LEXICAL_WEIGHT * coverage(q, d): the bi-encoder cosine
-plus the IDF-weighted share of the question's terms found in the window (retrieval/lexical.py).
-Both terms are bounded whatever the lengths of q and d, which BETR's r = a * s + u(grade) needs.
-LEXICAL_WEIGHT was chosen on Evidence Inference *train* questions over the all-article evaluation
-lake (README, Evaluation); the validation split was not used to choose it.
+pass at index time), the question's come from its own forward pass at query time. It is one of
+the learned scorer's features (retrieval/features.py).
+Fine: a sentence-transformers CrossEncoder logit when EBM_CROSS_ENCODER names one; else the
+learned LambdaRank model (retrieval/learned.py) when the lake holds a usable one; else the
+hand-set offline scorer s(q, d) = cos(q, d) + LEXICAL_WEIGHT * coverage(q, d): the bi-encoder
+cosine plus the IDF-weighted share of the question's terms found in the window
+(retrieval/lexical.py), both bounded whatever the lengths of q and d. LEXICAL_WEIGHT was chosen on
+Evidence Inference *train* questions over the all-article evaluation lake (README, Evaluation).
 """
 
 from __future__ import annotations
@@ -18,16 +19,9 @@ from functools import lru_cache
 import numpy as np
 
 from ebm_platform.index.embeddings import model_path
-from ebm_platform.retrieval.lexical import TermStatistics
-
-LEXICAL_WEIGHT = 0.4
-
-
-def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
-    """Sum over query tokens of the best cosine with any document token (rows L2-normalised)."""
-    if not len(query_tokens) or not len(doc_tokens):
-        return 0.0
-    return float((query_tokens @ doc_tokens.T).max(axis=1).sum())
+from ebm_platform.retrieval.features import FEATURES
+from ebm_platform.retrieval.learned import LearnedReranker
+from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT, TermStatistics
 
 
 @lru_cache(maxsize=2)
@@ -38,25 +32,31 @@ def _cross_encoder(name: str):
 
 
 class Reranker:
-    """Coarse MaxSim over the fused candidates, fine s(q, d) over the coarse top."""
+    """The fine scorer s(q, d): a cross-encoder when named, else the learned model when the lake
+    holds a usable one (and the strategy wants it), else the hand-set offline scorer."""
 
-    def __init__(self, cross_encoder: str | None = None, term_statistics: TermStatistics | None = None) -> None:
+    def __init__(self, cross_encoder: str | None = None, term_statistics: TermStatistics | None = None,
+                 learned: LearnedReranker | None = None) -> None:
         self.cross_encoder = cross_encoder
         self.term_statistics = term_statistics
+        self.learned = learned
 
-    @property
-    def fine_name(self) -> str:
-        return f"cross-encoder:{self.cross_encoder}" if self.cross_encoder else \
-            f"offline: bi-encoder cosine + {LEXICAL_WEIGHT} x IDF-weighted term coverage"
+    def uses_learned(self, wanted: bool = True) -> bool:
+        return wanted and not self.cross_encoder and self.learned is not None and self.learned.usable
 
-    @staticmethod
-    def coarse(question_tokens: np.ndarray, documents_tokens: list[np.ndarray]) -> list[float]:
-        q = question_tokens.astype(np.float32)
-        return [maxsim(q, d.astype(np.float32)) for d in documents_tokens]
+    def fine_name(self, learned: bool = True) -> str:
+        if self.cross_encoder:
+            return f"cross-encoder:{self.cross_encoder}"
+        if self.uses_learned(learned):
+            return self.learned.name
+        return f"offline: bi-encoder cosine + {LEXICAL_WEIGHT} x IDF-weighted term coverage"
 
-    def fine(self, question: str, texts: list[str], cosines: list[float]) -> list[float]:
+    def fine(self, question: str, texts: list[str], features: np.ndarray, learned: bool = True) -> list[float]:
+        """s(q, d) per candidate; `features` are the candidates' FEATURES rows."""
         if self.cross_encoder:
             scores = _cross_encoder(self.cross_encoder).predict([(question, t) for t in texts], show_progress_bar=False)
             return [float(s) for s in scores]
-        stats = self.term_statistics or TermStatistics(texts)
-        return [c + LEXICAL_WEIGHT * stats.coverage(question, t) for c, t in zip(cosines, texts)]
+        if self.uses_learned(learned):
+            return [float(s) for s in self.learned.score(features)]
+        cosine, coverage = FEATURES.index("cosine"), FEATURES.index("coverage")
+        return [float(f[cosine] + LEXICAL_WEIGHT * f[coverage]) for f in features]

@@ -1,0 +1,61 @@
+"""Retrieval assets: reranker_model (checked), the learned fine scorer of this lake."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from ebm_platform.defs.progress import reporter
+from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.evaluation.retrieval_eval import benchmark_items
+from ebm_platform.retrieval.learned import beats_hand_set, reranker_path, train_and_validate
+from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.reranker_data import candidate_rows
+
+
+@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer",
+          deps=["window_index", "knowledge_graph", "knowledge_tree"],
+          ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
+               "splits": dg.AssetIn("benchmark_splits")})
+def reranker_model(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame, lake: LakeResource,
+                   llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+    """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), trained on the
+    benchmark's train questions, compared with the hand-set scorer on its validation questions;
+    kept in <lake>/models/reranker and used by the query path only when it beat the hand-set scorer."""
+    names = tuple(c.name.lower() for c in lake.catalogue().conditions)
+    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
+                          embedding_backend=embedder.backend)
+    progress = reporter(context)
+    train = candidate_rows(retriever, benchmark_items(bench, splits, "train"), "train", progress)
+    validation = candidate_rows(retriever, benchmark_items(bench, splits, "validation"), "validation", progress)
+    if not train.height or not train["gold"].any():
+        raise dg.Failure("no training question has a gold window among its candidates: nothing to learn from",
+                         metadata={"train_rows": train.height})
+    model, report = train_and_validate(train, validation, context.run_id.split("-")[0])
+    model.meta.update(trained_on="benchmark_qa train split", run_id=context.run_id,
+                      fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    model.save(reranker_path(Path(lake.root)))
+    table = pl.DataFrame([{"ranker": name, "R@10": m.get("R@10"), "Hit@10": m.get("Hit@10"), "MRR": m["MRR"],
+                           "questions": m["questions"]} for name, m in report["validation"].items()])
+    return dg.Output(table, metadata={
+        "beats_hand_set": dg.MetadataValue.bool(model.usable),
+        "validation": dg.MetadataValue.table(
+            [dg.TableRecord({k: v if v is not None else float("nan") for k, v in row.items()}) for row in table.iter_rows(named=True)],
+            schema=dg.TableSchema(columns=[dg.TableColumn(c, "string" if c == "ranker" else "float") for c in table.columns])),
+        "train_questions": dg.MetadataValue.int(model.meta["train_questions"]),
+        "rounds": dg.MetadataValue.int(model.meta["rounds"]),
+        "feature_gain": dg.MetadataValue.json(dict(list(model.meta["gain"].items())[:12])),
+    })
+
+
+@dg.asset_check(asset=reranker_model, blocking=True,
+                description="the learned fine scorer must beat the hand-set scorer on the validation split "
+                            "(MRR higher, R@10 not lower); otherwise the query path keeps the hand-set scorer")
+def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult:
+    rows = {r["ranker"]: r for r in reranker_model.iter_rows(named=True)}
+    learned, hand = rows.get("learned"), rows.get("hand_set")
+    passed = beats_hand_set(learned, hand)
+    return dg.AssetCheckResult(passed=passed, metadata={
+        "learned_MRR": learned["MRR"] if learned else None, "hand_set_MRR": hand["MRR"] if hand else None,
+        "learned_R@10": learned["R@10"] if learned else None, "hand_set_R@10": hand["R@10"] if hand else None})

@@ -1,0 +1,164 @@
+"""The learned fine scorer: a LightGBM LambdaRank model over the candidates' features.
+
+Trained on training questions only (Evidence Inference train split in an evaluation lake, the
+generated benchmark's train split in the production lake); the number of boosting rounds is chosen
+by early stopping on a held-out tenth of the *training* questions (by a hash of the question id;
+a fixed 100 rounds when that tenth holds fewer than 20 questions).
+It is compared with the hand-set scorer s = cos + 0.4 * coverage on the same candidates of the
+validation questions and is used only when it beats it there (MRR higher, R@10 not lower).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import polars as pl
+
+from ebm_platform.atomic import write_text_atomic
+from ebm_platform.retrieval.features import FEATURES
+from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
+
+MODEL_FILE, META_FILE = "model.txt", "meta.json"
+K = 10
+PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [K], "learning_rate": 0.05, "num_leaves": 31,
+          "min_data_in_leaf": 20, "feature_fraction": 0.8, "lambdarank_truncation_level": 30, "verbosity": -1,
+          "deterministic": True, "num_threads": 2, "seed": 13}
+MAX_ROUNDS, PATIENCE = 600, 60
+MIN_DEV_QUESTIONS, DEFAULT_ROUNDS = 20, 100  # fewer train-dev questions than this: a fixed number of rounds
+
+
+@dataclass
+class LearnedReranker:
+    """A fitted booster, the feature names it reads and its provenance."""
+
+    booster: lgb.Booster
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def features(self) -> list[str]:
+        return list(self.meta["features"])
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.meta.get("beats_hand_set"))
+
+    @property
+    def name(self) -> str:
+        return f"learned LambdaRank {self.meta.get('key', '?')} ({len(self.features)} features)"
+
+    def score(self, matrix: np.ndarray) -> np.ndarray:
+        """Scores for rows laid out as FEATURES (columns the model does not read are dropped)."""
+        columns = [FEATURES.index(f) for f in self.features]
+        return self.booster.predict(matrix[:, columns]) if len(matrix) else np.zeros(0)
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(folder / MODEL_FILE, self.booster.model_to_string())
+        write_text_atomic(folder / META_FILE, json.dumps(self.meta, indent=2))
+
+    @classmethod
+    def load(cls, folder: Path) -> "LearnedReranker | None":
+        folder = Path(folder)
+        if not (folder / MODEL_FILE).is_file() or not (folder / META_FILE).is_file():
+            return None
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        return cls(lgb.Booster(model_str=(folder / MODEL_FILE).read_text(encoding="utf-8")), meta)
+
+
+def reranker_path(lake: Path) -> Path:
+    return Path(lake) / "models" / "reranker"
+
+
+def _groups(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feature matrix, labels and group sizes (rows sorted by question)."""
+    frame = frame.sort("question_id", "window_id")
+    sizes = frame.group_by("question_id", maintain_order=True).len()["len"].to_numpy()
+    return frame.select(FEATURES).to_numpy().astype(np.float32), frame["gold"].cast(pl.Int32).to_numpy(), sizes
+
+
+def _in_dev(question_id: str) -> bool:
+    return int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 10 == 0
+
+
+def fit(train: pl.DataFrame, features: list[str] | None = None) -> tuple[lgb.Booster, dict]:
+    """LambdaRank on the training questions that have a gold candidate; rounds by early stopping
+    on the train-dev tenth. Returns the booster (refit on all of train at that many rounds)."""
+    features = list(features or FEATURES)
+    with_gold = train.filter(pl.col("gold").any().over("question_id"))
+    dev_mask = pl.Series([_in_dev(q) for q in with_gold["question_id"].to_list()], dtype=pl.Boolean)
+    columns = [FEATURES.index(f) for f in features]
+
+    def dataset(frame: pl.DataFrame, reference=None) -> lgb.Dataset:
+        x, y, sizes = _groups(frame)
+        return lgb.Dataset(x[:, columns], y, group=sizes, feature_name=features, reference=reference,
+                           free_raw_data=False)
+
+    started = time.perf_counter()
+    dev = with_gold.filter(dev_mask)
+    rounds, dev_ndcg = DEFAULT_ROUNDS, None
+    if dev["question_id"].n_unique() >= MIN_DEV_QUESTIONS:
+        probe = lgb.train(PARAMS, dataset(with_gold.filter(~dev_mask)), MAX_ROUNDS, valid_sets=[dataset(dev)],
+                          callbacks=[lgb.early_stopping(PATIENCE, verbose=False)])
+        rounds, dev_ndcg = max(probe.best_iteration, 1), round(probe.best_score["valid_0"][f"ndcg@{K}"], 4)
+    booster = lgb.train(PARAMS, dataset(with_gold), rounds)
+    return booster, {"features": features, "rounds": rounds, "train_questions": with_gold["question_id"].n_unique(),
+                     "train_rows": with_gold.height, "train_dev_ndcg@10": dev_ndcg,
+                     "fit_seconds": round(time.perf_counter() - started, 1)}
+
+
+def ranking_metrics(frame: pl.DataFrame, score: np.ndarray, k: int = K) -> dict[str, float]:
+    """R@k, Hit@k and MRR of ranking each question's candidates by `score` (recall over the
+    question's full gold set, `gold_total`, so gold missing from the candidates counts as missed)."""
+    ranked = frame.with_columns(pl.Series("score", score)).sort(["question_id", "score", "window_id"],
+                                                              descending=[False, True, False])
+    ranked = ranked.with_columns(pl.int_range(1, pl.len() + 1).over("question_id").alias("rank"))
+    per_question = ranked.group_by("question_id").agg(
+        (pl.col("gold") & (pl.col("rank") <= k)).sum().alias("found"), pl.col("gold_total").first(),
+        pl.col("rank").filter(pl.col("gold")).min().alias("first"))
+    n = max(per_question.height, 1)
+    recall = (per_question["found"] / per_question["gold_total"]).sum() / n
+    hit = (per_question["found"] > 0).sum() / n
+    mrr = (1.0 / per_question["first"].cast(pl.Float64)).fill_null(0.0).sum() / n
+    return {f"R@{k}": round(float(recall), 4), f"Hit@{k}": round(float(hit), 4), "MRR": round(float(mrr), 4),
+            "questions": per_question.height}
+
+
+def hand_set_scores(frame: pl.DataFrame) -> np.ndarray:
+    """The offline hand-set fine scorer on the same rows: cos + LEXICAL_WEIGHT * coverage."""
+    return (frame["cosine"] + LEXICAL_WEIGHT * frame["coverage"]).to_numpy()
+
+
+def beats_hand_set(learned: dict | None, hand: dict | None) -> bool:
+    """The gate: on the same validation questions, MRR higher and R@10 not lower."""
+    return bool(learned and hand and learned["questions"] and learned["MRR"] > hand["MRR"]
+                and learned[f"R@{K}"] >= hand[f"R@{K}"])
+
+
+def train_and_validate(train: pl.DataFrame, validation: pl.DataFrame, key: str,
+                       ablate: tuple[str, ...] = ()) -> tuple[LearnedReranker, dict]:
+    """Fit on train, compare with the hand-set scorer (and the fused RRF order) on validation, and
+    refit without each feature group in `ablate` to report what it adds."""
+    booster, meta = fit(train)
+    model = LearnedReranker(booster, {**meta, "key": key})
+    report = {"validation": {"learned": ranking_metrics(validation, model.score(validation.select(FEATURES).to_numpy())),
+                             "hand_set": ranking_metrics(validation, hand_set_scores(validation)),
+                             "fused_rrf": ranking_metrics(validation, validation["rrf"].to_numpy()),
+                             "all candidates (recall ceiling)": ranking_metrics(
+                                 validation, validation["gold"].cast(pl.Float64).to_numpy(), k=10 ** 6)}}
+    for group in ablate:
+        kept = [f for f in FEATURES if not f.startswith(group)]
+        booster_wo, _ = fit(train, kept)
+        without = LearnedReranker(booster_wo, {"features": kept})
+        report["validation"][f"learned without {group}*"] = ranking_metrics(
+            validation, without.score(validation.select(FEATURES).to_numpy()))
+    beats = beats_hand_set(report["validation"]["learned"], report["validation"]["hand_set"])
+    importance = dict(zip(booster.feature_name(), booster.feature_importance("gain").round(1).tolist()))
+    model.meta.update(beats_hand_set=beats, validation=report["validation"],
+                      gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])))
+    return model, report
