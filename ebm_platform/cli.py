@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 import os
 import sys
 import time
@@ -429,10 +430,12 @@ def cmd_lake_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+def _evaluation_setup(args: argparse.Namespace):
+    """The lake (an evaluation lake, or the production lake for `generated`), its questions, a
+    retriever with the lake's learned reranker, and the checked strategies."""
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.evaluation.lakes import evaluation_lake
-    from ebm_platform.evaluation.retrieval_eval import ensure_reranker, evaluate, questions
+    from ebm_platform.evaluation.retrieval_eval import ensure_reranker, questions
     from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.pipeline import STRATEGIES, Retriever
     from ebm_platform.settings import DEFAULT_CATALOGUE, get_settings
@@ -447,7 +450,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         datasets, lake = None, Path(settings.lake)  # the platform's own benchmark, in the production lake
     else:
         datasets = settings.require_datasets_dir()
-        if args.corpus == "split":
+        if getattr(args, "corpus", "all") == "split":
             if args.benchmark != "evidence-inference":
                 raise ValueError("--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)")
             from ebm_platform.benchmark.evidence_inference import article_ids
@@ -467,18 +470,28 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         reranker = ensure_reranker(retriever, args.benchmark, datasets, args.train_questions, progress=_progress)
     _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
               + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
+    corpus = ("the platform lake's own corpus" if args.benchmark == "generated" else
+              "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles")
+    header = {"benchmark": args.benchmark, "split": args.split, "lake": str(lake), "corpus": corpus,
+              "questions_kept": len(items), "dropped": dict(dropped), "corpus_windows": retriever.index.count()}
+    return retriever, items, strategies, reranker, header
+
+
+def _reranker_summary(reranker: dict) -> dict:
+    return {k: reranker.get(k) for k in ("source", "key", "trained_on", "rounds", "train_questions", "beats_hand_set",
+                                          "validation", "gain") if k in reranker}
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.retrieval_eval import evaluate
+
+    retriever, items, strategies, reranker, header = _evaluation_setup(args)
     results = evaluate(retriever, items, strategies, args.k, progress=_progress)
     notes = {}
     for name in strategies:
         probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
         notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
-    corpus = ("the platform lake's own corpus" if args.benchmark == "generated" else
-              "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles")
-    summary = {"benchmark": args.benchmark, "split": args.split, "k": args.k, "lake": str(lake), "corpus": corpus,
-               "questions_kept": len(items), "dropped": dict(dropped), "corpus_windows": retriever.index.count(),
-               "results": results, "notes": notes,
-               "reranker": {k: reranker.get(k) for k in ("source", "key", "trained_on", "rounds", "train_questions",
-                                                         "beats_hand_set", "validation", "gain") if k in reranker}}
+    summary = {**header, "k": args.k, "results": results, "notes": notes, "reranker": _reranker_summary(reranker)}
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
@@ -492,6 +505,39 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         for name, m in reranker["validation"].items():
             recall = next(f"{k} {v:.3f}" for k, v in m.items() if k.startswith("R@"))
             _say(f"  {name:<34}{recall}  MRR {m['MRR']:.3f}")
+    return 0
+
+
+def cmd_eval_answers(args: argparse.Namespace) -> int:
+    from ebm_platform.benchmark.evidence_inference import labelled_prompts
+    from ebm_platform.evaluation.answers import evaluate_answers, majority
+
+    if args.benchmark == "generated":
+        raise ValueError("answer correctness needs gold labels: use --benchmark evidence-inference or pubmedqa")
+    retriever, items, strategies, reranker, header = _evaluation_setup(args)
+    yes_no = args.benchmark == "pubmedqa"
+    gold = [item["label"] for item in items]
+    if yes_no:
+        baseline = {**majority(gold, gold), "note": "majority of the evaluated questions' own labels (no train split)"}
+    else:
+        from ebm_platform.settings import get_settings
+
+        train = labelled_prompts(get_settings().require_datasets_dir(), "train")["label"].to_list()
+        baseline = {**majority(train, gold), "note": "most frequent label of the train split"}
+    results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress)
+    summary = {**header, "labels": dict(Counter(gold).most_common()), "majority_class": baseline, "results": results,
+               "verdict": ("the answer's verdict mapped to yes/no/maybe (effect -> yes, no significant difference "
+                           "-> no, insufficient evidence -> maybe)") if yes_no else "the answer's verdict",
+               "reranker": _reranker_summary(reranker)}
+    if args.json:
+        _say(json.dumps(summary, indent=2))
+        return 0
+    width = max(len(s) for s in [*strategies, "majority class"]) + 2
+    _say(f"{'strategy':<{width}}{'accuracy':>9}{'macro-F1':>10}{'R@10':>7}{'questions':>11}")
+    _say(f"{'majority class':<{width}}{baseline['accuracy']:>9.3f}{baseline['macro_f1']:>10.3f}{'':>7}"
+         f"{baseline['questions']:>11}   ({baseline['answer']})")
+    for name, m in results.items():
+        _say(f"{name:<{width}}{m['accuracy']:>9.3f}{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}{m['questions']:>11}")
     return 0
 
 
@@ -665,6 +711,15 @@ def build_parser() -> argparse.ArgumentParser:
                            help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
+    answers = evaluation.add_parser("answers", help="answer correctness (verdict) vs Evidence Inference / PubMedQA gold")
+    answers.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa"])
+    answers.add_argument("--split", default="validation")
+    answers.add_argument("--strategies", default="sr_rag,naive")
+    answers.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
+    answers.add_argument("--limit", type=int, help="evaluate at most this many questions")
+    answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
+    answers.add_argument("--json", action="store_true")
+    answers.set_defaults(func=cmd_eval_answers)
 
     bench = sub.add_parser("benchmark", help="the benchmark QA set").add_subparsers(dest="benchmark_command", required=True)
     bstats = bench.add_parser("stats", help="questions per condition and source, gold coverage, check results")

@@ -379,3 +379,35 @@ def test_the_gate_needs_higher_mrr_and_no_lower_recall():
     assert not beats_hand_set({"R@10": 0.79, "MRR": 0.9, "questions": 10}, hand)
     assert not beats_hand_set({"R@10": 0.9, "MRR": 0.5, "questions": 10}, hand)
     assert not beats_hand_set({"R@10": 0.0, "MRR": 0.0, "questions": 0}, {"R@10": 0.0, "MRR": 0.0, "questions": 0})
+
+
+@pytest.mark.parametrize("statements, verdict", [
+    (["Pain fell more with hip exercise (p < 0.01).", "Function improved."], "significantly decreased"),
+    (["There was no significant difference in pain between groups (p = 0.42)."], "no significant difference"),
+    (["Participants were recruited from clinics.", "Strength increased by 20% in the exercise group."],
+     "significantly increased"),
+    (["Participants were recruited from clinics."], "insufficient evidence"),
+])
+def test_offline_verdict_reads_the_first_statement_that_reports_a_comparison(statements, verdict):
+    from ebm_platform.retrieval.verdict import as_yes_no, offline_verdict
+
+    assert offline_verdict(statements)[0] == verdict
+    assert as_yes_no(verdict) == {"significantly decreased": "yes", "significantly increased": "yes",
+                                  "no significant difference": "no"}.get(verdict, "maybe")
+
+
+def test_answer_scores_and_majority_class_on_a_hand_computed_example():
+    from ebm_platform.evaluation.answers import majority, scores
+
+    gold = ["yes", "yes", "no", "maybe"]
+    # yes: P 1/1, R 1/2 -> F1 2/3; no: P 1/3, R 1 -> 1/2; maybe: 0 -> macro (2/3 + 1/2 + 0) / 3 = 7/18
+    assert scores(gold, ["yes", "no", "no", "no"]) == {"accuracy": 0.5, "macro_f1": round(7 / 18, 4)}
+    assert majority(["no", "no", "yes"], gold) == {"answer": "no", "accuracy": 0.25, "macro_f1": round((2 / 5) / 3, 4),
+                                                  "questions": 4}
+
+
+def test_offline_answer_carries_a_verdict(small_lake):
+    result = ask(QUESTION, lake=small_lake)
+    assert result["verdict"] in ("significantly increased", "significantly decreased", "no significant difference",
+                                 "insufficient evidence")
+    assert result["verdict_basis"]["method"].startswith("offline rules")

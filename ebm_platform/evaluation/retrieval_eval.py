@@ -103,7 +103,7 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
             if not gold:
                 dropped["no gold window could be located"] += 1
                 continue
-            out.append({"id": f"ei-{row['prompt_id']}", "gold": gold,
+            out.append({"id": f"ei-{row['prompt_id']}", "gold": gold, "label": row["label"],
                         "question": f"What is the effect of {row['intervention']} compared with "
                                     f"{row['comparator']} on {row['outcome']}?"})
     elif benchmark == "pubmedqa":
@@ -115,7 +115,8 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
             if not gold:
                 dropped["abstract not in the evaluation corpus"] += 1
                 continue
-            out.append({"id": f"pubmedqa-{pmid}", "gold": gold, "question": record["QUESTION"]})
+            out.append({"id": f"pubmedqa-{pmid}", "gold": gold, "question": record["QUESTION"],
+                        "label": record["final_decision"]})
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}")
     return out, dropped

@@ -21,6 +21,7 @@ from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.lexical import terms
+from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, offline_verdict
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
                          r"superior|inferior|compared|versus|associated)\w*", re.I)
@@ -92,6 +93,11 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     return {"fields": comparison, "limitations": limitations}
 
 
+def _verdict(statements: list[str], method: str) -> dict:
+    verdict, basis = offline_verdict(statements)
+    return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
+
+
 def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors, rows: list[dict],
                     embed: Embed) -> dict:
     """The three-part answer, extractively, with a citation on every statement. Each row carries
@@ -99,6 +105,7 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
     if not rows:
         return {"mode": "offline-extractive", "core_answer": [], "evidence_by_grade": [], "citations": [],
                 "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
+                "verdict": INSUFFICIENT, "verdict_basis": {"method": "no evidence"},
                 "message": "No evidence in this lake matched the question."}
     sentences = [(flatten(s), n) for n, row in enumerate(rows, 1) for s in row["sentences"]]
     if sentences:
@@ -128,7 +135,8 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
     return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
-            "core_answer": core, "evidence_by_grade": by_grade,
+            "core_answer": core, **_verdict([c["statement"] for c in core], "offline rules (retrieval/verdict.py)"),
+            "evidence_by_grade": by_grade,
             "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
             "pico_comparison": pico_comparison(anchors, rows, embed)}
 
@@ -151,13 +159,17 @@ Answer in three parts, citing window numbers on every statement:
 1. core_answer: 1-3 statements; 2. evidence_by_grade: statements ordered by grade, A first;
 3. pico_comparison: how the question's population/intervention/comparator/outcome match the
 evidence, naming mismatches and limitations.
+Also give the verdict your core answer states: "significantly increased", "significantly decreased",
+"no significant difference" (the intervention's effect on the outcome against the comparator) or
+"insufficient evidence".
 JSON only: {{"core_answer": [{{"statement": "...", "citations": [1]}}],
 "evidence_by_grade": [{{"grade": "A", "statements": [{{"statement": "...", "citations": [2]}}]}}],
-"pico_comparison": {{"summary": "...", "limitations": ["..."]}}}}"""
+"pico_comparison": {{"summary": "...", "limitations": ["..."]}}, "verdict": "..."}}"""
 IRCOT_ANSWER_SCHEMA = {
     "type": "object",
     "properties": {"core_answer": {"type": "array", "items": {"type": "object", "required": ["statement", "citations"]}},
-                   "evidence_by_grade": {"type": "array"}, "pico_comparison": {"type": "object"}},
+                   "evidence_by_grade": {"type": "array"}, "pico_comparison": {"type": "object"},
+                   "verdict": {"enum": list(VERDICTS)}},
     "required": ["core_answer", "evidence_by_grade", "pico_comparison"],
 }
 
@@ -194,4 +206,8 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
         statement["citations"] = [c for c in statement.get("citations", []) if c in valid]
     answer.update(mode=f"llm:{client.model} (IRCoT, {len(thoughts)} rounds)", reasoning=thoughts,
                   citations=[citation(n, r) for n, r in enumerate(evidence, 1)])
+    if answer.get("verdict"):
+        answer["verdict_basis"] = {"method": f"stated by llm:{client.model}"}
+    else:
+        answer.update(_verdict([s["statement"] for s in answer["core_answer"]], "offline rules over the LLM's statements"))
     return answer

@@ -35,6 +35,12 @@ def ask(question: object, condition: str | None = None, strategy: str = "sr_rag"
         except KeyError as exc:
             raise QuestionError(str(exc).strip('"')) from exc
     retriever = retriever_for(str(lake or get_settings().lake))
+    return answer_with(retriever, text, conditions, strategy, explain)
+
+
+def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = None, strategy: str = "sr_rag",
+                explain: bool = False) -> dict:
+    """Retrieve with `strategy` and compose the answer (offline extractive, or IRCoT with an LLM)."""
     retrieval = retriever.retrieve(text, strategy, conditions)
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()

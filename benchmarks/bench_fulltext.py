@@ -1,0 +1,76 @@
+"""The project's full-text channel (LanceDB's native BM25 over `search_text` = title + section + window
+text, English stemming and stop words) against bm25s (Snowball stemmer, English stop words) over the
+same windows, on Evidence Inference validation questions: bm25s over the window text alone (what the
+channel indexed before) and over title + section + text. Run on the newest all-article Evidence
+Inference evaluation lake (`ebm eval retrieval --benchmark evidence-inference` builds it)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from ebm_platform.evaluation.lakes import MARKER
+from ebm_platform.evaluation.retrieval_eval import questions
+from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
+from ebm_platform.settings import get_settings
+
+K = 10
+
+
+def _lake() -> Path | None:
+    lakes = [p for p in (Path(get_settings().lake) / "eval").glob("evidence-inference-*")
+             if (p / MARKER).is_file() and not (p / "corpus_ids.txt").exists()]
+    return max(lakes, key=lambda p: (p / MARKER).stat().st_mtime) if lakes else None
+
+
+def _scores(ranked: list[list[str]], items: list[dict]) -> dict[str, float]:
+    recall = hit = rr = 0.0
+    for ids, item in zip(ranked, items):
+        found = item["gold"] & set(ids[:K])
+        recall += len(found) / len(item["gold"])
+        hit += bool(found)
+        rr += next((1 / i for i, w in enumerate(ids, 1) if w in item["gold"]), 0.0)
+    n = max(len(items), 1)
+    return {f"R@{K}": recall / n, f"Hit@{K}": hit / n, "MRR": rr / n}
+
+
+def run() -> None:
+    lake = _lake()
+    if lake is None:
+        print("no all-article Evidence Inference evaluation lake: run `ebm eval retrieval --benchmark "
+              "evidence-inference` first")
+        return
+    settings = get_settings()
+    items, _ = questions("evidence-inference", "validation", Path(settings.require_datasets_dir()), lake)
+    index = WindowIndex(lake / "stores" / "lancedb")
+    table = index.table()
+    columns = table.search().select(["window_id", "text", SEARCH_TEXT]).limit(table.count_rows()).to_arrow()
+    ids = columns["window_id"].to_pylist()
+    stemmer = Stemmer.Stemmer("english")
+    texts = [q["question"] for q in items]
+    rows = {}
+    for name, field in (("bm25s, window text only", "text"), ("bm25s, title + section + text", SEARCH_TEXT)):
+        started = time.perf_counter()
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(columns[field].to_pylist(), stopwords="en", stemmer=stemmer, show_progress=False),
+                        show_progress=False)
+        built = time.perf_counter() - started
+        started = time.perf_counter()
+        found, _ = retriever.retrieve(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+                                      k=K * 3, show_progress=False)
+        per_query = (time.perf_counter() - started) / max(len(items), 1)
+        rows[name] = {**_scores([[ids[i] for i in row] for row in np.asarray(found)], items),
+                      "index_s": built, "ms_per_query": per_query * 1000}
+    started = time.perf_counter()
+    ranked = [index.full_text(q, K * 3)["window_id"].to_list() for q in texts]
+    rows["LanceDB FTS over search_text (the channel)"] = {
+        **_scores(ranked, items), "index_s": float("nan"),
+        "ms_per_query": (time.perf_counter() - started) / max(len(items), 1) * 1000}
+    print(f"{lake.name}: {len(ids)} windows, {len(items)} validation questions (Evidence Inference), k = {K}")
+    print(f"{'ranking':<46}{'R@10':>7}{'Hit@10':>8}{'MRR':>7}{'index s':>9}{'ms/query':>10}")
+    for name, m in rows.items():
+        print(f"{name:<46}{m['R@10']:>7.3f}{m['Hit@10']:>8.3f}{m['MRR']:>7.3f}{m['index_s']:>9.1f}{m['ms_per_query']:>10.1f}")

@@ -1,0 +1,54 @@
+"""Answer correctness on gold that needs no judge: the answer's `verdict` against Evidence
+Inference's label (significantly increased / decreased / no significant difference) and against
+PubMedQA's yes / no / maybe (read from the verdict by `as_yes_no`, a mapping). Accuracy and
+macro-F1 over the gold classes, per strategy, beside the majority class (the most frequent label
+of the Evidence Inference *train* split; PubMedQA here has no train split, so the majority of the
+evaluated questions' own labels, an optimistic constant) in the same run. R@10 of the cited
+windows is reported on the same questions."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from sklearn.metrics import accuracy_score, f1_score
+
+from ebm_platform.retrieval.ask import answer_with
+from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.verdict import as_yes_no
+
+
+def scores(gold: list[str], predicted: list[str]) -> dict[str, float]:
+    """Accuracy and macro-F1 over the gold label set (a predicted class outside it counts as wrong)."""
+    labels = sorted(set(gold))
+    return {"accuracy": round(float(accuracy_score(gold, predicted)), 4),
+            "macro_f1": round(float(f1_score(gold, predicted, labels=labels, average="macro", zero_division=0)), 4)}
+
+
+def majority(train_labels: list[str], gold: list[str]) -> dict:
+    """The constant answer `the most frequent training label` on the evaluated questions."""
+    label = Counter(train_labels).most_common(1)[0][0]
+    return {"answer": label, **scores(gold, [label] * len(gold)), "questions": len(gold)}
+
+
+def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[str], yes_no: bool = False,
+                     k: int = 10, progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """Per strategy: accuracy, macro-F1, the verdicts' spread and R@k of the cited windows."""
+    gold = [item["label"] for item in items]
+    results: dict[str, dict] = {}
+    for strategy in strategies:
+        predicted, recall = [], 0.0
+        started = time.perf_counter()
+        for n, item in enumerate(items, 1):
+            answer = answer_with(retriever, item["question"], None, strategy)
+            predicted.append(as_yes_no(answer["verdict"]) if yes_no else answer["verdict"])
+            cited = [c["window_id"] for c in answer["citations"]][:k]
+            recall += len(item["gold"] & set(cited)) / len(item["gold"])
+            if progress and n % 50 == 0:
+                progress(f"{strategy}: {n}/{len(items)} answers")
+        results[strategy] = {**scores(gold, predicted), f"R@{k}": round(recall / max(len(items), 1), 4),
+                             "verdicts": dict(Counter(predicted).most_common()), "questions": len(items),
+                             "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3),
+                             "mode": answer["mode"] if items else None}
+    return results
