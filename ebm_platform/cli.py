@@ -93,11 +93,16 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     job = defs.resolve_job_def(partition_job)
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     summary: dict[str, dict[str, float]] = {}
-    _say("training (or reusing) the PICO tagger ...")
-    if not defs.resolve_job_def("models_job").execute_in_process(instance=instance, run_config=quiet,
-                                                                 raise_on_error=False).success:
-        _say("the PICO tagger is not usable (training failed or it did not beat the rules; see the run in the "
-             "Dagster UI): the offline rules extract PICO")
+    _say("training (or reusing) the PICO tagger and training the verdict model ...")
+    models = defs.resolve_job_def("models_job").execute_in_process(instance=instance, run_config=quiet,
+                                                                   raise_on_error=False)
+    failed = {e.asset_check_evaluation_data.asset_key.path[-1] for e in models.all_events
+              if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed}
+    if "pico_tagger" in failed or not models.success:
+        _say("the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
+             "Dagster UI): then the offline rules extract PICO")
+    if "verdict_model" in failed:
+        _say("the learned verdict did not beat the rules and the majority class: answers state the rules' verdict")
     keys = codes or conditions_partitions.get_partition_keys()
     for n, code in enumerate(keys, 1):
         started = time.perf_counter()
@@ -511,24 +516,25 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 def cmd_eval_answers(args: argparse.Namespace) -> int:
     from ebm_platform.benchmark.evidence_inference import labelled_prompts
     from ebm_platform.evaluation.answers import evaluate_answers, majority
+    from ebm_platform.evaluation.verdict_training import ensure_verdict_model
+    from ebm_platform.settings import get_settings
 
     if args.benchmark == "generated":
         raise ValueError("answer correctness needs gold labels: use --benchmark evidence-inference or pubmedqa")
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
+    retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir())
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]
     if yes_no:
         baseline = {**majority(gold, gold), "note": "majority of the evaluated questions' own labels (no train split)"}
     else:
-        from ebm_platform.settings import get_settings
-
         train = labelled_prompts(get_settings().require_datasets_dir(), "train")["label"].to_list()
         baseline = {**majority(train, gold), "note": "most frequent label of the train split"}
     results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress)
     summary = {**header, "labels": dict(Counter(gold).most_common()), "majority_class": baseline, "results": results,
                "verdict": ("the answer's verdict mapped to yes/no/maybe (effect -> yes, no significant difference "
                            "-> no, insufficient evidence -> maybe)") if yes_no else "the answer's verdict",
-               "reranker": _reranker_summary(reranker)}
+               "verdict_model": retriever.verdict_model.meta, "reranker": _reranker_summary(reranker)}
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0

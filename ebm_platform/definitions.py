@@ -10,7 +10,8 @@ from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_im
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
-from ebm_platform.defs.retrieval import reranker_beats_hand_set, reranker_model
+from ebm_platform.defs.retrieval import (reranker_beats_hand_set, reranker_model, verdict_model,
+                                         verdict_model_beats_baselines)
 from ebm_platform.defs.resources import default_resources
 
 CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
@@ -25,7 +26,7 @@ conditions_job = dg.define_asset_job(
 )
 global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
 # Models the per-condition assets read (trained once per lake, before the partitions).
-models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger))
+models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger, verdict_model))
 # What an evaluation lake needs: the corpus, the graph and the index, without benchmark or BETR.
 corpus_index_job = dg.define_asset_job(
     "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
@@ -36,9 +37,9 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=[landing_imports, pico_tagger, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
+    assets=[landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
     asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, reranker_beats_hand_set,
-                  betr_parameters_sound],
+                  verdict_model_beats_baselines, betr_parameters_sound],
     jobs=[models_job, conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],

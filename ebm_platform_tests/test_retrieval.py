@@ -411,3 +411,22 @@ def test_offline_answer_carries_a_verdict(small_lake):
     assert result["verdict"] in ("significantly increased", "significantly decreased", "no significant difference",
                                  "insufficient evidence")
     assert result["verdict_basis"]["method"].startswith("offline rules")
+
+
+def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, datasets_dir):
+    from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.defs.retrieval import verdict_model, verdict_model_beats_baselines
+    from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
+
+    result = dg.materialize([verdict_model, verdict_model_beats_baselines], instance=dg.DagsterInstance.ephemeral(),
+                            resources=lake_resources(tmp_path) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))})
+    check = next(e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION")
+    table = {r["verdict"]: r for r in pl.read_parquet(tmp_path / "assets" / "verdict_model.parquet").iter_rows(named=True)}
+    assert check.passed == (table["learned"]["macro_f1"] > max(table["rules"]["macro_f1"], table["majority class"]["macro_f1"]))
+    model = VerdictModel.load(verdict_path(tmp_path))
+    assert model.predict(["There was no significant difference between the groups (p = 0.6)."]) == \
+        ["no significant difference"]
+    verdict, basis = model.verdict(["Participants were recruited in clinics.",
+                                    "Mortality was significantly reduced in the treatment group (p = 0.01)."])
+    assert verdict == "significantly decreased" and basis.startswith("Mortality")
+    assert model.verdict([]) == ("insufficient evidence", None)

@@ -1,4 +1,5 @@
-"""Retrieval assets: reranker_model (checked), the learned fine scorer of this lake."""
+"""Retrieval assets: reranker_model (checked), the learned fine scorer of this lake, and
+verdict_model (checked), the learned verdict of the answers."""
 
 from datetime import datetime, timezone
 from pathlib import Path
@@ -6,12 +7,15 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
+from ebm_platform.evaluation.verdict_training import train_verdict_model
 from ebm_platform.retrieval.learned import beats_hand_set, reranker_path, train_and_validate
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
+from ebm_platform.retrieval.verdict import verdict_path
 
 
 @dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer",
@@ -59,3 +63,25 @@ def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult
     return dg.AssetCheckResult(passed=passed, metadata={
         "learned_MRR": learned["MRR"] if learned else None, "hand_set_MRR": hand["MRR"] if hand else None,
         "learned_R@10": learned["R@10"] if learned else None, "hand_set_R@10": hand["R@10"] if hand else None})
+
+
+@dg.asset(group_name="retrieval", kinds={"sklearn"}, pool="lake_writer")
+def verdict_model(lake: LakeResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+    """TF-IDF + logistic regression trained on Evidence Inference's train-split evidence spans
+    (label = the prompt's label), scored on the validation spans beside the offline rules and the
+    majority class; kept in <lake>/models/verdict and read by every offline answer."""
+    model, report = train_verdict_model(benchmark.root())
+    model.save(verdict_path(Path(lake.root)))
+    table = pl.DataFrame([{"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
+                           "spans": m["questions"]} for name, m in report.items()])
+    return dg.Output(table, metadata={"train_spans": dg.MetadataValue.int(model.meta["trained_on_spans"]),
+                                      **{f"{name} macro-F1": dg.MetadataValue.float(m["macro_f1"])
+                                         for name, m in report.items()}})
+
+
+@dg.asset_check(asset=verdict_model, blocking=True,
+                description="the learned verdict must beat the majority class and the rules on validation spans (macro-F1)")
+def verdict_model_beats_baselines(verdict_model: pl.DataFrame) -> dg.AssetCheckResult:
+    f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
+    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0))
+    return dg.AssetCheckResult(passed=passed, metadata={k: dg.MetadataValue.float(v) for k, v in f1.items()})

@@ -21,7 +21,7 @@ from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.lexical import terms
-from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, offline_verdict
+from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, offline_verdict
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
                          r"superior|inferior|compared|versus|associated)\w*", re.I)
@@ -93,13 +93,16 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     return {"fields": comparison, "limitations": limitations}
 
 
-def _verdict(statements: list[str], method: str) -> dict:
-    verdict, basis = offline_verdict(statements)
+def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
+    """The verdict of ranked statements: the lake's learned classifier when it has one, else the rules."""
+    verdict, basis = model.verdict(statements) if model else offline_verdict(statements)
+    method = ("learned classifier (verdict_model, Evidence Inference train spans)" if model else
+              "offline rules (retrieval/verdict.py)") + over
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
 
 
 def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors, rows: list[dict],
-                    embed: Embed) -> dict:
+                    embed: Embed, verdict_model: VerdictModel | None = None) -> dict:
     """The three-part answer, extractively, with a citation on every statement. Each row carries
     its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence)."""
     if not rows:
@@ -135,7 +138,7 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
     return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
-            "core_answer": core, **_verdict([c["statement"] for c in core], "offline rules (retrieval/verdict.py)"),
+            "core_answer": core, **_verdict([c["statement"] for c in core], verdict_model),
             "evidence_by_grade": by_grade,
             "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
             "pico_comparison": pico_comparison(anchors, rows, embed)}
@@ -179,7 +182,7 @@ def _evidence_block(rows: list[dict]) -> str:
 
 
 def compose_llm(question: str, rows: list[dict], client: LLMClient,
-                retrieve_more: Callable[[str], list[dict]]) -> dict:
+                retrieve_more: Callable[[str], list[dict]], verdict_model: VerdictModel | None = None) -> dict:
     """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer. Every round
     keeps the evidence budget (as many windows as the first retrieval gave) in BETR order (`score`):
     a follow-up window enters only by outscoring the weakest one held."""
@@ -209,5 +212,6 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
     if answer.get("verdict"):
         answer["verdict_basis"] = {"method": f"stated by llm:{client.model}"}
     else:
-        answer.update(_verdict([s["statement"] for s in answer["core_answer"]], "offline rules over the LLM's statements"))
+        answer.update(_verdict([s["statement"] for s in answer["core_answer"]], verdict_model,
+                               " over the LLM's statements (it stated none)"))
     return answer

@@ -46,11 +46,11 @@ def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = 
     t0 = time.perf_counter()
     if retriever.client.offline or not rows:
         answer = compose_offline(text, retrieval.question_vector, retrieval.anchors,
-                                 retriever.attach_evidence(rows), retriever._embed)
+                                 retriever.attach_evidence(rows), retriever._embed, retriever.verdict_model)
     else:
         def more(query: str) -> list[dict]:
             return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]
-        answer = compose_llm(text, rows, retriever.client, more)
+        answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model)
     retrieval.timings["answer"] = time.perf_counter() - t0
     for cite, row in zip(answer["citations"], rows):
         cite["score"] = row["score"]

@@ -38,6 +38,7 @@ from ebm_platform.retrieval.hyde import hyde_passages
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
+from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
 MAX_QUESTION_CHARS = 2000
 GRADE_POOLS = {"A": ("A",), "B-E": ("B", "C", "D", "E")}
@@ -164,6 +165,7 @@ class Retriever:
         self.term_statistics = TermStatistics(self.index.texts())
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
+        self.verdict_model = VerdictModel.load(verdict_path(self.lake))
         self.graph: GraphChannel | None = None
         graph_path = self.lake / "stores" / "kuzu" / "graph.kz"
         entity_files = sorted((self.lake / "assets" / "knowledge_graph").glob("*.parquet"))

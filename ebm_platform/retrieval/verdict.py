@@ -1,6 +1,8 @@
 """The answer's `verdict`: the direction its core conclusion states, or `insufficient evidence`.
 
-Offline (deterministic rules over the core answer's statements, most relevant first): the first
+Offline, learned (`VerdictModel`, when the lake holds one: the `verdict_model` asset): a text
+classifier trained on Evidence Inference's train-split evidence spans reads the core statements.
+Offline, rules (deterministic, when no model is in the lake) over the core answer's statements, most relevant first): the first
 statement that reports a comparison decides. No-difference language ("no significant", "did not
 differ", "similar", p > 0.05) gives `no significant difference`; otherwise the balance of
 increase words (increased, higher, improved, greater, ...) against decrease words (reduced, lower,
@@ -15,6 +17,9 @@ significant difference -> no, insufficient evidence -> maybe (a mapping, labelle
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import numpy as np
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
     "significantly increased", "significantly decreased", "no significant difference", "insufficient evidence")
@@ -44,3 +49,61 @@ def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
 def as_yes_no(verdict: str) -> str:
     """PubMedQA's answer read from a verdict: effect -> yes, no difference -> no, else maybe."""
     return {INCREASED: "yes", DECREASED: "yes", NO_DIFFERENCE: "no"}.get(verdict, "maybe")
+
+
+class VerdictModel:
+    """A learned verdict: TF-IDF (words and word pairs) + logistic regression, trained on the
+    annotated evidence spans of Evidence Inference's *train* split with their prompts' labels.
+    At answer time each core statement gets class probabilities; they are summed with weights
+    1, 1/2, 1/3 by the statement's rank and the largest sum is the verdict."""
+
+    FILE = "verdict.joblib"
+
+    def __init__(self, pipeline, meta: dict) -> None:
+        self.pipeline, self.meta = pipeline, meta
+
+    @classmethod
+    def train(cls, texts: list[str], labels: list[str], meta: dict | None = None) -> "VerdictModel":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+
+        pipeline = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+                                 LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced"))
+        pipeline.fit(texts, labels)
+        return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)))
+
+    def predict(self, texts: list[str]) -> list[str]:
+        return [str(label) for label in self.pipeline.predict(texts)]
+
+    def verdict(self, statements: list[str]) -> tuple[str, str | None]:
+        """The verdict over ranked statements and the statement that weighs most for it."""
+        if not statements:
+            return INSUFFICIENT, None
+        probabilities = self.pipeline.predict_proba(statements)
+        weights = np.array([1.0 / (rank + 1) for rank in range(len(statements))])[:, None]
+        best = int(np.argmax((probabilities * weights).sum(axis=0)))
+        basis = int(np.argmax(probabilities[:, best] * weights[:, 0]))
+        return str(self.pipeline.classes_[best]), statements[basis]
+
+    def save(self, folder: Path) -> None:
+        import joblib
+
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = folder / f".{self.FILE}.tmp"
+        joblib.dump({"pipeline": self.pipeline, "meta": self.meta}, staging)
+        staging.replace(folder / self.FILE)
+
+    @classmethod
+    def load(cls, folder: Path) -> "VerdictModel | None":
+        import joblib
+
+        path = Path(folder) / cls.FILE
+        if not path.is_file():
+            return None
+        stored = joblib.load(path)
+        return cls(stored["pipeline"], stored["meta"])
+
+
+def verdict_path(lake: Path) -> Path:
+    return Path(lake) / "models" / "verdict"
