@@ -366,7 +366,7 @@ def test_features_read_sections_and_document_standing():
     assert f["section_results"].tolist() == [1, 0, 0] and f["section_methods"].tolist() == [0, 1, 0]
     assert f["section_back_matter"].tolist() == [0, 0, 1]
     assert f["doc_candidates"].tolist() == [2, 2, 1]
-    assert f["cosine_margin_in_doc"] == pytest.approx([0.0, -0.4, 0.0])
+    assert f["doc_cosine_margin"] == pytest.approx([0.0, -0.4, 0.0])
     assert f["bm25_rel"].tolist() == [1.0, 0.0, 0.0] and f["p_values"].tolist() == [1, 0, 0]
     assert f["log_rank_dense"][2] == pytest.approx(np.log1p(1000))
 

@@ -42,7 +42,7 @@ FEATURES = (
     "rrf", *(f"log_rank_{c}" for c in CHANNELS), "cosine", "hyde_cosine", "bm25", "bm25_rel", "maxsim",
     "best_sentence_cosine", "coverage", "coverage_title", "coverage_i", "coverage_c", "coverage_o",
     *(f"section_{s}" for s in SECTIONS), "numbers", "p_values", "comparison_words", "length",
-    "doc_max_cosine", "doc_max_bm25_rel", "doc_candidates", "cosine_margin_in_doc", "coverage_margin_in_doc",
+    "doc_max_cosine", "doc_max_bm25_rel", "doc_candidates", "doc_cosine_margin", "doc_coverage_margin",
 )
 
 
@@ -112,6 +112,6 @@ def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[d
         best_bm = max(out[i]["bm25_rel"] for i in members)
         for i in members:
             out[i].update(doc_max_cosine=best_cos, doc_max_bm25_rel=best_bm, doc_candidates=float(len(members)),
-                          cosine_margin_in_doc=out[i]["cosine"] - best_cos,
-                          coverage_margin_in_doc=out[i]["coverage"] - best_cov)
+                          doc_cosine_margin=out[i]["cosine"] - best_cos,
+                          doc_coverage_margin=out[i]["coverage"] - best_cov)
     return np.array([[f[name] for name in FEATURES] for f in out], dtype=np.float32).reshape(len(out), len(FEATURES))
