@@ -709,7 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "hand_set, no_betr")
     retrieval.add_argument("--train-questions", type=int,
                            help="train-split questions the lake's learned reranker is trained on (seeded sample; "
-                                "default 1000)")
+                                "default 600)")
     retrieval.add_argument("--k", type=int, default=10)
     retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
