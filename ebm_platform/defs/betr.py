@@ -28,7 +28,7 @@ def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, spli
     gold flag and the question's split, from the same pipeline and fine scorer the query path runs
     (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
-    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
+    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, embedder.cross_encoder, names,
                           embedding_backend=embedder.backend)
     pools = build_pools(retriever, bench, progress=reporter(context))
     pools = pools.join(splits.select("question_id", "split"), on="question_id", how="left")

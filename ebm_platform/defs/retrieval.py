@@ -28,7 +28,7 @@ def reranker_model(context: dg.AssetExecutionContext, bench: pl.DataFrame, split
     benchmark's train questions, compared with the hand-set scorer on its validation questions;
     kept in <lake>/models/reranker and used by the query path only when it beat the hand-set scorer."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
-    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, None, names,
+    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, embedder.cross_encoder, names,
                           embedding_backend=embedder.backend)
     progress = reporter(context)
     train = candidate_rows(retriever, benchmark_items(bench, splits, "train"), "train", progress)
