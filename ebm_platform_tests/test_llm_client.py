@@ -67,3 +67,27 @@ def test_offline_mode_runs_deterministic_code_and_validates_it():
     assert (result.data, result.mode, client.usage.offline_calls) == ({"answer": 7}, "offline", 1)
     with pytest.raises(Exception, match="required"):
         client.complete_json("t", "p", SCHEMA, offline=lambda: {"other": 1})
+
+
+def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
+    import json
+
+    from ebm_platform.retrieval.answer import compose_llm
+
+    def row(window_id: str, score: float) -> dict:
+        return {"window_id": window_id, "score": score, "grade": "C", "title": "T", "text": window_id,
+                "condition": "PFP", "doc_id": "d"}
+
+    first = [row("a", 0.9), row("b", 0.5), row("c", 0.2)]
+    server.script = [
+        "content:" + json.dumps({"thought": "need more", "next_query": "follow-up"}),
+        "content:" + json.dumps({"thought": "enough", "next_query": None}),
+        "content:" + json.dumps({"core_answer": [{"statement": "Pain fell.", "citations": [1, 9]}],
+                                 "evidence_by_grade": [], "pico_comparison": {},
+                                 "verdict": "significantly decreased"}),
+    ]
+    answer = compose_llm("q?", first, _client(server, tmp_path), lambda query: [row("x", 0.7), row("y", 0.1)])
+    # a follow-up window enters only by outscoring the weakest held one, and the budget (3) holds
+    assert [c["window_id"] for c in answer["citations"]] == ["a", "x", "b"]
+    assert answer["core_answer"][0]["citations"] == [1]  # citations beyond the evidence are dropped
+    assert answer["verdict"] == "significantly decreased" and answer["verdict_basis"]["method"].startswith("stated by")
