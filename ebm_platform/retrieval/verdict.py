@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ebm_platform.atomic import atomic_path
+
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
     "significantly increased", "significantly decreased", "no significant difference", "insufficient evidence")
 VERDICTS = (INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT)
@@ -89,10 +91,8 @@ class VerdictModel:
     def save(self, folder: Path) -> None:
         import joblib
 
-        folder.mkdir(parents=True, exist_ok=True)
-        staging = folder / f".{self.FILE}.tmp"
-        joblib.dump({"pipeline": self.pipeline, "meta": self.meta}, staging)
-        staging.replace(folder / self.FILE)
+        with atomic_path(folder / self.FILE) as tmp:
+            joblib.dump({"pipeline": self.pipeline, "meta": self.meta}, tmp)
 
     @classmethod
     def load(cls, folder: Path) -> "VerdictModel | None":
