@@ -24,7 +24,7 @@ from ebm_platform.atomic import write_text_atomic
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
 
-MODEL_FILE, META_FILE = "model.txt", "meta.json"
+MODEL_FILE = "model.json"  # the booster and its provenance in one atomically written file
 K = 10
 PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [K], "learning_rate": 0.05, "num_leaves": 31,
           "min_data_in_leaf": 20, "feature_fraction": 0.8, "lambdarank_truncation_level": 30, "verbosity": -1,
@@ -58,17 +58,16 @@ class LearnedReranker:
         return self.booster.predict(matrix[:, columns]) if len(matrix) else np.zeros(0)
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(folder / MODEL_FILE, self.booster.model_to_string())
-        write_text_atomic(folder / META_FILE, json.dumps(self.meta, indent=2))
+        write_text_atomic(Path(folder) / MODEL_FILE,
+                          json.dumps({"meta": self.meta, "booster": self.booster.model_to_string()}, indent=1))
 
     @classmethod
     def load(cls, folder: Path) -> "LearnedReranker | None":
-        folder = Path(folder)
-        if not (folder / MODEL_FILE).is_file() or not (folder / META_FILE).is_file():
+        path = Path(folder) / MODEL_FILE
+        if not path.is_file():
             return None
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-        return cls(lgb.Booster(model_str=(folder / MODEL_FILE).read_text(encoding="utf-8")), meta)
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        return cls(lgb.Booster(model_str=stored["booster"]), stored["meta"])
 
 
 def reranker_path(lake: Path) -> Path:
