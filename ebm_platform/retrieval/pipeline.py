@@ -205,12 +205,21 @@ class Retriever:
         return STRATEGIES[strategy](self, question, conditions)
 
 
+def channel_rankings(index: WindowIndex, question: str, qvec: np.ndarray, channels: tuple[str, ...], limit: int,
+                     conditions: list[str] | None, rows: dict[str, dict]) -> dict[str, list[str]]:
+    """The ranked window ids of the dense and/or full-text channel (rows kept in `rows`)."""
+    rankings = {}
+    if "dense" in channels:
+        rankings["dense"] = collect(index.dense(qvec, limit, conditions), rows)
+    if "full_text" in channels:
+        rankings["full_text"] = collect(index.full_text(question, limit, conditions), rows)
+    return rankings
+
+
 def hybrid_ranking(index: WindowIndex, question: str, qvec: np.ndarray, limit: int, conditions: list[str] | None,
                    rows: dict[str, dict], k: int = 60) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     """BM25 + dense, fused by RRF: the system-agnostic hybrid baseline (Naive RAG, stage 2)."""
-    dense = collect(index.dense(qvec, limit, conditions), rows)
-    text = collect(index.full_text(question, limit, conditions), rows)
-    return rrf({"dense": dense, "full_text": text}, k)
+    return rrf(channel_rankings(index, question, qvec, ("dense", "full_text"), limit, conditions, rows), k)
 
 
 def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
@@ -221,11 +230,7 @@ def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
         rows: dict[str, dict] = {}
         qvec = r._embed([question])[0]
         laps.lap("encode")
-        rankings = {}
-        if "dense" in channels:
-            rankings["dense"] = collect(r.index.dense(qvec, r.params.dense, conditions), rows)
-        if "full_text" in channels:
-            rankings["full_text"] = collect(r.index.full_text(question, r.params.full_text, conditions), rows)
+        rankings = channel_rankings(r.index, question, qvec, channels, r.params.dense, conditions, rows)
         laps.lap("search")
         scores, ranks = rrf(rankings, r.params.rrf_k)
         candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
