@@ -14,7 +14,7 @@ import numpy as np
 import Stemmer
 
 from ebm_platform.evaluation.lakes import MARKER
-from ebm_platform.evaluation.retrieval_eval import questions
+from ebm_platform.evaluation.retrieval_eval import questions, ranked_metrics
 from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
 from ebm_platform.settings import get_settings
 
@@ -25,17 +25,6 @@ def _lake() -> Path | None:
     lakes = [p for p in (Path(get_settings().lake) / "eval").glob("evidence-inference-*")
              if (p / MARKER).is_file() and not (p / "corpus_ids.txt").exists()]
     return max(lakes, key=lambda p: (p / MARKER).stat().st_mtime) if lakes else None
-
-
-def _scores(ranked: list[list[str]], items: list[dict]) -> dict[str, float]:
-    recall = hit = rr = 0.0
-    for ids, item in zip(ranked, items):
-        found = item["gold"] & set(ids[:K])
-        recall += len(found) / len(item["gold"])
-        hit += bool(found)
-        rr += next((1 / i for i, w in enumerate(ids, 1) if w in item["gold"]), 0.0)
-    n = max(len(items), 1)
-    return {f"R@{K}": recall / n, f"Hit@{K}": hit / n, "MRR": rr / n}
 
 
 def run() -> None:
@@ -63,12 +52,12 @@ def run() -> None:
         found, _ = retriever.retrieve(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
                                       k=K * 3, show_progress=False)
         per_query = (time.perf_counter() - started) / max(len(items), 1)
-        rows[name] = {**_scores([[ids[i] for i in row] for row in np.asarray(found)], items),
+        rows[name] = {**ranked_metrics([[ids[i] for i in row] for row in np.asarray(found)], items),
                       "index_s": built, "ms_per_query": per_query * 1000}
     started = time.perf_counter()
     ranked = [index.full_text(q, K * 3)["window_id"].to_list() for q in texts]
     rows["LanceDB FTS over search_text (the channel)"] = {
-        **_scores(ranked, items), "index_s": float("nan"),
+        **ranked_metrics(ranked, items), "index_s": float("nan"),
         "ms_per_query": (time.perf_counter() - started) / max(len(items), 1) * 1000}
     print(f"{lake.name}: {len(ids)} windows, {len(items)} validation questions (Evidence Inference), k = {K}")
     print(f"{'ranking':<46}{'R@10':>7}{'Hit@10':>8}{'MRR':>7}{'index s':>9}{'ms/query':>10}")

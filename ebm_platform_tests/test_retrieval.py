@@ -429,3 +429,12 @@ def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, da
                                     "Mortality was significantly reduced in the treatment group (p = 0.01)."])
     assert verdict == "significantly decreased" and basis.startswith("Mortality")
     assert model.verdict([]) == ("insufficient evidence", None)
+
+
+def test_ranked_metrics_on_a_hand_computed_example():
+    from ebm_platform.evaluation.retrieval_eval import ranked_metrics
+
+    items = [{"gold": {"a", "z"}}, {"gold": {"q"}}]
+    m = ranked_metrics([["x", "a", "y"], ["q"]], items, k=2)
+    # q1: one of two gold in the top 2, first gold at rank 2; q2: its gold first
+    assert m == pytest.approx({"R@2": (0.5 + 1) / 2, "Hit@2": 1.0, "MRR": (0.5 + 1) / 2})

@@ -122,25 +122,32 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
     return out, dropped
 
 
+def ranked_metrics(rankings: list[list[str]], items: list[dict], k: int = 10) -> dict[str, float]:
+    """R@k, Hit@k and MRR of one ranked window-id list per question (unrounded)."""
+    recall = hit = rr = 0.0
+    for ranked, item in zip(rankings, items):
+        found = item["gold"] & set(ranked[:k])
+        recall += len(found) / len(item["gold"])
+        hit += bool(found)
+        rr += next((1 / i for i, w in enumerate(ranked, 1) if w in item["gold"]), 0.0)
+    total = max(len(items), 1)
+    return {f"R@{k}": recall / total, f"Hit@{k}": hit / total, "MRR": rr / total}
+
+
 def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: int = 10,
              progress: Callable[[str], None] | None = None) -> dict[str, dict]:
     """R@k, Hit@k, MRR and question counts per strategy, measured in one run."""
     results: dict[str, dict] = {}
     for strategy in strategies:
-        recall = hit = rr = 0.0
         started = time.perf_counter()
+        rankings = []
         for n, item in enumerate(items, 1):
-            ranked = [c.window_id for c in retriever.retrieve(item["question"], strategy).candidates]
-            found = item["gold"] & set(ranked[:k])
-            recall += len(found) / len(item["gold"])
-            hit += bool(found)
-            rr += next((1 / i for i, w in enumerate(ranked, 1) if w in item["gold"]), 0.0)
+            rankings.append([c.window_id for c in retriever.retrieve(item["question"], strategy).candidates])
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} questions")
-        total = max(len(items), 1)
-        results[strategy] = {f"R@{k}": round(recall / total, 4), f"Hit@{k}": round(hit / total, 4),
-                             "MRR": round(rr / total, 4), "questions": len(items),
-                             "seconds_per_question": round((time.perf_counter() - started) / total, 3)}
+        metrics = ranked_metrics(rankings, items, k)
+        results[strategy] = {**{name: round(v, 4) for name, v in metrics.items()}, "questions": len(items),
+                             "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3)}
     return results
 
 
