@@ -407,6 +407,8 @@ def _print_answer(result: dict) -> None:
     _say(f"\nnotes: {result['notes']}\ntimings (s): {result['timings_s']}")
     for row in result.get("explain", []):
         _say(f"   {row}")
+    for key, value in result.get("explain_strategy", {}).items():
+        _say(f"   {key}: {json.dumps(value, default=str)}")
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -442,7 +444,8 @@ def _evaluation_setup(args: argparse.Namespace):
     from ebm_platform.evaluation.lakes import evaluation_lake
     from ebm_platform.evaluation.retrieval_eval import ensure_reranker, questions
     from ebm_platform.llm.client import client_from_settings
-    from ebm_platform.retrieval.pipeline import STRATEGIES, Retriever
+    from ebm_platform.retrieval.pipeline import Retriever
+    from ebm_platform.retrieval.strategies import STRATEGIES
     from ebm_platform.settings import DEFAULT_CATALOGUE, get_settings
 
     settings = get_settings()
@@ -666,7 +669,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer a clinical question with cited, grade-ordered evidence")
     ask.add_argument("question")
     ask.add_argument("--condition", help="restrict to one condition code (e.g. PFP)")
-    ask.add_argument("--strategy", default="sr_rag", help="sr_rag (default) or naive")
+    ask.add_argument("--strategy", default="sr_rag",
+                     help="sr_rag (default), its ablations sr_rag_<lever>, naive / bm25 / dense / hybrid, "
+                          "med_r2, meta_rag, claims, kg_refine (and kg_refine_no_scorer|no_pruner|plain)")
     ask.add_argument("--json", action="store_true")
     ask.add_argument("--explain", action="store_true", help="show every candidate's channel ranks and scores")
     ask.set_defaults(func=cmd_ask)
@@ -705,8 +710,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="generated = the platform's benchmark_qa in the production lake")
     retrieval.add_argument("--split", default="validation")
     retrieval.add_argument("--strategies", default="sr_rag,naive,bm25,dense,hybrid",
-                           help="comma-separated; also sr_rag-<lever> ablations: no_graph, no_hyde, one_pool, "
-                                "hand_set, no_betr")
+                           help="comma-separated; also med_r2, meta_rag, claims, kg_refine, and the ablations "
+                                "sr_rag_<lever> (no_graph, no_hyde, one_pool, hand_set, no_betr, no_colbert) and "
+                                "kg_refine_<flag> (no_scorer, no_pruner, plain)")
     retrieval.add_argument("--train-questions", type=int,
                            help="train-split questions the lake's learned reranker is trained on (seeded sample; "
                                 "default 600)")

@@ -120,3 +120,26 @@ def server() -> "ScriptedServer":
     s = ScriptedServer()
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def small_lake(tmp_path_factory, datasets_dir):
+    """Two real PFP articles plus one grade-A guideline, materialised through the real assets."""
+    import dagster as dg
+
+    from ebm_platform.conditions import load_catalogue
+    from ebm_platform.corpus.importers import import_dataset
+    from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.graph import knowledge_graph, pico_extractions
+    from ebm_platform.defs.index import window_index
+    from ebm_platform.settings import DEFAULT_CATALOGUE
+    from ebm_platform_tests.test_readers import GUIDELINE
+
+    root = tmp_path_factory.mktemp("retrieval") / "lake"
+    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
+                   ids={"PMC1562433", "PMC2249589"})
+    (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
+    assets = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
+    assert dg.materialize(assets, partition_key="PFP", resources=lake_resources(root),
+                          instance=dg.DagsterInstance.ephemeral()).success
+    return root

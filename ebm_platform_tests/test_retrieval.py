@@ -11,8 +11,6 @@ import pytest
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.cli import main
-from ebm_platform.conditions import load_catalogue
-from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.defs.corpus import evidence_windows, source_documents
 from ebm_platform.defs.graph import knowledge_graph, pico_extractions
 from ebm_platform.defs.index import window_index
@@ -25,9 +23,7 @@ from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.pipeline import PipelineParams, QuestionError, validate_question
 from ebm_platform.retrieval.features import maxsim
 from ebm_platform.graph.pico_rules import question_anchors
-from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
-from ebm_platform_tests.test_readers import GUIDELINE
 
 QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
             "more than knee exercise alone?")
@@ -79,19 +75,6 @@ def test_cli_error_paths(capsys, lake):
     assert "materialise window_index first" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["ask", "q", "--json", "--unknown-flag"])
-
-
-@pytest.fixture(scope="module")
-def small_lake(tmp_path_factory, datasets_dir):
-    """Two real PFP articles plus one grade-A guideline, materialised through the real assets."""
-    root = tmp_path_factory.mktemp("retrieval") / "lake"
-    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
-                   ids={"PMC1562433", "PMC2249589"})
-    (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
-    assets = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
-    assert dg.materialize(assets, partition_key="PFP", resources=lake_resources(root),
-                          instance=dg.DagsterInstance.ephemeral()).success
-    return root
 
 
 def test_end_to_end_ask_on_real_documents(small_lake):
@@ -283,11 +266,11 @@ def test_every_ablation_switches_its_lever_off(small_lake):
     retriever = Retriever(small_lake, client_from_settings())
     full = retriever.retrieve(QUESTION, "sr_rag")
     assert any("graph" in c.channel_ranks for c in full.considered)
-    assert not any("graph" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag-no_graph").considered)
-    assert not any("hyde" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag-no_hyde").considered)
-    assert {c.pool for c in retriever.retrieve(QUESTION, "sr_rag-one_pool").considered} == {"all"}
-    assert retriever.retrieve(QUESTION, "sr_rag-hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
-    assert retriever.retrieve(QUESTION, "sr_rag-no_betr").notes["betr"] == "switched off (ablation)"
+    assert not any("graph" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag_no_graph").considered)
+    assert not any("hyde" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag_no_hyde").considered)
+    assert {c.pool for c in retriever.retrieve(QUESTION, "sr_rag_one_pool").considered} == {"all"}
+    assert retriever.retrieve(QUESTION, "sr_rag_hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
+    assert retriever.retrieve(QUESTION, "sr_rag_no_betr").notes["betr"] == "switched off (ablation)"
 
 
 def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -102,9 +102,11 @@ def _verdict(statements: list[str], model: VerdictModel | None = None, over: str
 
 
 def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors, rows: list[dict],
-                    embed: Embed, verdict_model: VerdictModel | None = None) -> dict:
+                    embed: Embed, verdict_model: VerdictModel | None = None, core: list[dict] | None = None) -> dict:
     """The three-part answer, extractively, with a citation on every statement. Each row carries
-    its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence)."""
+    its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence). A strategy
+    that composes its own core statements (CLAIMS' root summaries) passes them as `core`
+    ({"statement", "window_ids"}); they replace the selected sentences and are cited the same way."""
     if not rows:
         return {"mode": "offline-extractive", "core_answer": [], "evidence_by_grade": [], "citations": [],
                 "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
@@ -119,14 +121,18 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
     scores = vectors.astype(np.float32) @ question_vector + \
         np.array([0.05 if RESULT_CUES.search(s) else 0.0 for s, _ in sentences])
     order = np.argsort(-scores)
-    core, used = [], set()
+    selected, used = [], set()
     for i in order:
         s, n = sentences[i]
         if n not in used:
-            core.append({"statement": s, "citations": [n]})
+            selected.append({"statement": s, "citations": [n]})
             used.add(n)
-        if len(core) == 3:
+        if len(selected) == 3:
             break
+    if core:
+        number = {row["window_id"]: n for n, row in enumerate(rows, 1)}
+        selected = [{"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
+                    for c in core]
     best_per_window: dict[int, str] = {}
     for i in order:
         s, n = sentences[i]
@@ -138,7 +144,7 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
     return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
-            "core_answer": core, **_verdict([c["statement"] for c in core], verdict_model),
+            "core_answer": selected, **_verdict([c["statement"] for c in selected], verdict_model),
             "evidence_by_grade": by_grade,
             "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
             "pico_comparison": pico_comparison(anchors, rows, embed)}

@@ -46,7 +46,8 @@ def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = 
     t0 = time.perf_counter()
     if retriever.client.offline or not rows:
         answer = compose_offline(text, retrieval.question_vector, retrieval.anchors,
-                                 retriever.attach_evidence(rows), retriever._embed, retriever.verdict_model)
+                                 retriever.attach_evidence(rows), retriever._embed, retriever.verdict_model,
+                                 retrieval.core)
     else:
         def more(query: str) -> list[dict]:
             return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]
@@ -59,4 +60,6 @@ def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = 
               "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
     if explain:
         result["explain"] = [c.explain() for c in sorted(retrieval.considered, key=lambda c: -c.final)]
+        if retrieval.details:
+            result["explain_strategy"] = retrieval.details
     return result

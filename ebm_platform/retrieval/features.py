@@ -70,8 +70,10 @@ def _section_flags(section: str | None) -> dict[str, float]:
 
 
 def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[dict[str, int]],
-                       fused: list[float], bm25: list[float | None], stats: TermStatistics) -> np.ndarray:
-    """One row of FEATURES per candidate (rows carry `vector`, `tokens`, `sentence_vectors`, text, title, section, doc_id)."""
+                       fused: list[float], bm25: list[float | None], stats: TermStatistics,
+                       late_interaction: bool = True) -> np.ndarray:
+    """One row of FEATURES per candidate (rows carry `vector`, `tokens`, `sentence_vectors`, text, title, section,
+    doc_id). Without `late_interaction` (the no-ColBERT ablation) MaxSim is not computed and reads as missing."""
     q_tokens = query.tokens.astype(np.float32)
     best_bm25 = max([b for b in bm25 if b is not None], default=0.0) or 1.0
     anchors = query.anchors
@@ -88,7 +90,8 @@ def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[d
             "hyde_cosine": float(vector @ query.hyde_vector),
             "bm25": score or 0.0,
             "bm25_rel": (score or 0.0) / best_bm25,
-            "maxsim": maxsim(q_tokens, np.asarray(row["tokens"], dtype=np.float32)) / max(len(q_tokens), 1),
+            "maxsim": maxsim(q_tokens, np.asarray(row["tokens"], dtype=np.float32)) / max(len(q_tokens), 1)
+            if late_interaction else math.nan,
             "best_sentence_cosine": float((np.asarray(sentences, dtype=np.float32) @ query.vector).max())
             if sentences is not None and len(sentences) else 0.0,
             "coverage": stats.coverage(query.question, text),

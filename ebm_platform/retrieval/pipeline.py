@@ -9,10 +9,12 @@ model when the lake holds one that beat the hand-set scorer on validation, else 
 cos + 0.4 * coverage (or a cross-encoder when EBM_CROSS_ENCODER names one) -> BETR
 r = a*s + u(grade), applied only when fitted for this same scorer -> evidence budget 12.
 The earlier coarse MaxSim cut (16 + 32 candidates -> 48) cut nothing; MaxSim is now one feature.
-Ablations `sr_rag-<lever>` switch one lever off (ABLATIONS).
+Ablations `sr_rag_<lever>` switch one lever off (ABLATIONS).
 Anchors: `bm25` (full-text channel alone), `dense` (dense channel alone), `hybrid` (RRF of the two;
 `naive` is the same ranking under the paper's name, Naive RAG).
-Strategies register in STRATEGIES; later ones (Med-R2, META-RAG, CLAIMS, KG refinement) plug in.
+`scored_candidates` is the shared first stage of the other seed systems (retrieval/med_r2.py,
+meta_rag.py, claims.py, kg_refine.py): the hybrid channels with every candidate's fine score.
+Every strategy is registered in retrieval/strategies.py.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
+from ebm_platform.retrieval.evidence_levels import document_type
 from ebm_platform.graph.channel import GraphChannel
 from ebm_platform.graph.pico_rules import Anchors, question_anchors
 from ebm_platform.graph.store import GraphStore
@@ -42,6 +46,7 @@ from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
 MAX_QUESTION_CHARS = 2000
 GRADE_POOLS = {"A": ("A",), "B-E": ("B", "C", "D", "E")}
+DOCUMENT_COLUMNS = ("doc_id", "title", "year", "grade", "study_design", "article_type", "text")
 
 
 class QuestionError(ValueError):
@@ -64,14 +69,16 @@ class PipelineParams:
     grade_pools: bool = True
     learned_scorer: bool = True
     betr: bool = True
+    colbert: bool = True
 
     def settings(self) -> dict:
         """What shapes the candidate pools (recorded beside BETR parameters)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr")}
+        return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr", "colbert")}
 
 
 ABLATIONS = {"no_graph": {"graph_channel": False}, "no_hyde": {"hyde_channel": False},
-             "one_pool": {"grade_pools": False}, "hand_set": {"learned_scorer": False}, "no_betr": {"betr": False}}
+             "one_pool": {"grade_pools": False}, "hand_set": {"learned_scorer": False}, "no_betr": {"betr": False},
+             "no_colbert": {"colbert": False}}
 
 
 @dataclass
@@ -89,6 +96,7 @@ class Candidate:
     grade_adjustment: float = 0.0
     final: float = 0.0
     graph_path: list[str] = field(default_factory=list)
+    scores: dict[str, object] = field(default_factory=dict)  # a seed strategy's own scores (--explain)
 
     @property
     def grade(self) -> str:
@@ -101,7 +109,7 @@ class Candidate:
                 {name: round(float(v), 4) for name, v in zip(FEATURES, self.features)},
                 "fine_s": None if self.s is None else round(self.s, 4),
                 "grade_adjustment": round(self.grade_adjustment, 4), "final": round(self.final, 4),
-                "graph_path": self.graph_path[:4]}
+                "graph_path": self.graph_path[:4], **({"strategy_scores": self.scores} if self.scores else {})}
 
 
 @dataclass
@@ -114,6 +122,8 @@ class Retrieval:
     considered: list[Candidate]
     timings: dict[str, float]
     notes: dict[str, str]
+    details: dict = field(default_factory=dict)  # a strategy's own trace for --explain (outline, filters)
+    core: list[dict] | None = None  # a strategy's own core statements: {"statement", "window_ids"}
 
 
 class Laps:
@@ -200,9 +210,26 @@ class Retriever:
 
     def retrieve(self, question: str, strategy: str = "sr_rag", conditions: list[str] | None = None) -> Retrieval:
         question = validate_question(question)
+        from ebm_platform.retrieval.strategies import STRATEGIES  # the registry imports this module
+
         if strategy not in STRATEGIES:
             raise QuestionError(f"unknown strategy {strategy!r}; choose one of {', '.join(sorted(STRATEGIES))}")
         return STRATEGIES[strategy](self, question, conditions)
+
+    @cached_property
+    def documents(self) -> dict[str, dict]:
+        """doc_id -> title, year, grade, study design, article type and text, from the lake's corpus."""
+        files = sorted((self.lake / "assets" / "source_documents").glob("*.parquet"))
+        if not files:
+            return {}
+        frame = pl.concat([pl.read_parquet(f, columns=list(DOCUMENT_COLUMNS)) for f in files], how="diagonal_relaxed")
+        return {row["doc_id"]: row for row in frame.unique("doc_id", keep="first").iter_rows(named=True)}
+
+    @cached_property
+    def document_types(self) -> dict[str, tuple[str, str]]:
+        """doc_id -> (document type on Med-R2's 9-level hierarchy, basis) (retrieval/evidence_levels.py)."""
+        return {doc_id: document_type(d["article_type"] or "", d["title"] or "", (d["text"] or "")[:3000],
+                                      d["study_design"] or "other") for doc_id, d in self.documents.items()}
 
 
 def channel_rankings(index: WindowIndex, question: str, qvec: np.ndarray, channels: tuple[str, ...], limit: int,
@@ -303,7 +330,8 @@ def gather(r: Retriever, question: str, conditions: list[str] | None, p: Pipelin
         r.attach_evidence([c.row for c in merged])
         laps.lap("evidence read")
         matrix = candidate_features(view, [c.row for c in merged], [c.channel_ranks for c in merged],
-                                    [c.fused for c in merged], [c.bm25 for c in merged], r.term_statistics)
+                                    [c.fused for c in merged], [c.bm25 for c in merged], r.term_statistics,
+                                    late_interaction=p.colbert)
         for c, row in zip(merged, matrix):
             c.features = row
         laps.lap("features")
@@ -330,7 +358,25 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None, p: Pipeli
                      {"fine_scorer": scorer, "betr": betr_note, "hyde": hyde_mode,
                       "graph_channel": ("on" if r.graph else "off (no knowledge graph in this lake)")
                       if p.graph_channel else "switched off (ablation)",
-                      "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)"})
+                      "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
+                      "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)"})
+
+
+def scored_candidates(r: Retriever, question: str, conditions: list[str] | None, laps: Laps,
+                      limit: int | None = None) -> tuple[list[Candidate], QueryView, str]:
+    """The hybrid channels (dense + full text, one pool, RRF) with each candidate's fine score `s`,
+    best first: the shared first stage of Med-R2, META-RAG and CLAIMS. Returns the fine scorer's name."""
+    p = replace(r.params, graph_channel=False, hyde_channel=False, grade_pools=False)
+    if limit:
+        p = replace(p, pool_quota=(("all", limit),))
+    merged, view, _ = gather(r, question, conditions, p, laps)
+    scorer = r.reranker.fine_name(p.learned_scorer)
+    if merged:
+        fine = r.reranker.fine(question, [c.row["text"] for c in merged], np.stack([c.features for c in merged]))
+        for c, s in zip(merged, fine):
+            c.s = c.final = s
+    laps.lap("rerank")
+    return sorted(merged, key=lambda c: (-(c.s or 0.0), c.window_id)), view, scorer
 
 
 def _ablation(levers: dict, name: str) -> "Strategy":
@@ -341,9 +387,9 @@ def _ablation(levers: dict, name: str) -> "Strategy":
 
 
 Strategy = Callable[[Retriever, str, list[str] | None], Retrieval]
-STRATEGIES: dict[str, Strategy] = {
+BASE_STRATEGIES: dict[str, Strategy] = {
     "sr_rag": _sr_rag, "naive": _anchor(("dense", "full_text"), "naive"),
     "bm25": _anchor(("full_text",), "bm25"), "dense": _anchor(("dense",), "dense"),
     "hybrid": _anchor(("dense", "full_text"), "hybrid"),
-    **{f"sr_rag-{lever}": _ablation(levers, f"sr_rag-{lever}") for lever, levers in ABLATIONS.items()},
+    **{f"sr_rag_{lever}": _ablation(levers, f"sr_rag_{lever}") for lever, levers in ABLATIONS.items()},
 }

@@ -1,0 +1,20 @@
+"""Every strategy `ebm ask` and `ebm eval` know, by name.
+
+SR-RAG and its ablations and the same-run anchors live in pipeline.py; the four other seed
+systems each in their own module. Each takes (retriever, question, conditions) and returns the
+same `Retrieval`, so answers and evaluation treat them alike.
+"""
+
+from __future__ import annotations
+
+from ebm_platform.retrieval.claims import claims
+from ebm_platform.retrieval.kg_refine import KG_REFINE_ABLATIONS, kg_refine_strategy
+from ebm_platform.retrieval.med_r2 import med_r2
+from ebm_platform.retrieval.meta_rag import meta_rag
+from ebm_platform.retrieval.pipeline import BASE_STRATEGIES, Strategy
+
+STRATEGIES: dict[str, Strategy] = {
+    **BASE_STRATEGIES, "med_r2": med_r2, "meta_rag": meta_rag, "claims": claims,
+    "kg_refine": kg_refine_strategy("kg_refine"),
+    **{f"kg_refine_{flag}": kg_refine_strategy(f"kg_refine_{flag}", **levers) for flag, levers in KG_REFINE_ABLATIONS.items()},
+}
