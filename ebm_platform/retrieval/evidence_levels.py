@@ -33,14 +33,20 @@ _ARTICLE_TYPE_DESIGNS = {"meta-analysis": "meta-analysis", "systematic-review": 
                          "practice-guideline": "guideline", "guideline": "guideline", "case-report": "case report",
                          "editorial": "expert opinion", "letter": "expert opinion", "commentary": "expert opinion",
                          "review-article": "expert opinion"}
+ABSTRACT_CHARS = 3000
+_RANDOM_ALLOCATION = re.compile(r"\brandomly (?:assigned|allocated|divided|distributed)|\brandomi[sz](?:ed|ation)\b", re.I)
+_TRIAL = re.compile(r"\b(?:intervention|control|placebo|treatment) (?:group|arm)s?\b|\bplacebo\b", re.I)
 _DESIGN_OF_GRADE = {"guideline": "guideline", "systematic review": "systematic review",
                     "randomised controlled trial": "randomised controlled trial", "cohort study": "cohort study"}
 
 
-def document_type(article_type: str, title: str, abstract: str, study_design: str = "other") -> tuple[str, str]:
+def document_type(article_type: str, title: str, text: str, study_design: str = "other") -> tuple[str, str]:
     """(document type on the 9-level hierarchy, basis), strongest evidence first: a specific JATS
-    article-type, design words in the title, the corpus grader's design, then design words in the
-    abstract (a guideline only from the title or metadata: the word in an abstract is not a design)."""
+    article-type, design words in the title, a narrative review's article-type, design words in the
+    abstract (a guideline only from the title or metadata: the word in an abstract is not a design),
+    the corpus grader's design, then random-allocation language anywhere in the text. The abstract
+    is the text's first ABSTRACT_CHARS characters."""
+    abstract = (text or "")[:ABSTRACT_CHARS]
     if article_type in _ARTICLE_TYPE_DESIGNS and article_type != "review-article":
         return _ARTICLE_TYPE_DESIGNS[article_type], f"article-type:{article_type}"
     for design, pattern in _TYPE_RULES:
@@ -49,10 +55,14 @@ def document_type(article_type: str, title: str, abstract: str, study_design: st
     if article_type == "review-article":
         return "expert opinion", "article-type:review-article (narrative review)"
     for design, pattern in _TYPE_RULES:
-        if design != "guideline" and pattern.search((abstract or "")[:3000]):
+        if design != "guideline" and pattern.search(abstract):
             return design, f"abstract:{design}"
     if study_design in _DESIGN_OF_GRADE and study_design != "guideline":
         return _DESIGN_OF_GRADE[study_design], f"grader:{study_design}"
+    if _RANDOM_ALLOCATION.search(text or ""):
+        return "randomised controlled trial", "full text: random allocation"
+    if _TRIAL.search(text or ""):
+        return "non-randomised trial", "full text: trial arms without random allocation"
     return "expert opinion", "no design stated (lowest level)"
 
 

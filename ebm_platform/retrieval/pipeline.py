@@ -29,13 +29,13 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
-from ebm_platform.retrieval.evidence_levels import document_type
 from ebm_platform.graph.channel import GraphChannel
 from ebm_platform.graph.pico_rules import Anchors, question_anchors
 from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.evidence_levels import document_type
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
@@ -228,8 +228,8 @@ class Retriever:
     @cached_property
     def document_types(self) -> dict[str, tuple[str, str]]:
         """doc_id -> (document type on Med-R2's 9-level hierarchy, basis) (retrieval/evidence_levels.py)."""
-        return {doc_id: document_type(d["article_type"] or "", d["title"] or "", (d["text"] or "")[:3000],
-                                      d["study_design"] or "other") for doc_id, d in self.documents.items()}
+        return {doc_id: document_type(d["article_type"] or "", d["title"] or "", d["text"] or "", d["study_design"] or "other")
+                for doc_id, d in self.documents.items()}
 
 
 def channel_rankings(index: WindowIndex, question: str, qvec: np.ndarray, channels: tuple[str, ...], limit: int,
@@ -362,13 +362,11 @@ def _sr_rag(r: Retriever, question: str, conditions: list[str] | None, p: Pipeli
                       "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)"})
 
 
-def scored_candidates(r: Retriever, question: str, conditions: list[str] | None, laps: Laps,
-                      limit: int | None = None) -> tuple[list[Candidate], QueryView, str]:
+def scored_candidates(r: Retriever, question: str, conditions: list[str] | None,
+                      laps: Laps) -> tuple[list[Candidate], QueryView, str]:
     """The hybrid channels (dense + full text, one pool, RRF) with each candidate's fine score `s`,
     best first: the shared first stage of Med-R2, META-RAG and CLAIMS. Returns the fine scorer's name."""
     p = replace(r.params, graph_channel=False, hyde_channel=False, grade_pools=False)
-    if limit:
-        p = replace(p, pool_quota=(("all", limit),))
     merged, view, _ = gather(r, question, conditions, p, laps)
     scorer = r.reranker.fine_name(p.learned_scorer)
     if merged:
