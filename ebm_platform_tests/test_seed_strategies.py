@@ -170,3 +170,20 @@ def test_each_strategy_answers_in_the_same_cited_contract(small_lake, strategy):
         assert details["readout"][0].startswith("1. ") and "pruned" in details
     elif strategy == "sr_rag_no_colbert":
         assert all(np.isnan(row["features"]["maxsim"]) for row in result["explain"])
+
+
+def test_med_r2_runs_its_llm_steps_through_the_client(small_lake, server, tmp_path):
+    """With a model set, classification, Table 4 reformulation and the CoT loop go through litellm."""
+    from ebm_platform.llm.client import LLMClient
+    from ebm_platform.retrieval.pipeline import Retriever
+
+    server.script = ['content:{"category": "therapy", "question_type": "comparative"}',
+                     'content:{"query": "hip strengthening plus knee exercise for patellofemoral pain"}',
+                     'content:{"thought": "the trials answer it", "refined_query": null}']
+    client = LLMClient(model="openai/test-model", api_base=server.base, api_key="test-key",
+                       cache_path=tmp_path / "cache.sqlite")
+    retrieval = Retriever(small_lake, client).retrieve(QUESTION, "med_r2")
+    assert retrieval.notes["classification"] == retrieval.notes["reformulation"] == "llm:openai/test-model"
+    assert retrieval.details["query"] == "hip strengthening plus knee exercise for patellofemoral pain"
+    assert "inquire about its effectiveness, safety" in server.prompts[1]  # Table 4's therapy instruction
+    assert retrieval.details["reasoning"] == ["the trials answer it"] and server.requests == 3

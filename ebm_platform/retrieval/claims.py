@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
@@ -60,7 +60,6 @@ class Claim:
     object: str = ""
     score: float = 0.0
     nodes: tuple[int, int] = (0, 0)
-    scores: dict = field(default_factory=dict)
 
 
 def claims_offline(text: str) -> list[str]:
