@@ -494,16 +494,18 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.retrieval_eval import evaluate
 
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
-    results = evaluate(retriever, items, strategies, args.k, progress=_progress)
+    results = evaluate(retriever, items, strategies, args.k, progress=_progress, oracle_utility=args.oracle_utility)
+    if args.oracle_utility and "med_r2" in results:
+        results["med_r2 (oracle f_u)"] = results.pop("med_r2")
     notes = {}
     for name in strategies:
         probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
         notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
+    width = max(len(s) for s in results) + 2
     summary = {**header, "k": args.k, "results": results, "notes": notes, "reranker": _reranker_summary(reranker)}
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
-    width = max(len(s) for s in strategies) + 2
     _say(f"{'strategy':<{width}}{'R@' + str(args.k):>8}{'Hit@' + str(args.k):>9}{'MRR':>8}{'questions':>11}{'s/question':>12}")
     for name, m in results.items():
         _say(f"{name:<{width}}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
@@ -717,6 +719,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="train-split questions the lake's learned reranker is trained on (seeded sample; "
                                 "default 600)")
     retrieval.add_argument("--k", type=int, default=10)
+    retrieval.add_argument("--oracle-utility", action="store_true",
+                           help="evaluation only: Med-R2's f_u from the gold answer (the verdict model's loss drop)")
     retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     retrieval.add_argument("--corpus", choices=["all", "split"], default="all",

@@ -30,6 +30,25 @@ def test_med_r2_fine_score_on_a_hand_computed_case():
     assert f_h(evidence_rank("meta-analysis")) == 9 and f_h(evidence_rank("expert opinion")) == 1
 
 
+def test_oracle_utility_is_the_proxy_models_loss_drop_on_the_gold_answer():
+    from ebm_platform.retrieval.med_r2 import oracle_utility
+    from ebm_platform.retrieval.verdict import NO_DIFFERENCE, VerdictModel
+
+    texts = ["pain was significantly reduced", "pain scores were significantly lower", "fewer falls were reported",
+             "strength significantly increased", "function was significantly higher", "more patients improved",
+             "no significant difference in pain", "scores did not differ", "outcomes were similar"] * 2
+    labels = [DECREASED] * 3 + [INCREASED] * 3 + [NO_DIFFERENCE] * 3
+    model = VerdictModel.train(texts, labels * 2)
+    f_u = oracle_utility(model, DECREASED)
+    probability = model.pipeline.predict_proba(["pain was significantly reduced"])[0][list(model.pipeline.classes_).index(DECREASED)]
+    prior = model.pipeline.predict_proba([""])[0][list(model.pipeline.classes_).index(DECREASED)]
+    assert f_u("pain was significantly reduced") == pytest.approx(np.log(probability) - np.log(prior))
+    assert probability > prior
+    assert f_u("strength significantly increased") == 0.0  # evidence against the gold answer: clipped at 0
+    with pytest.raises(ValueError, match="not one of the verdict model's classes"):
+        oracle_utility(model, "maybe")
+
+
 def test_evidence_budget_fills_in_order_and_stops_at_the_first_window_that_does_not_fit():
     assert fill_budget([1000, 2000, 1500, 10], 4096) == 2
     assert fill_budget([5000, 10], 4096) == 1  # the best window always goes in

@@ -30,7 +30,9 @@ import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
-from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.med_r2 import med_r2
+from ebm_platform.retrieval.med_r2 import oracle_utility as med_r2_oracle
+from ebm_platform.retrieval.pipeline import Retrieval, Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
 
 SPAN_CHARS = 120
@@ -134,15 +136,24 @@ def ranked_metrics(rankings: list[list[str]], items: list[dict], k: int = 10) ->
     return {f"R@{k}": recall / total, f"Hit@{k}": hit / total, "MRR": rr / total}
 
 
+def _retrieve(retriever: Retriever, item: dict, strategy: str, oracle_utility: bool) -> Retrieval:
+    """One question; Med-R2 with the gold answer's f_u when `oracle_utility` (evaluation only)."""
+    if oracle_utility and strategy == "med_r2":
+        if retriever.verdict_model is None:
+            raise ValueError("--oracle-utility needs the lake's verdict model (its proxy model)")
+        return med_r2(retriever, item["question"], None, med_r2_oracle(retriever.verdict_model, item["label"]))
+    return retriever.retrieve(item["question"], strategy)
+
+
 def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: int = 10,
-             progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+             progress: Callable[[str], None] | None = None, oracle_utility: bool = False) -> dict[str, dict]:
     """R@k, Hit@k, MRR and question counts per strategy, measured in one run."""
     results: dict[str, dict] = {}
     for strategy in strategies:
         started = time.perf_counter()
         rankings = []
         for n, item in enumerate(items, 1):
-            rankings.append([c.window_id for c in retriever.retrieve(item["question"], strategy).candidates])
+            rankings.append([c.window_id for c in _retrieve(retriever, item, strategy, oracle_utility).candidates])
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} questions")
         metrics = ranked_metrics(rankings, items, k)

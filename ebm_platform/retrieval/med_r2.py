@@ -17,8 +17,10 @@
    comparison, evaluation, classification; hypothetical -> condition, prediction, cause and
    effect). The category probabilities come from the window vector against embedding
    prototypes of Table 5's descriptions (softmax, temperature CATEGORY_TEMPERATURE). f_u needs
-   the gold answer, so it is 0 here (the paper's loss-difference proxy is evaluation-only). Coarse
-   relevance does not enter F: it only breaks ties.
+   the gold answer, so it is 0 when answering; `ebm eval retrieval --oracle-utility` computes it
+   (oracle_utility: the lake's verdict classifier as the paper's small proxy model, f_u = the drop
+   in its loss on the gold answer when it reads the window). Coarse relevance does not enter F: it
+   only breaks ties.
 5. Evidence fills a TOKEN_BUDGET (4K word pieces) in F order. LLM mode iterates (T <= 5): a
    chain-of-thought step proposes a refined query; its candidates join the pool and F is
    re-applied, until the chosen set changes by less than ALTERATION or no query is proposed.
@@ -26,7 +28,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,6 +38,7 @@ import numpy as np
 
 from ebm_platform.retrieval.evidence_levels import evidence_rank
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
+from ebm_platform.retrieval.verdict import VerdictModel
 
 ALPHA = 1.0
 COARSE_K = 20
@@ -41,6 +46,7 @@ TOKEN_BUDGET = 4096
 MAX_ROUNDS = 5
 ALTERATION = 0.2  # stop iterating when under a fifth of the chosen windows changed
 CATEGORY_TEMPERATURE = 0.05
+Utility = Callable[[str], float]  # f_u of a window's text
 
 EBM_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cost", re.compile(r"\bcost|\beconomic|\bafford|\bexpens", re.I)),
@@ -226,7 +232,24 @@ def reformulate(r: Retriever, question: str, category: str) -> tuple[str, str]:
                                   else f"llm:{r.client.model}")
 
 
-def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...]) -> list[Candidate]:
+def oracle_utility(model: VerdictModel, gold: str) -> Utility:
+    """Evaluation-only f_u with the gold answer at hand: the proxy model is the lake's verdict
+    classifier, the loss its -log p(gold | text); f_u(x) = max(loss with no evidence - loss with
+    the window's text, 0)."""
+    classes = list(model.pipeline.classes_)
+    if gold not in classes:
+        raise ValueError(f"gold answer {gold!r} is not one of the verdict model's classes {classes}")
+    column = classes.index(gold)
+
+    def loss(text: str) -> float:
+        return -math.log(max(float(model.pipeline.predict_proba([text])[0][column]), 1e-12))
+
+    without = loss("")
+    return lambda text: max(without - loss(text), 0.0)
+
+
+def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...],
+             utility: Utility | None = None) -> list[Candidate]:
     """Score each candidate with F and order by F, ties by coarse (fine-scorer) order."""
     types = r.document_types
     vectors = np.stack([np.asarray(c.row["vector"], dtype=np.float32) for c in pool])
@@ -236,14 +259,17 @@ def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...]) -> 
         design, basis = types.get(c.row["doc_id"], ("expert opinion", "document not in the corpus table"))
         h = f_h(evidence_rank(design))
         g = f_g(dict(zip(names, p.tolist())), expected)
-        c.final = fine_score(h, g)
+        u = utility(c.row["text"]) if utility else 0.0
+        c.final = fine_score(h, g, u)
         c.scores.update(evidence_type=design, type_basis=basis, e=evidence_rank(design), f_h=h,
                         document_category=names[int(np.argmax(p))], f_g=round(g, 4),
-                        f_u="0 (needs the gold answer: evaluation-only)", F=round(c.final, 4))
+                        f_u=round(u, 4) if utility else "0 (needs the gold answer: evaluation-only)",
+                        F=round(c.final, 4))
     return sorted(pool, key=lambda c: (-c.final, -(c.s or 0.0), c.window_id))
 
 
-def med_r2(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
+def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: Utility | None = None) -> Retrieval:
+    """Med-R2; `utility` is the evaluation-only oracle f_u (oracle_utility), else f_u = 0."""
     laps = Laps()
     kind = classify(r, question)
     query, rewrite_mode = reformulate(r, question, kind.category)
@@ -253,7 +279,7 @@ def med_r2(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
     pool = ranked[:COARSE_K]
     for rank, c in enumerate(pool, 1):
         c.scores["coarse_rank"] = rank
-    ordered = _apply_f(r, pool, expected) if pool else []
+    ordered = _apply_f(r, pool, expected, utility) if pool else []
     chosen = ordered[:fill_budget(_tokens(r, ordered))] if ordered else []
     rounds, thoughts = 1, []
     while not r.client.offline and chosen and rounds < MAX_ROUNDS:
@@ -269,7 +295,7 @@ def med_r2(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
         more, _, _ = scored_candidates(r, refined, conditions, laps)
         seen = {c.window_id for c in pool}
         pool += [c for c in more[:COARSE_K] if c.window_id not in seen]
-        ordered = _apply_f(r, pool, expected)
+        ordered = _apply_f(r, pool, expected, utility)
         before = {c.window_id for c in chosen}
         chosen = ordered[:fill_budget(_tokens(r, ordered))]
         rounds += 1
@@ -278,6 +304,8 @@ def med_r2(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
     laps.lap("fine (F) and budget")
     return Retrieval(question, "med_r2", view.vector, view.anchors, chosen, ordered, laps.timings,
                      {"fine_scorer": f"F = f_h * f_g * (1 + {ALPHA} f_u) over the top {COARSE_K} by {scorer}",
+                      "f_u": "oracle: the verdict model's loss on the gold answer (evaluation only)" if utility
+                      else "0 (needs the gold answer; `ebm eval retrieval --oracle-utility` sets it)",
                       "betr": "not applied (Med-R2 grades by f_h)", "classification": kind.basis,
                       "reformulation": rewrite_mode,
                       "iterations": f"{rounds} round(s)" + ("" if not r.client.offline else " (offline: no CoT loop)")},
