@@ -4,6 +4,11 @@ touching the production lake's partitions."""
 import gc
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 from ebm_platform.cli import main
 from ebm_platform.settings import get_settings
@@ -52,3 +57,59 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").is_file()
     assert (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes() == windows_before
     assert json.loads(captured.out)["questions_kept"] == 3 and (eval_lake / "COMPLETE.json").is_file()
+
+
+HOLD_LOCK = """
+import fcntl, sys, time
+from pathlib import Path
+lake = Path(sys.argv[1])
+lake.parent.mkdir(parents=True, exist_ok=True)
+with open(lake.parent / f"{lake.name}.lock", "a+") as handle:
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    print("locked", flush=True)
+    time.sleep(1.5)
+    lake.mkdir()
+    (lake / "COMPLETE.json").write_text("{}")
+"""
+
+
+def test_a_second_build_of_one_lake_waits_for_the_first(tmp_path):
+    from ebm_platform.evaluation.lakes import MARKER, lake_lock
+
+    lake = tmp_path / "eval" / "pubmedqa-0123456789ab"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lake)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    messages = []
+    with lake_lock(lake, messages.append):
+        assert (lake / MARKER).is_file()  # the first builder finished before the second got in
+    assert messages == [f"another process is building {lake}; waiting for it ..."]
+    holder.wait(timeout=10)
+
+
+PARENT = """
+import os, sys, time
+from ebm_platform.evaluation.lakes import spawn_builder
+child = spawn_builder([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/status").read().split("State:")[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_the_builder_dies_with_the_process_that_started_it():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert _alive(child)
+    os.kill(parent.pid, signal.SIGKILL)  # a hard kill: no handler in the parent runs
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)

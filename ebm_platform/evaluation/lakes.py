@@ -6,17 +6,25 @@ the source of the code that builds it (corpus/, graph/, index/, pico/), so a reb
 of them changes. It is built in a child process whose EBM_LAKE and
 EBM_CATALOGUE point at the evaluation lake and the catch-all catalogue: the same readers,
 windows, extraction, graph and index code as production, and no write to the production lake.
+One builder per lake: a second run waits on `<lake>.lock` and then reuses the finished lake; the
+builder child receives SIGTERM when the process that started it dies (an interrupted `ebm eval`
+once left two orphaned builders writing into one folder).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import fcntl
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
@@ -28,6 +36,7 @@ DATASET_FILES = {
     "pubmedqa": lambda root: [root / "pubmedqa" / "ori_pqal_dev.json"],
 }
 MARKER = "COMPLETE.json"
+PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h)
 BUILDING_CODE = ("corpus", "graph", "index", "pico")  # packages whose code shapes an evaluation lake
 
 
@@ -60,6 +69,36 @@ def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[st
     return digest.hexdigest()[:12]
 
 
+def _die_with_parent() -> None:
+    """In the builder child (Linux): receive SIGTERM when the process that started it dies, so an
+    interrupted `ebm eval` never leaves a build running on behind it."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def spawn_builder(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start a lake builder whose output is read line by line and which dies with its parent."""
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+
+
+@contextmanager
+def lake_lock(lake: Path, progress: Callable[[str], None]) -> Iterator[None]:
+    """One builder per evaluation lake: an exclusive lock on `<lake>.lock` beside the folder; a
+    second run waits for the first and then reuses what it built."""
+    lake.parent.mkdir(parents=True, exist_ok=True)
+    with open(lake.parent / f"{lake.name}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"another process is building {lake}; waiting for it ...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebuild: bool = False,
                     progress: Callable[[str], None] = print, ids: set[str] | None = None) -> Path:
     """Build (or reuse) the evaluation lake for a benchmark and return its folder; `ids` limits
@@ -67,9 +106,17 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     if benchmark not in DATASET_FILES:
         raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(DATASET_FILES)}")
     lake = Path(settings.lake) / "eval" / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings, ids)}"
-    if (lake / MARKER).is_file() and not rebuild:
-        progress(f"reusing evaluation lake {lake}")
-        return lake
+    with lake_lock(lake, progress):
+        if (lake / MARKER).is_file() and not rebuild:
+            progress(f"reusing evaluation lake {lake}")
+            return lake
+        _build(lake, benchmark, datasets_dir, rebuild, progress, ids)
+    return lake
+
+
+def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progress: Callable[[str], None],
+           ids: set[str] | None) -> None:
+    """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
     resume = (lake / "assets").is_dir() and not rebuild  # an interrupted build: keep what it finished
     env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
@@ -86,7 +133,7 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     progress(f"building evaluation lake {lake} ({scope} {benchmark} documents; this takes a while) ...")
     started = time.perf_counter()
     # the build's output goes through `progress` (stderr in the CLI), never into a --json answer
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+    with spawn_builder(command, env) as child:
         for line in child.stdout:
             if line.strip() and "Loading weights" not in line:
                 progress(line.rstrip())
@@ -95,4 +142,3 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     write_text_atomic(lake / MARKER, json.dumps({
         "benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1), "resumed": resume,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores(), "datasets_dir": str(datasets_dir)}))
-    return lake
