@@ -160,8 +160,11 @@ JSON only: {{"summary": "..."}}"""
 def _extract(r: Retriever, c: Candidate) -> tuple[list[dict], str]:
     """Claims of one window: two LLM gleaning passes, or the offline clause-level claims."""
     title = c.row["title"]
-    offline = [{"claim": t, **dict(zip(("subject", "predicate", "object"), triple(t, title)))}
-               for t in claims_offline(c.row["text"])]
+
+    def offline() -> dict:
+        return {"claims": [{"claim": t, **dict(zip(("subject", "predicate", "object"), triple(t, title)))}
+                           for t in claims_offline(c.row["text"])]}
+
     found: list[dict] = []
     mode = "offline"
     for round_ in range(1 if r.client.offline else 2):
@@ -169,7 +172,7 @@ def _extract(r: Retriever, c: Candidate) -> tuple[list[dict], str]:
             "; ".join(x["claim"] for x in found) + "\n"
         result = r.client.complete_json(f"claims_glean_{round_}", GLEAN_PROMPT.format(title=title, previous=previous,
                                                                                       text=c.row["text"]),
-                                        GLEAN_SCHEMA, offline=lambda: {"claims": offline})
+                                        GLEAN_SCHEMA, offline=offline)
         mode = result.mode
         found += result.data["claims"]
     for x in found:

@@ -196,7 +196,7 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
         refiner = KGRefiner(r, question, qvec, conditions, scorer)
         seeds = refiner.seeds(anchors)
         laps.lap("seeds")
-        rounds, kept, pruned, triples = 0, [], [], []
+        rounds, kept, pruned, triples, keep_p = 0, [], [], [], []
         for rounds in range(1, MAX_ROUNDS + 1):
             triples = refiner.subgraph([eid for eid, _ in seeds[: SEED_ENTITIES + rounds - 1]])
             edges = [(t.source_id, t.target_id) for t in triples]
@@ -229,8 +229,7 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
                          {**notes, "rounds": str(rounds), "subgraph": f"{len(kept)} triples kept, {len(pruned)} pruned"},
                          details={"seeds": [why for _, why in seeds[: SEED_ENTITIES + rounds - 1]],
                                   "kept": [triples[i].text for i in order],
-                                  "pruned": [f"{triples[i].text} (keep-p {p:.2f})" for i, p in
-                                             ((i, keep_probabilities([t.similarity for t in triples])[i]) for i in pruned)],
+                                  "pruned": [f"{triples[i].text} (keep-p {keep_p[i]:.2f})" for i in pruned],
                                   "readout": readout})
 
     return run

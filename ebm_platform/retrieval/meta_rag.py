@@ -119,9 +119,13 @@ def extrapolation(similarities: dict[str, float]) -> float:
     return float(np.mean(list(similarities.values()))) if similarities else 0.0
 
 
-def experiment_answers_offline(text: str) -> dict[str, bool]:
-    """The three limitation questions, by rules over the article's limitation sentences."""
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+", flatten(text or "")) if _LIMITATION.search(s)]
+def limitation_sentences(text: str) -> list[str]:
+    """The article's sentences that state a limitation."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", flatten(text or "")) if _LIMITATION.search(s)]
+
+
+def experiment_answers_offline(text: str, sentences: list[str]) -> dict[str, bool]:
+    """The three limitation questions, by rules over the article's limitation `sentences` (of `text`)."""
     block = " ".join(sentences)
     return {"biological_limitation": bool(_BIOLOGICAL.search(block)),
             "regional_population": bool(_REGIONAL.search(block) or _REGIONAL.search(text or "")),
@@ -222,9 +226,10 @@ def meta_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retri
     for d in doc_ids:
         design = r.document_types.get(d, ("expert opinion", ""))[0]
         text = docs[d].get("text") or " ".join(c.row["text"] for c in pool[d])
-        limitation = " ".join(s for s in re.split(r"(?<=[.!?])\s+", flatten(text)) if _LIMITATION.search(s))[:3000]
-        answers = r.client.complete_json("meta_rag_experiment", EXP_PROMPT.format(title=titles[d], text=limitation),
-                                         EXP_SCHEMA, offline=lambda: experiment_answers_offline(text))
+        limitations = limitation_sentences(text)
+        answers = r.client.complete_json("meta_rag_experiment",
+                                         EXP_PROMPT.format(title=titles[d], text=" ".join(limitations)[:3000]),
+                                         EXP_SCHEMA, offline=lambda: experiment_answers_offline(text, limitations))
         modes.add(answers.mode)
         date, pub, exp = date_score(years[d], newest), float(publication_tier(design)), experiment_score(answers.data)
         rel.append(reliability(date, pub, exp))
