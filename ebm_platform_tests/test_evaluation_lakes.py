@@ -104,7 +104,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_builder_dies_with_the_process_that_started_it():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    # SIGTERM ignored in the parent (as under some job runners; the child would inherit that) must not save the builder
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
     child = int(parent.stdout.readline())
     assert _alive(child)
     os.kill(parent.pid, signal.SIGKILL)  # a hard kill: no handler in the parent runs

@@ -37,6 +37,7 @@ DATASET_FILES = {
 }
 MARKER = "COMPLETE.json"
 PR_SET_PDEATHSIG = 1  # prctl option (linux/prctl.h)
+SIG_DFL = 0  # the default disposition, for libc's signal()
 BUILDING_CODE = ("corpus", "graph", "index", "pico")  # packages whose code shapes an evaluation lake
 
 
@@ -73,6 +74,7 @@ def _die_with_parent() -> None:
     """In the builder child (Linux): receive SIGTERM when the process that started it dies, so an
     interrupted `ebm eval` never leaves a build running on behind it."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.signal(signal.SIGTERM, SIG_DFL)  # an ignored SIGTERM would survive exec and void the death signal
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
