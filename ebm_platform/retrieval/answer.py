@@ -21,7 +21,7 @@ from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.lexical import terms
-from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, offline_verdict
+from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
                          r"superior|inferior|compared|versus|associated)\w*", re.I)
@@ -95,7 +95,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
 
 def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
     """The verdict of ranked statements: the lake's learned classifier when it has one, else the rules."""
-    verdict, basis = model.verdict(statements) if model else offline_verdict(statements)
+    verdict, basis = read_verdict(statements, model)
     method = ("learned classifier (verdict_model, Evidence Inference train spans)" if model else
               "offline rules (retrieval/verdict.py)") + over
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}

@@ -32,7 +32,7 @@ from ebm_platform.retrieval.evidence_levels import publication_tier
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.retrieval.graph_reads import document_entities, entity_vectors
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
-from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, read_verdict
 
 POOL_ARTICLES = 15
 WEIGHTS = (1.0, 0.5, 0.5)  # a (Date), b (Pub), c (Exp): r lies in [0.5, 6]
@@ -172,7 +172,7 @@ def _stance(r: Retriever, question: str, qvec: np.ndarray, windows: list[Candida
     sentences = [(flatten(s), float(np.asarray(vec, dtype=np.float32) @ qvec))
                  for c in windows for s, vec in zip(c.row.get("sentences", []), c.row.get("sentence_vectors", []))]
     best = [s for s, _ in sorted(sentences, key=lambda x: -x[1])[:STANCE_SENTENCES]]
-    offline = (r.verdict_model.verdict(best) if r.verdict_model else offline_verdict(best))[0] if best else INSUFFICIENT
+    offline = read_verdict(best, r.verdict_model)[0]  # insufficient evidence when there is no sentence
     options = [*CLAIMS, INSUFFICIENT]
     result = r.client.complete_json("meta_rag_stance", STANCE_PROMPT.format(question=question, evidence=" ".join(best),
                                                                            options=options),
@@ -192,24 +192,19 @@ def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], tit
         return {d: {"title": float(v @ qvec)} for d, v in zip(doc_ids, vectors)}
     entities = document_entities(r.graph, doc_ids, tuple(t for f in stated for t in fields[f]))
     anchor_vectors = dict(zip(stated, r._embed_short(list(stated.values()))))
-    out: dict[str, dict[str, float]] = {d: {} for d in doc_ids}
-    for f in stated:
-        rows = entities.filter(entities["type"].is_in(list(fields[f]))) if entities.height else entities
-        by_doc: dict[str, list[str]] = defaultdict(list)
-        for doc_id, eid in zip(rows["doc_id"].to_list(), rows["id"].to_list()) if rows.height else []:
-            by_doc[doc_id].append(eid)
-        for d in doc_ids:
-            sims = entity_vectors(r.graph, by_doc[d]) @ anchor_vectors[f] if by_doc[d] else np.zeros(0)
-            out[d][f] = float(max(sims.max(initial=0.0), 0.0))
-    if not r.client.offline:
-        for d in doc_ids:
-            names = {f: ", ".join(entities.filter((entities["doc_id"] == d) & entities["type"].is_in(list(fields[f])))
-                                  ["name"].to_list()[:8]) if entities.height else "" for f in fields}
-            result = r.client.complete_json("meta_rag_extrapolation", EXTRAPOLATION_PROMPT.format(
-                question=question, title=titles[d], **names),
-                {"type": "object", "properties": {f: {"type": "number", "minimum": 0, "maximum": 1} for f in fields},
-                 "required": list(fields)}, offline=lambda: {})
-            out[d] = {f: float(result.data[f]) for f in stated}
+    out: dict[str, dict[str, float]] = {}
+    for d in doc_ids:
+        mine = {f: entities.filter((entities["doc_id"] == d) & entities["type"].is_in(list(fields[f])))
+                if entities.height else entities for f in fields}
+        cosines = {f: float(max((entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f]).max(initial=0.0), 0.0))
+                   if mine[f].height else 0.0 for f in stated}
+        result = r.client.complete_json(
+            "meta_rag_extrapolation", EXTRAPOLATION_PROMPT.format(
+                question=question, title=titles[d], **{f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height
+                                                        else "" for f in fields}),
+            {"type": "object", "properties": {f: {"type": "number", "minimum": 0, "maximum": 1} for f in stated},
+             "required": list(stated)}, offline=lambda: cosines)
+        out[d] = {f: float(result.data[f]) for f in stated}
     return out
 
 

@@ -48,6 +48,11 @@ def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
     return INSUFFICIENT, None
 
 
+def read_verdict(statements: list[str], model: "VerdictModel | None" = None) -> tuple[str, str | None]:
+    """The verdict of ranked statements and the statement it rests on: the learned model when given, else the rules."""
+    return model.verdict(statements) if model else offline_verdict(statements)
+
+
 def as_yes_no(verdict: str) -> str:
     """PubMedQA's answer read from a verdict: effect -> yes, no difference -> no, else maybe."""
     return {INCREASED: "yes", DECREASED: "yes", NO_DIFFERENCE: "no"}.get(verdict, "maybe")
