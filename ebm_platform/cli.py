@@ -142,6 +142,39 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     return summary
 
 
+def run_evaluation(codes: list[str] | None = None) -> list[str]:
+    """evaluation_report for each partition (a partition whose benchmark failed its blocking check
+    is reported and skipped), then evaluation_summary; returns the partitions left without a report."""
+    from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    instance = _instance()
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    job = defs.resolve_job_def("evaluation_job")
+    keys = codes or conditions_partitions.get_partition_keys()
+    _say(f"evaluating strategies {settings.eval_strategies} on at most "
+         f"{settings.eval_max_questions or 'all'} test questions per condition ...")
+    skipped = []
+    for n, code in enumerate(keys, 1):
+        started = time.perf_counter()
+        result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet, raise_on_error=False)
+        if not result.success:
+            skipped.append(code)
+            _say(f"[{n:>2}/{len(keys)}] {code:<7} no evaluation report (blocked or failed; see the run in the UI)")
+            continue
+        _say(f"[{n:>2}/{len(keys)}] {code:<7} evaluation report ({time.perf_counter() - started:.1f}s)")
+    defs.resolve_job_def("evaluation_summary_job").execute_in_process(instance=instance, run_config=quiet)
+    return skipped
+
+
+# What the demo evaluates unless EBM_EVAL_* say otherwise: the five seed systems and the naive
+# hybrid on two test questions per condition (all 18 strategies on every test question take ~1.5 h
+# on 2 cores; materialise evaluation_report from the UI or set EBM_EVAL_* for that).
+DEMO_EVALUATION = {"EBM_EVAL_STRATEGIES": "sr_rag,naive,med_r2,meta_rag,claims,kg_refine",
+                   "EBM_EVAL_MAX_QUESTIONS": "2"}
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from ebm_platform.atomic import write_text_atomic
     from ebm_platform.conditions import active_catalogue
@@ -149,6 +182,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ebm_platform.corpus.importers import import_all
     from ebm_platform.settings import get_settings
 
+    for key, value in DEMO_EVALUATION.items():
+        os.environ.setdefault(key, value)
+    get_settings.cache_clear()
     settings = get_settings()
     started = time.perf_counter()
     if settings.datasets_dir and Path(settings.datasets_dir).is_dir():
@@ -159,6 +195,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _say(f"materialising every asset for {len(active_catalogue().codes)} partitions (offline: "
          f"model={settings.llm_model}) ...")
     run_all_partitions()
+    run_evaluation()
     report = write_demo_report(settings.lake)
     _say(f"\n{report.read_text(encoding='utf-8')}")
     seconds = time.perf_counter() - started
@@ -214,6 +251,9 @@ def write_demo_report(lake: Path) -> Path:
     lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
     lines += [""] + [f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
                      for c in answer["citations"]]
+    evaluation = lake / "reports" / "evaluation.md"
+    if evaluation.exists():
+        lines += ["", evaluation.read_text(encoding="utf-8").replace("# ", "## ", 1).replace("\n## ", "\n### ")]
     betr_report = lake / "reports" / "betr_report.md"
     if betr_report.exists():
         lines += ["", betr_report.read_text(encoding="utf-8").replace("# BETR", "## BETR", 1)]
@@ -518,6 +558,43 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _answers_on_benchmark(args: argparse.Namespace) -> int:
+    """The evaluation_report metrics over the production lake's benchmark split, summarised as
+    evaluation_summary does (without writing anything)."""
+    import polars as pl
+
+    from ebm_platform.conditions import active_catalogue
+    from ebm_platform.defs.evaluation import EvaluationResource
+    from ebm_platform.evaluation.report import describe, evaluate, pick_questions, summarise
+    from ebm_platform.retrieval.ask import retriever_for
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    lake = Path(settings.lake)
+    strategies = EvaluationResource(strategies=args.strategies or settings.eval_strategies).strategy_names()
+    tables = _benchmark_tables(lake)
+    codes = [active_catalogue().canonical(args.condition)] if args.condition else sorted(tables)
+    splits_path = lake / "assets" / "benchmark_splits.parquet"
+    if not splits_path.exists():
+        raise FileNotFoundError(f"no benchmark_splits in {lake}: run `make demo` first")
+    split = pl.read_parquet(splits_path).filter(pl.col("split") == (args.split or "test")).select("question_id")
+    limit = settings.eval_max_questions if args.max_questions is None else args.max_questions
+    questions = pl.concat([pick_questions(tables[c].join(split, on="question_id"), limit, settings.eval_seed)
+                           for c in codes if c in tables], how="diagonal_relaxed")
+    _progress(f"answering {questions.height} {args.split or 'test'} questions of {len(codes)} condition(s) with "
+              f"{len(strategies)} strategies ...")
+    retriever = retriever_for(str(lake))
+    rows = evaluate(retriever, questions, strategies, retriever.client, progress=_progress)
+    summary = summarise(rows, settings.eval_seed)
+    if args.json:
+        _say(json.dumps({"lake": str(lake), "split": args.split or "test", "strategies": strategies,
+                         "questions": questions.height, "summary": summary.long().to_dicts(),
+                         "paired_vs_sr_rag": summary.paired.to_dicts()}, indent=2))
+    else:
+        _say(summary.markdown(describe(rows, codes)))
+    return 0
+
+
 def cmd_eval_answers(args: argparse.Namespace) -> int:
     from ebm_platform.benchmark.evidence_inference import labelled_prompts
     from ebm_platform.evaluation.answers import evaluate_answers, majority
@@ -525,7 +602,9 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     from ebm_platform.settings import get_settings
 
     if args.benchmark == "generated":
-        raise ValueError("answer correctness needs gold labels: use --benchmark evidence-inference or pubmedqa")
+        return _answers_on_benchmark(args)
+    args.split = args.split or "validation"
+    args.strategies = args.strategies or "sr_rag,naive"
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
     retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir())
     yes_no = args.benchmark == "pubmedqa"
@@ -727,10 +806,16 @@ def build_parser() -> argparse.ArgumentParser:
                            help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
-    answers = evaluation.add_parser("answers", help="answer correctness (verdict) vs Evidence Inference / PubMedQA gold")
-    answers.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa"])
-    answers.add_argument("--split", default="validation")
-    answers.add_argument("--strategies", default="sr_rag,naive")
+    answers = evaluation.add_parser(
+        "answers", help="answer metrics: the platform's benchmark (default; the evaluation_summary table) or answer "
+                        "correctness (verdict) against Evidence Inference / PubMedQA gold in an evaluation lake")
+    answers.add_argument("--benchmark", default="generated", choices=["generated", "evidence-inference", "pubmedqa"])
+    answers.add_argument("--split", help="default: test for the platform's benchmark, validation otherwise")
+    answers.add_argument("--strategies", help="default: EBM_EVAL_STRATEGIES for the platform's benchmark (all), "
+                                              "sr_rag,naive otherwise")
+    answers.add_argument("--condition", help="the platform's benchmark: one condition code")
+    answers.add_argument("--max-questions", type=int, help="the platform's benchmark: questions per condition "
+                                                           "(default EBM_EVAL_MAX_QUESTIONS; 0 all)")
     answers.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
     answers.add_argument("--limit", type=int, help="evaluate at most this many questions")
     answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")

@@ -8,6 +8,7 @@ from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_
 from ebm_platform.defs.benchmark import benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
+from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.retrieval import (reranker_beats_hand_set, reranker_model, verdict_model,
@@ -27,6 +28,12 @@ conditions_job = dg.define_asset_job(
 global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
 # Models the per-condition assets read (trained once per lake, before the partitions).
 models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger, verdict_model))
+# Evaluation after the global assets: the per-condition reports, then their summary.
+evaluation_job = dg.define_asset_job(
+    "evaluation_job", selection=dg.AssetSelection.assets(evaluation_report), partitions_def=conditions_partitions,
+    description="evaluation_report for one partition (backfill it over all 23 codes), then run evaluation_summary.")
+evaluation_summary_job = dg.define_asset_job("evaluation_summary_job",
+                                             selection=dg.AssetSelection.assets(evaluation_summary))
 # What an evaluation lake needs: the corpus, the graph and the index, without benchmark or BETR.
 corpus_index_job = dg.define_asset_job(
     "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
@@ -37,10 +44,12 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=[landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS],
+    assets=[landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS, evaluation_report,
+            evaluation_summary],
     asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, reranker_beats_hand_set,
                   verdict_model_beats_baselines, betr_parameters_sound],
-    jobs=[models_job, conditions_job, global_job, corpus_index_job, graph_global_job, refresh_job],
+    jobs=[models_job, conditions_job, global_job, evaluation_job, evaluation_summary_job, corpus_index_job,
+          graph_global_job, refresh_job],
     sensors=[landing_sensor, automation_sensor],
     schedules=[corpus_refresh_schedule],
     resources=default_resources(),

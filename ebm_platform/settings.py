@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     pico_extractor: str = Field(default="learned", pattern="^(learned|rules)$",
                                 description="offline PICO extraction: the learned tagger (when it passed its check) or the rules")
     benchmark_sources: str = "sr_rag_release,evidence_inference,pubmedqa,generated"
+    eval_strategies: str = Field(default="all", description="strategies evaluation_report runs: `all` registered "
+                                                            "ones or a comma-separated list")
+    eval_max_questions: int = Field(default=0, ge=0, description="test questions per condition evaluation_report "
+                                                                 "answers (0: all)")
+    eval_seed: int = 7
 
     @property
     def landing_dir(self) -> Path:

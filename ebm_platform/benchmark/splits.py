@@ -1,35 +1,59 @@
 """Query-grouped train / validation / test splits (60/20/20), stratified by condition and source.
 
-Deterministic: within each (condition, source) stratum, question groups (questions with the same
-folded text form one group, so a repeated question never straddles splits) are ordered by a
-seeded hash and cut at 60% and 80%."""
+Questions that must not straddle splits form one group across the whole benchmark: the same
+question text (folded) wherever it is filed, and every question about the same source article
+(the seed window's document, else the gold windows' document; prompts about one Evidence
+Inference article share gold windows). A group belongs to the (condition, source) stratum of its
+first question; within each stratum groups are ordered by a seeded hash and cut at 60% and 80%.
+Deterministic."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 
+import networkx as nx
 import polars as pl
 
 RATIOS = (0.6, 0.2, 0.2)
 
 
-def _group(question: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", question.lower()).strip()
+def _text(question: str) -> str:
+    return "text:" + re.sub(r"[^a-z0-9]+", " ", question.lower()).strip()
+
+
+def source_article(seed_window_id: str | None, gold_window_ids: list[str] | None) -> str | None:
+    """The document a question was written from (window ids are `<doc_id>-<suffix>`)."""
+    window = seed_window_id or next(iter(gold_window_ids or []), None)
+    return "article:" + window.split("-", 1)[0] if window else None
+
+
+def question_groups(bench: pl.DataFrame) -> list[list[str]]:
+    """Question ids grouped by shared folded text or shared source article, each group sorted."""
+    graph = nx.Graph()
+    for qid, question, seed, gold in bench.select("question_id", "question", "seed_window_id",
+                                                  "gold_window_ids").iter_rows():
+        graph.add_edge(qid, _text(question))
+        if article := source_article(seed, gold):
+            graph.add_edge(qid, article)
+    ids = set(bench["question_id"].to_list())
+    return sorted(sorted(n for n in component if n in ids) for component in nx.connected_components(graph))
 
 
 def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame:
     """question_id, condition, source, split (train / validation / test)."""
-    out = []
-    for (condition, source), stratum in bench.group_by("condition", "source", maintain_order=True):
-        groups: dict[str, list[str]] = {}
-        for qid, question in stratum.select("question_id", "question").iter_rows():
-            groups.setdefault(_group(question), []).append(qid)
-        ordered = sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g}".encode()).hexdigest())
-        n = len(ordered)
-        cut_train, cut_val = round(n * RATIOS[0]), round(n * (RATIOS[0] + RATIOS[1]))
-        for i, key in enumerate(ordered):
+    stratum_of = {qid: (c, s) for qid, c, s in bench.select("question_id", "condition", "source").iter_rows()}
+    strata: dict[tuple[str, str], list[list[str]]] = {}
+    for group in question_groups(bench):
+        strata.setdefault(stratum_of[group[0]], []).append(group)
+    split_of = {}
+    for groups in strata.values():
+        ordered = sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest())
+        cut_train, cut_val = round(len(ordered) * RATIOS[0]), round(len(ordered) * (RATIOS[0] + RATIOS[1]))
+        for i, group in enumerate(ordered):
             split = "train" if i < cut_train else "validation" if i < cut_val else "test"
-            out.extend({"question_id": q, "condition": condition, "source": source, "split": split} for q in groups[key])
-    return pl.DataFrame(out, schema={"question_id": pl.String, "condition": pl.String, "source": pl.String,
-                                     "split": pl.String})
+            split_of.update(dict.fromkeys(group, split))
+    return pl.DataFrame([{"question_id": q, "condition": c, "source": s, "split": split_of[q]}
+                         for q, (c, s) in stratum_of.items()],
+                        schema={"question_id": pl.String, "condition": pl.String, "source": pl.String,
+                                "split": pl.String})

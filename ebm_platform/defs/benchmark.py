@@ -1,5 +1,6 @@
 """Benchmark assets: benchmark_qa[CODE] with blocking data-quality checks, benchmark_splits."""
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -17,6 +18,11 @@ from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResou
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.retrieval.fusion import top
 from ebm_platform.retrieval.pipeline import hybrid_ranking
+
+
+# Partitioned asset checks are a Dagster preview feature (1.13); they are what lets one condition's
+# failed benchmark block only that condition's evaluation, so they are used and the notice silenced.
+warnings.filterwarnings("ignore", category=dg.PreviewWarning, message="Specifying a partitions_def on an AssetCheckSpec")
 
 
 class BenchmarkResource(dg.ConfigurableResource):
@@ -83,8 +89,8 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
 
 def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
                   bench: pl.DataFrame) -> dg.AssetCheckResult:
-    # Dagster hands a check on a partitioned asset every materialised partition: the rules judge
-    # the benchmark as a whole (ids unique across conditions, gold anywhere in the corpus).
+    # The checks are partitioned like benchmark_qa: each judges one condition's questions against
+    # that condition's windows, so one bad partition blocks only its own downstream work.
     conditions = sorted(bench["condition"].unique().to_list()) if bench.height else []
     metadata = {"scope.conditions": dg.MetadataValue.json(conditions), "scope.questions": dg.MetadataValue.int(bench.height)}
     for rule in rules:
@@ -96,7 +102,7 @@ def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
     return dg.AssetCheckResult(passed=all(r.passed for r in rules), severity=severity, metadata=metadata)
 
 
-@dg.asset_check(asset=benchmark_qa, blocking=True,
+@dg.asset_check(asset=benchmark_qa, blocking=True, partitions_def=conditions_partitions,
                 additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
                 description="ERROR rules (Great Expectations suite + gold-window rules); a failure blocks "
                             "benchmark_splits, BETR and evaluation.")
@@ -105,7 +111,8 @@ def benchmark_structure(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFra
     return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR, benchmark_qa)
 
 
-@dg.asset_check(asset=benchmark_qa, additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
+@dg.asset_check(asset=benchmark_qa, partitions_def=conditions_partitions,
+                additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
                 description="WARN signals: PICOT completeness, near-duplicates, verbatim copies, boilerplate answers.")
 def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame,
                               embedder: EmbedderResource) -> dg.AssetCheckResult:

@@ -100,6 +100,7 @@ def default_resources() -> dict[str, object]:
     from dagster_duckdb import DuckDBResource
 
     from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.defs.evaluation import EvaluationResource
     from ebm_platform.defs.io import LakeParquetIOManager
 
     s = get_settings()
@@ -117,4 +118,6 @@ def default_resources() -> dict[str, object]:
         "io_manager": LakeParquetIOManager(root=str(s.lake)),
         "benchmark": BenchmarkResource(datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
                                        sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()]),
+        "evaluation": EvaluationResource(strategies=s.eval_strategies, max_questions=s.eval_max_questions,
+                                         seed=s.eval_seed),
     }

@@ -12,6 +12,7 @@ reason-then-retrieve, then a JSON answer whose citations must point at retrieved
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -91,6 +92,41 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     if len({row["doc_id"] for row in rows}) == 1:
         limitations.append("all cited windows come from a single document")
     return {"fields": comparison, "limitations": limitations}
+
+
+CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")
+GRADE_CERTAINTY = {"A": 3, "B": 3, "C": 2, "D": 1, "E": 0}
+
+
+def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]) -> None:
+    """The answer's stated certainty, GRADE-like: it starts from the best grade among the windows the
+    core answer cites (A/B high, C moderate, D low, E very low) and drops one level for each problem
+    of fit: most cited windows from other conditions than the question's (`in_condition` holds the
+    cited windows that belong to `condition`; this is also added to the limitations), and a
+    population or intervention mismatch. Sets answer["certainty"]."""
+    citations = answer.get("citations", [])
+    by_n = {c["n"]: c for c in citations}
+    cited = [by_n[n] for s in answer.get("core_answer", []) for n in s.get("citations", []) if n in by_n] or citations
+    if not cited:
+        answer["certainty"] = {"level": CERTAINTY_LEVELS[0], "starts_from": "no cited evidence", "downgraded_for": []}
+        return
+    best = min(c["grade"] for c in cited)
+    reasons = []
+    comparison = answer.setdefault("pico_comparison", {})
+    if condition:
+        other = [c for c in citations if c["window_id"] not in in_condition]
+        if 2 * len(other) > len(citations):
+            mix = ", ".join(f"{code} {n}" for code, n in Counter(c["condition"] for c in other).most_common())
+            reason = (f"condition mismatch: {len(other)} of {len(citations)} cited windows come from other conditions "
+                      f"than the question's {condition} ({mix})")
+            comparison.setdefault("limitations", []).append(reason)
+            reasons.append(reason)
+    for f in ("population", "intervention"):
+        if comparison.get("fields", {}).get(f, {}).get("status") == "mismatch":
+            reasons.append(f"{f} mismatch")
+    level = max(0, GRADE_CERTAINTY[best] - len(reasons))
+    answer["certainty"] = {"level": CERTAINTY_LEVELS[level], "starts_from": f"grade {best} evidence",
+                           "downgraded_for": reasons}
 
 
 def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
-from ebm_platform.retrieval.answer import compose_llm, compose_offline
-from ebm_platform.retrieval.pipeline import QuestionError, Retriever
+from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
+from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.settings import get_settings
 
 
@@ -38,10 +38,24 @@ def ask(question: object, condition: str | None = None, strategy: str = "sr_rag"
     return answer_with(retriever, text, conditions, strategy, explain)
 
 
+def question_condition(retrieval: Retrieval, conditions: list[str] | None) -> str | None:
+    """The condition code the question is about: the one asked for, else the one its text names."""
+    if conditions and len(conditions) == 1:
+        return conditions[0]
+    named = retrieval.anchors.condition
+    return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
+
+
 def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = None, strategy: str = "sr_rag",
                 explain: bool = False) -> dict:
     """Retrieve with `strategy` and compose the answer (offline extractive, or IRCoT with an LLM)."""
-    retrieval = retriever.retrieve(text, strategy, conditions)
+    return answer_from(retriever, retriever.retrieve(text, strategy, conditions), conditions, explain)
+
+
+def answer_from(retriever: Retriever, retrieval: Retrieval, conditions: list[str] | None = None,
+                explain: bool = False) -> dict:
+    """Compose the answer to one retrieval, with its certainty judged against the question's condition."""
+    text, strategy = retrieval.question, retrieval.strategy
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()
     if retriever.client.offline or not rows:
@@ -52,10 +66,16 @@ def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = 
         def more(query: str) -> list[dict]:
             return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]
         answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model)
+    condition = question_condition(retrieval, conditions)
+    cited = [c["window_id"] for c in answer["citations"]]
+    in_condition = set(retriever.index.rows_for_windows(cited, [condition])["window_id"].to_list()) \
+        if condition and cited else set()
+    assess_certainty(answer, condition, in_condition)
     retrieval.timings["answer"] = time.perf_counter() - t0
-    for cite, row in zip(answer["citations"], rows):
-        cite["score"] = row["score"]
-    result = {"question": text, "strategy": strategy, "condition": conditions[0] if conditions else None,
+    score = {row["window_id"]: row["score"] for row in rows}
+    for cite in answer["citations"]:
+        cite["score"] = score.get(cite["window_id"])
+    result = {"question": text, "strategy": strategy, "condition": condition,
               "anchors": retrieval.anchors.as_dict(), **answer, "notes": retrieval.notes,
               "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
     if explain:

@@ -1,0 +1,153 @@
+"""Evaluation assets: evaluation_report[CODE] (every strategy on the condition's test questions,
+run only when benchmark_structure passed for that partition) -> evaluation_summary (global)."""
+
+import base64
+from functools import lru_cache
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
+from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.progress import reporter
+from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figures, html, paired_markdown,
+                                            pick_questions, summarise, summary_table)
+from ebm_platform.retrieval.pipeline import Retriever
+
+STRUCTURE_CHECK = dg.AssetCheckKey(dg.AssetKey("benchmark_qa"), "benchmark_structure")
+
+
+class EvaluationResource(dg.ConfigurableResource):
+    """Which strategies evaluation_report runs and on how many test questions per condition."""
+
+    strategies: str = "all"
+    max_questions: int = 0
+    seed: int = 7
+
+    def strategy_names(self) -> list[str]:
+        from ebm_platform.retrieval.strategies import STRATEGIES
+
+        if self.strategies.strip() == "all":
+            return list(STRATEGIES)
+        names = [s.strip() for s in self.strategies.split(",") if s.strip()]
+        unknown = sorted(set(names) - set(STRATEGIES))
+        if unknown or not names:
+            raise ValueError(f"EBM_EVAL_STRATEGIES: unknown {unknown or 'empty list'}; known: {', '.join(STRATEGIES)}")
+        return names
+
+
+def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
+    """None when benchmark_structure's latest evaluation of partition `code` passed and checked the
+    latest benchmark_qa[code]; else why the partition must not be evaluated."""
+    infos = instance.event_log_storage.get_asset_check_partition_info([STRUCTURE_CHECK], partition_keys=[code])
+    if not infos:
+        return "benchmark_structure has never run for this partition"
+    info = infos[0]
+    if info.latest_execution_status != AssetCheckExecutionRecordStatus.SUCCEEDED:
+        return f"benchmark_structure's latest evaluation is {info.latest_execution_status.value}"
+    if not info.is_current:
+        return "benchmark_qa was materialised again after benchmark_structure last passed"
+    return None
+
+
+@lru_cache(maxsize=2)
+def _cached_retriever(root: str, llm: tuple, embedder: tuple, names: tuple[str, ...]) -> Retriever:
+    model, api_base, api_key, timeout_s, max_retries, cache_path = llm
+    client = LLMResource(model=model, api_base=api_base, api_key=api_key, timeout_s=timeout_s,
+                         max_retries=max_retries, cache_path=cache_path).client()
+    model_name, cross_encoder, backend = embedder
+    return Retriever(Path(root), client, model_name, cross_encoder, names, embedding_backend=backend)
+
+
+def _retriever(lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> Retriever:
+    """One retriever per lake and settings within a process (the demo evaluates 23 partitions in one)."""
+    return _cached_retriever(lake.root, (llm.model, llm.api_base, llm.api_key, llm.timeout_s, llm.max_retries,
+                                         llm.cache_path),
+                             (embedder.model_name, embedder.cross_encoder, embedder.backend),
+                             tuple(c.name.lower() for c in lake.catalogue().conditions))
+
+
+def _means(long: pl.DataFrame) -> dg.MetadataValue:
+    """A strategy x metric table of means from summary_table's long rows."""
+    wide = long.pivot(on="metric", index="strategy", values="mean") if long.height else pl.DataFrame({"strategy": []})
+    columns = [c for c in wide.columns if c != "strategy"]
+    schema = dg.TableSchema(columns=[dg.TableColumn("strategy", "string"),
+                                     *[dg.TableColumn(c, "float") for c in columns]])
+    records = [dg.TableRecord({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if v is not None})
+               for r in wide.iter_rows(named=True)]
+    return dg.MetadataValue.table(records, schema=schema)
+
+
+@dg.asset(partitions_def=conditions_partitions, group_name="evaluation", kinds={"polars"},
+          deps=["window_index", "knowledge_graph", "reranker_model", "verdict_model", "betr_parameters"],
+          ins={"splits": dg.AssetIn("benchmark_splits")},
+          automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed())
+def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFrame, splits: pl.DataFrame,
+                      lake: LakeResource, llm: LLMResource, embedder: EmbedderResource,
+                      evaluation: EvaluationResource) -> dg.Output[pl.DataFrame]:
+    """Every strategy in EBM_EVAL_STRATEGIES on this condition's test questions: one row per
+    (question, strategy) with the ranked windows, the answer, its verdict and every metric."""
+    code = context.partition_key
+    blocked = structure_verdict(context.instance, code)
+    if blocked:
+        raise dg.Failure(description=f"evaluation_report[{code}] not run: {blocked} (see the check on benchmark_qa)",
+                         metadata={"blocked_by": dg.MetadataValue.text(blocked)})
+    test = benchmark_qa.join(splits.filter(pl.col("split") == "test").select("question_id"), on="question_id") \
+        if benchmark_qa.height else benchmark_qa
+    questions = pick_questions(test, evaluation.max_questions, evaluation.seed)
+    strategies = evaluation.strategy_names()
+    retriever = _retriever(lake, llm, embedder)
+    before = retriever.client.usage.as_metadata()
+    rows = evaluate(retriever, questions, strategies, retriever.client, progress=reporter(context))
+    usage = {k: v - before[k] for k, v in retriever.client.usage.as_metadata().items()}
+    return dg.Output(rows, metadata={
+        "test_questions": dg.MetadataValue.int(test.height),
+        "questions_answered": dg.MetadataValue.int(questions.height),
+        "strategies": dg.MetadataValue.json(strategies),
+        "answer_modes": dg.MetadataValue.json(sorted(set(rows["mode"].to_list())) if rows.height else []),
+        "means": _means(summary_table(rows, None, evaluation.seed)),
+        "proxies": dg.MetadataValue.text(PROXY_NOTE),
+        "llm_usage": dg.MetadataValue.json(usage),
+    })
+
+
+@dg.asset(group_name="evaluation", kinds={"polars"},
+          ins={"reports": dg.AssetIn("evaluation_report", partition_mapping=dg.AllPartitionMapping())},
+          automation_condition=dg.AutomationCondition.eager())
+def evaluation_summary(context: dg.AssetExecutionContext, reports: pl.DataFrame, lake: LakeResource,
+                       evaluation: EvaluationResource) -> dg.Output[pl.DataFrame]:
+    """Strategy x metric overall, per condition and per benchmark source with bootstrap 95%
+    intervals, sr_rag paired against each other strategy, the paper's Table 2 beside them; written
+    as metadata, data_lake/reports/evaluation.html with PNG plots, and parquet (this asset). A
+    partition whose benchmark is blocked now is left out, even if an older report of it exists."""
+    conditions = sorted(reports["condition"].unique().to_list()) if reports.height else []
+    blocked = {code: why for code in conditions if (why := structure_verdict(context.instance, code))}
+    reports = reports.filter(~pl.col("condition").is_in(sorted(blocked))) if reports.height else reports
+    if not reports.height:
+        raise dg.Failure("no evaluation_report rows to summarise: materialise evaluation_report first",
+                         metadata={"blocked": dg.MetadataValue.json(blocked)})
+    tables = summarise(reports, evaluation.seed)
+    missing = sorted(set(conditions_partitions.get_partition_keys()) - set(reports["condition"].to_list()))
+    notes = describe(reports, conditions_partitions.get_partition_keys())
+    if blocked:
+        notes.insert(1, "Left out, benchmark blocked: " + "; ".join(f"{c} ({why})" for c, why in blocked.items()) + ".")
+    summary = tables.markdown(notes)
+    images = figures(tables.overall, tables.by_condition)
+    reports_dir = lake.reports_dir
+    for name, data in images.items():
+        write_bytes_atomic(reports_dir / name, data)
+    write_text_atomic(reports_dir / "evaluation.html", html(summary, images))
+    write_text_atomic(reports_dir / "evaluation.md", summary)
+    inline = "\n\n".join(f"![{n}](data:image/png;base64,{base64.b64encode(d).decode()})" for n, d in images.items())
+    return dg.Output(tables.long(), metadata={
+        "summary": dg.MetadataValue.md(inline + "\n\n" + summary),
+        "strategy_x_metric": _means(tables.overall),
+        "paired_vs_sr_rag": dg.MetadataValue.md(paired_markdown(tables.paired)),
+        "html": dg.MetadataValue.path(str(reports_dir / "evaluation.html")),
+        "questions": dg.MetadataValue.int(reports["question_id"].n_unique()),
+        "conditions_missing": dg.MetadataValue.json(missing),
+        "conditions_blocked": dg.MetadataValue.json(blocked),
+    })

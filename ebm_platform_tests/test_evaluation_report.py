@@ -1,0 +1,215 @@
+"""Answer metrics on hand-computed examples, the summary statistics, and the evaluation assets
+(evaluation_report blocked per partition by benchmark_structure, evaluation_summary's outputs)."""
+
+import shutil
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pytest
+
+from ebm_platform.benchmark import sources
+from ebm_platform.benchmark.splits import make_splits
+from ebm_platform.evaluation import answer_metrics as am
+from ebm_platform.evaluation.report import interval, paired_comparison, pick_questions, summarise
+from ebm_platform.llm.client import LLMClient
+
+
+def one_hot_embed(texts: list[str]) -> np.ndarray:
+    """A stand-in embedder: equal texts have cosine 1, different texts 0."""
+    vocabulary: dict[str, int] = one_hot_embed.__dict__.setdefault("vocabulary", {})
+    out = np.zeros((len(texts), 64), dtype=np.float32)
+    for i, text in enumerate(texts):
+        out[i, vocabulary.setdefault(text, len(vocabulary) % 64)] = 1.0
+    return out
+
+
+OFFLINE = LLMClient()
+ANSWER = {"core_answer": [{"statement": "Hip strengthening reduced pain in runners.", "citations": [1]}],
+          "evidence_by_grade": [{"grade": "C", "statements": [
+              {"statement": "Hip strengthening reduced pain in runners.", "citations": [1]},
+              {"statement": "Knee bracing improved function at six weeks.", "citations": [2]}]}],
+          "citations": [{"n": 1, "window_id": "d1-a"}, {"n": 2, "window_id": "d2-b"}]}
+
+
+def test_answer_statements_are_deduplicated_and_carry_their_window_ids():
+    statements = am.answer_statements(ANSWER)
+    assert statements == [am.Statement("Hip strengthening reduced pain in runners.", ("d1-a",)),
+                          am.Statement("Knee bracing improved function at six weeks.", ("d2-b",))]
+
+
+def test_nugget_coverage_proxy_weights_vital_one_and_okay_half():
+    statements = am.answer_statements(ANSWER)
+    # vital: hip, strengthening, pain of its four terms are in the answer (3/4 >= 0.6) -> covered;
+    # okay: none of ice, lowered, swelling, and no answer statement equals it -> not covered
+    assert am.term_coverage("hip strengthening reduces pain", am.stems(statements[0].text)) == pytest.approx(3 / 4)
+    name, value = am.nugget_coverage(["hip strengthening reduces pain"], ["ice lowered swelling"], statements,
+                                     one_hot_embed, OFFLINE)
+    assert name == "NC_proxy" and value == pytest.approx(1.0 / 1.5)
+    assert am.nugget_coverage([], [], statements, one_hot_embed, OFFLINE) is None
+
+
+def test_a_nugget_is_covered_by_embedding_when_its_terms_are_not():
+    statements = [am.Statement("Completely different words.", ("w",))]
+    flags = am.covered_offline(["Completely different words.", "unrelated phrase"], [s.text for s in statements],
+                               lambda texts: np.ones((len(texts), 4), dtype=np.float32) / 2)  # cosine 1 for all
+    assert flags == [True, True]
+    flags = am.covered_offline(["unrelated phrase"], [s.text for s in statements], one_hot_embed)
+    assert flags == [False]
+
+
+def test_faithfulness_proxy_counts_statements_their_cited_window_supports():
+    statements = am.answer_statements(ANSWER)
+    sentences = {"d1-a": ["Hip strengthening reduced pain in runners."], "d2-b": ["The brace was well tolerated."]}
+    name, value = am.faithfulness(statements, sentences, one_hot_embed, OFFLINE)
+    assert name == "Faith_proxy" and value == 0.5  # the second statement's window does not say it
+    assert am.faithfulness([], sentences, one_hot_embed, OFFLINE) is None
+
+
+def test_llm_judges_report_under_the_papers_names(server):
+    client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", max_retries=0)
+    server.script = ['content:{"covered": [true, false, true]}', 'content:{"supported": [true, false]}']
+    statements = am.answer_statements(ANSWER)
+    name, value = am.nugget_coverage(["a", "b"], ["c"], statements, one_hot_embed, client)
+    assert (name, value) == ("NC", pytest.approx((1 + 0.5) / 2.5))
+    assert "1. a" in server.prompts[0] and "3. c" in server.prompts[0]
+    name, value = am.faithfulness(statements, {"d1-a": ["x"]}, one_hot_embed, client)
+    assert (name, value) == ("Faith", 0.5)
+    assert "Cited evidence: x" in server.prompts[1] and "Cited evidence: (none)" in server.prompts[1]
+
+
+def test_semantic_similarity_is_the_cosine_of_answer_and_reference():
+    statements = [am.Statement("same text", ())]
+    assert am.semantic_similarity(statements, "same text", one_hot_embed) == pytest.approx(1.0)
+    assert am.semantic_similarity(statements, "another text", one_hot_embed) == pytest.approx(0.0)
+    assert am.semantic_similarity(statements, None, one_hot_embed) is None
+    assert am.semantic_similarity([], "x", one_hot_embed) is None
+
+
+def test_pico_match_proxy_over_non_null_gold_fields(monkeypatch):
+    monkeypatch.setattr(am, "answer_fields", lambda statements: {
+        "P": ["recreational runners"], "I": ["hip abductor strengthening"], "C": [], "O": [], "T": []})
+    statements = [am.Statement("Hip abductor strengthening reduced pain in recreational runners.", ())]
+    gold = {"P": "adults with knee osteoarthritis", "I": "hip strengthening", "C": None, "O": "pain", "T": " "}
+    # P: no term overlap, cosine 0 -> miss; I: all terms in the phrase -> match; O: no phrase, text has it -> match
+    assert am.pico_match(gold, statements, one_hot_embed) == pytest.approx(2 / 3)
+    assert am.pico_match({"P": None, "I": None}, statements, one_hot_embed) is None
+
+
+def test_bootstrap_intervals_are_reproducible_with_a_seed():
+    values = np.random.default_rng(0).random(30)
+    first, second = interval(values, seed=3), interval(values, seed=3)
+    assert first == second and first[0] < values.mean() < first[1]
+    assert interval(values, seed=4) != first  # another seed resamples differently
+    assert interval(np.array([0.7, 0.7]), seed=1) == (0.7, 0.7)
+    assert all(np.isnan(interval(np.array([0.5]), seed=1)))
+
+
+def _rows(values: dict[str, list[float | None]]) -> pl.DataFrame:
+    return pl.DataFrame([{"question_id": f"q{i}", "condition": "PFP" if i < 2 else "ACL", "source": "generated",
+                          "strategy": strategy, "mode": "offline", "R@10": v}
+                         for strategy, vs in values.items() for i, v in enumerate(vs)])
+
+
+def test_paired_comparison_counts_wins_ties_and_losses_on_shared_questions():
+    rows = _rows({"sr_rag": [1.0, 1.0, 0.0, None], "naive": [0.0, 1.0, 0.0, 1.0]})
+    paired = paired_comparison(rows, seed=0).row(0, named=True)
+    assert paired["strategy"] == "naive" and paired["n"] == 3  # q3 has no sr_rag value
+    assert paired["difference"] == pytest.approx(1 / 3)
+    assert (paired["wins"], paired["ties"], paired["losses"]) == (1, 2, 0)
+    summary = summarise(rows, seed=0)
+    assert summary.by_condition.filter((pl.col("group") == "PFP") & (pl.col("strategy") == "sr_rag"))["mean"][0] == 1.0
+    assert summarise(rows, seed=0).long().equals(summary.long())
+
+
+def test_a_capped_run_sees_every_source():
+    bench = sources.frame([sources.row(question_id=f"{s}-{i}", condition="X", source=s, question=f"q {s} {i}",
+                                       exact_answer="a", split_kind="main")
+                           for s, n in (("sr_rag_release", 6), ("generated", 1), ("pubmedqa", 1)) for i in range(n)])
+    picked = pick_questions(bench, 3, seed=7)
+    assert sorted(picked["source"].to_list()) == ["generated", "pubmedqa", "sr_rag_release"]
+    assert pick_questions(bench, 3, seed=7).equals(picked) and pick_questions(bench, 0, seed=7).height == 8
+
+
+def test_splits_group_questions_across_conditions_and_by_source_article():
+    rows = [sources.row(question_id=f"ei-{c}-{n}", condition=c, source="evidence_inference",
+                        question=f"Effect of drug {n} on outcome {n}?", exact_answer="x", split_kind="main",
+                        gold_window_ids=[f"doc{n // 4}-w{n}"]) for n in range(40) for c in ("PFP", "ACL")]
+    bench = sources.frame(rows)
+    split = dict(make_splits(bench).select("question_id", "split").iter_rows())
+    for n in range(40):
+        assert split[f"ei-PFP-{n}"] == split[f"ei-ACL-{n}"]  # the same question under two conditions
+        assert split[f"ei-PFP-{n}"] == split[f"ei-PFP-{n - n % 4}"]  # prompts about one article
+    assert set(split.values()) == {"train", "validation", "test"}
+
+
+@pytest.fixture()
+def eval_lake(small_lake, tmp_path):
+    root = tmp_path / "lake"
+    shutil.copytree(small_lake, root)
+    return root
+
+
+def _materialised(result) -> set[str]:
+    return {e.event_specific_data.materialization.asset_key.path[-1] + (
+        f"[{e.event_specific_data.materialization.partition}]" if e.event_specific_data.materialization.partition else "")
+        for e in result.get_asset_materialization_events()}
+
+
+def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_check(eval_lake, datasets_dir,
+                                                                                   monkeypatch):
+    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_splits, benchmark_structure
+    from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.evaluation import EvaluationResource, evaluation_report, evaluation_summary
+    from ebm_platform_tests.conftest import lake_resources
+
+    assets = [source_documents, evidence_windows, benchmark_qa, benchmark_structure, benchmark_splits,
+              evaluation_report, evaluation_summary]
+    resources = lake_resources(eval_lake) | {
+        "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"]),
+        "evaluation": EvaluationResource(strategies="sr_rag,naive", max_questions=3)}
+    instance = dg.DagsterInstance.ephemeral()
+
+    def run(selection, partition=None, ok=True):
+        result = dg.materialize(assets, selection=selection, partition_key=partition, resources=resources,
+                                instance=instance, raise_on_error=False)
+        assert result.success is ok
+        return result
+
+    for code in ("PFP", "ACL"):  # ACL has no documents here: its benchmark is the release's ACL questions
+        run([source_documents, evidence_windows, benchmark_qa] if code == "ACL" else [benchmark_qa], code)
+    run([benchmark_splits])
+    for code in ("PFP", "ACL"):
+        assert f"evaluation_report[{code}]" in _materialised(run([evaluation_report], code))
+    report = pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "PFP.parquet")
+    assert report.height == 6 and set(report["strategy"]) == {"sr_rag", "naive"}
+    assert report["NC"].is_null().all() and report["NC_proxy"].is_not_null().any()  # offline: proxies only
+
+    # PFP's benchmark now breaks its structure rules: its check fails, its report no longer runs,
+    # ACL's still does, and the summary leaves PFP's older report out
+    def broken(*args, **kwargs):
+        return sources.frame([sources.row(question_id="dup", condition="PFP", source="evidence_inference",
+                                          question=f"Question {n}?", exact_answer="a", split_kind="main",
+                                          gold_window_ids=["missing-window"]) for n in range(2)])
+
+    monkeypatch.setattr("ebm_platform.defs.benchmark.evidence_inference_rows", broken)
+    failed = run([benchmark_qa], "PFP", ok=False)
+    checks = [e.asset_check_evaluation_data for e in failed.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert any(c.check_name == "benchmark_structure" and not c.passed for c in checks)
+    blocked = run([evaluation_report], "PFP", ok=False)
+    failure = next(e for e in blocked.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "benchmark_structure's latest evaluation is FAILED" in failure.event_specific_data.error.message
+    assert "evaluation_report[ACL]" in _materialised(run([evaluation_report], "ACL"))
+
+    summary = run([evaluation_summary])
+    meta = summary.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
+    assert list(meta["conditions_blocked"].value) == ["PFP"]
+    ours, paper = meta["summary"].value.split("## The paper's Table 2")
+    assert "NC_proxy" in ours and "Faith_proxy" in ours and "| NC |" not in ours and "Faith |" not in ours
+    assert "| NC | Faith |" in paper  # the paper's own figures keep the paper's names
+    reports = eval_lake / "reports"
+    assert (reports / "evaluation.html").read_text().count("<table>") >= 3
+    assert (reports / "evaluation_bars.png").stat().st_size > 1000
+    table = pl.read_parquet(eval_lake / "assets" / "evaluation_summary.parquet")
+    assert set(table["scope"]) == {"overall", "condition", "source"} and set(table["group"]) >= {"ACL"}
+    assert "PFP" not in set(table["group"])
