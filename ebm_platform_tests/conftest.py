@@ -64,6 +64,7 @@ class ScriptedServer:
     def __init__(self) -> None:
         self.script: list[str] = []
         self.prompts: list[str] = []
+        self.authorizations: list[str | None] = []
         self.requests = 0
         server = self
 
@@ -74,6 +75,7 @@ class ScriptedServer:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 server.prompts.append(body.get("messages", [{}])[-1].get("content", ""))
+                server.authorizations.append(self.headers.get("Authorization"))
                 server.requests += 1
                 action = server.script.pop(0) if server.script else "ok"
                 if action == "429":

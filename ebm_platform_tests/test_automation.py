@@ -10,9 +10,10 @@ from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.test_readers import GUIDELINE
 
 
-def _tick(lake, cursor=None):
+def _tick(lake, cursor=None, instance=None):
     context = dg.build_sensor_context(
-        cursor=cursor, resources={"lake": LakeResource(root=str(lake), catalogue_path=str(DEFAULT_CATALOGUE))})
+        cursor=cursor, instance=instance or dg.DagsterInstance.ephemeral(),
+        resources={"lake": LakeResource(root=str(lake), catalogue_path=str(DEFAULT_CATALOGUE))})
     return landing_sensor(context)
 
 
@@ -28,7 +29,7 @@ def test_new_guideline_for_acl_requests_acl_only(lake):
     assert result.run_requests[0].run_key.startswith("ACL:")
     again = _tick(lake, result.cursor)
     assert again.run_requests == []
-    assert set(json.loads(again.cursor)) == {"ACL", "PFP"}
+    assert set(json.loads(again.cursor)["files"]) == {"ACL", "PFP"}
 
 
 def test_changed_and_removed_files_trigger_their_partition(lake):
@@ -43,6 +44,37 @@ def test_changed_and_removed_files_trigger_their_partition(lake):
     (folder / "g.md").unlink()
     removed = _tick(lake, changed.cursor)
     assert [r.partition_key for r in removed.run_requests] == ["ACL"]
+
+
+def test_a_fresh_sensor_over_a_built_lake_requests_nothing_until_a_file_changes(lake):
+    """`make dev` after `make demo`: the sensor's first tick finds what source_documents was built from."""
+    from ebm_platform.defs.corpus import source_documents
+    from ebm_platform_tests.conftest import lake_resources
+
+    (lake / "landing" / "PFP").mkdir()
+    (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE)
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([source_documents], partition_key="PFP", resources=lake_resources(lake),
+                          instance=instance).success
+    first = _tick(lake, instance=instance)
+    assert first.run_requests == []
+    (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE + b"\nA new paragraph.\n")
+    assert [r.partition_key for r in _tick(lake, first.cursor, instance).run_requests] == ["PFP"]
+
+
+def test_a_folder_reverted_to_earlier_content_runs_again(lake):
+    folder = lake / "landing" / "ACL"
+    folder.mkdir()
+    (folder / "g.md").write_bytes(GUIDELINE)
+    instance = dg.DagsterInstance.ephemeral()
+    first = _tick(lake, instance=instance)
+    (folder / "g.md").write_bytes(GUIDELINE + b"\nAn added sentence.\n")
+    changed = _tick(lake, first.cursor, instance)
+    (folder / "g.md").write_bytes(GUIDELINE)  # back to the first content (a new mtime, the same bytes)
+    reverted = _tick(lake, changed.cursor, instance)
+    keys = [r.run_key for r in (*first.run_requests, *changed.run_requests, *reverted.run_requests)]
+    assert len(keys) == 3 and len(set(keys)) == 3  # none of them would be dropped as a repeated run key
+    assert keys[0].split(":")[1] == keys[2].split(":")[1]  # the same content digest
 
 
 def test_definitions_load_with_the_23_partitions():

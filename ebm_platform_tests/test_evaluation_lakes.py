@@ -38,7 +38,7 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     summary = json.loads(capsys.readouterr().out)
     assert summary["questions_kept"] == 3 and set(summary["results"]) == {"sr_rag", "naive"}
     for metrics in summary["results"].values():
-        assert metrics["questions"] == 3 and 0.0 <= metrics["R@10"] <= 1.0
+        assert metrics["questions"] == 3 and metrics["R@10"] >= 0.5  # most of the source abstract's windows
     assert summary["results"]["naive"]["Hit@10"] == 1.0  # three abstracts: the gold one is always retrieved
     assert summary["lake"].startswith(str(lake / "eval" / "pubmedqa-"))
     assert _snapshot(lake) == before

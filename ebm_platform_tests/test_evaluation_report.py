@@ -179,10 +179,14 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     for code in ("PFP", "ACL"):  # ACL has no documents here: its benchmark is the release's ACL questions
         run([source_documents, evidence_windows, benchmark_qa] if code == "ACL" else [benchmark_qa], code)
     run([benchmark_splits])
-    for code in ("PFP", "ACL"):
-        assert f"evaluation_report[{code}]" in _materialised(run([evaluation_report], code))
+    for code in ("ACL", "PFP"):
+        result = run([evaluation_report], code)
+        assert f"evaluation_report[{code}]" in _materialised(result)
     report = pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "PFP.parquet")
     assert report.height == 6 and set(report["strategy"]) == {"sr_rag", "naive"}
+    meta = result.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
+    assert meta["dagster/row_count"].value == 6  # the IO manager's operator metadata
+    assert "NC_proxy" in {c.name for c in meta["dagster/column_schema"].schema.columns}
     assert report["NC"].is_null().all() and report["NC_proxy"].is_not_null().any()  # offline: proxies only
 
     # PFP's benchmark now breaks its structure rules: its check fails, its report no longer runs,

@@ -91,3 +91,30 @@ def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
     assert [c["window_id"] for c in answer["citations"]] == ["a", "x", "b"]
     assert answer["core_answer"][0]["citations"] == [1]  # citations beyond the evidence are dropped
     assert answer["verdict"] == "significantly decreased" and answer["verdict_basis"]["method"].startswith("stated by")
+
+
+def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server, monkeypatch):
+    """EBM_LLM_API_KEY is a dg.EnvVar: read when the run starts, absent from run config, events and cache."""
+    import dagster as dg
+
+    from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.resources import default_resources
+    from ebm_platform.settings import get_settings
+    from ebm_platform_tests.test_readers import GUIDELINE
+
+    secret = "sk-test-secret-4242"
+    for key, value in {"EBM_LLM_MODEL": "openai/test-model", "EBM_LLM_API_BASE": server.base,
+                       "EBM_LLM_API_KEY": secret, "EBM_LLM_MAX_RETRIES": "0"}.items():
+        monkeypatch.setenv(key, value)
+    get_settings.cache_clear()
+    (lake / "landing" / "PFP").mkdir()
+    (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE)
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([source_documents, evidence_windows], partition_key="PFP", resources=default_resources(),
+                            instance=instance)
+    assert result.success and server.requests  # the LLM grouped blocks (its replies are invalid: fallback)
+    assert all(auth == f"Bearer {secret}" for auth in server.authorizations)
+    run = instance.get_run_by_id(result.run_id)
+    assert secret not in repr(run.run_config) and secret not in repr(run.tags)
+    assert not [e for e in instance.all_logs(result.run_id) if secret in repr(e)]
+    assert all(secret.encode() not in p.read_bytes() for p in lake.rglob("*") if p.is_file())

@@ -191,6 +191,18 @@ def test_each_strategy_answers_in_the_same_cited_contract(small_lake, strategy):
         assert all(np.isnan(row["features"]["maxsim"]) for row in result["explain"])
 
 
+def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake, monkeypatch):
+    """float32 cosines of identical names can come out as 1.0000001: T must stay in [0, 1] (the
+    evaluation of the demo lake once failed on HSI with this)."""
+    import ebm_platform.retrieval.meta_rag as module
+
+    real = module.entity_vectors
+    monkeypatch.setattr(module, "entity_vectors", lambda graph, ids: real(graph, ids) * 3.0)
+    details = ask(QUESTION, strategy="meta_rag", explain=True, lake=small_lake)["explain_strategy"]
+    values = [v for a in details["articles"] for v in a["T_parts"].values()]
+    assert values and all(0.0 <= v <= 1.0 for v in values) and max(values) == 1.0  # clipped, not rejected
+
+
 def test_med_r2_runs_its_llm_steps_through_the_client(small_lake, server, tmp_path):
     """With a model set, classification, Table 4 reformulation and the CoT loop go through litellm."""
     from ebm_platform.llm.client import LLMClient

@@ -11,7 +11,8 @@ else challenge).
 Stage 3: gold windows graded from a larger pool as strongly supportive / supportive / weakly
 related / unrelated; the first two form the gold set. LLM mode uses GRADING_PROMPT; offline, the
 grade follows the cosine of question and window and PICO agreement (share of the question's fields
-found in the window by containment or cosine >= 0.6) with the thresholds in OFFLINE_GRADES.
+found in the window by containment or cosine >= 0.6) with the thresholds in OFFLINE_GRADES. The
+ideal answer is the gold evidence ordered by grade (ideal_answer).
 """
 
 from __future__ import annotations
@@ -137,6 +138,15 @@ def result_sentence(text: str) -> str:
     return scored[0] if scored else text[:300]
 
 
+def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[str, dict]) -> str:
+    """The reference answer ordered by grade (paper stage 3): the seed window's exact answer and
+    each other gold window's strongest result sentence, grade A first, each with its grade and id."""
+    items = [(seed["grade"], seed["window_id"], exact_answer)]
+    items += [(windows[w]["grade"], w, result_sentence(windows[w]["text"])) for w in gold if w != seed["window_id"]]
+    return " ".join(f"(grade {grade}) {statement} [{window_id}]"
+                    for grade, window_id, statement in sorted(items, key=lambda item: item[0]))
+
+
 def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
     """A question from a window's own extracted PICO (no field from outside the window)."""
     fields = {"p": (found.names("Population") or [None])[0], "i": found.names("Intervention")[0],
@@ -242,7 +252,8 @@ class QuestionGenerator:
 
     def rows(self, code: str, windows: pl.DataFrame, per_grade: int = 3, seed: int = 7) -> pl.DataFrame:
         """Benchmark rows for the sampled windows of one partition."""
-        text_of = dict(zip(windows["window_id"].to_list(), windows["text"].to_list()))
+        by_id = {w["window_id"]: w for w in windows.select("window_id", "grade", "text").iter_rows(named=True)}
+        text_of = {w: row["text"] for w, row in by_id.items()}
         rows = []
         sampled = sample_windows(windows, per_grade, seed)
         self.log.sampled += len(sampled)
@@ -260,7 +271,7 @@ class QuestionGenerator:
                        for level in ("vital", "okay", "trivial")}
             digest = hashlib.sha1(f"{code}|{window['window_id']}|{question}".encode()).hexdigest()[:12]
             rows.append(row(question_id=f"gen-{digest}", condition=code, source="generated", question=question,
-                            exact_answer=answer, ideal_answer=f"(grade {window['grade']}) {answer}",
+                            exact_answer=answer, ideal_answer=ideal_answer(answer, window, gold, by_id),
                             nuggets_vital=nuggets["vital"] or [answer], nuggets_okay=nuggets["okay"],
                             nuggets_trivial=nuggets["trivial"], gold_p=fields["p"], gold_i=fields["i"],
                             gold_c=fields["c"], gold_o=fields["o"], gold_t=fields["t"], gold_window_ids=gold,

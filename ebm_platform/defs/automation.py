@@ -1,39 +1,29 @@
 """Landing sensor (new or changed files -> runs for exactly those partitions) and refresh schedule."""
 
 
-import hashlib
 import json
 
 import dagster as dg
 
-from ebm_platform.corpus.landing import landing_files
-from ebm_platform.defs.corpus import landing_imports, source_documents
+from ebm_platform.defs.corpus import LANDING_DIGEST, landing_imports, source_documents
 from ebm_platform.defs.resources import LakeResource
+from ebm_platform.landing_state import FileState, content_digest, scan_folder
 
 
-def scan_landing(lake: LakeResource, previous: dict[str, dict[str, list]]) -> dict[str, dict[str, list]]:
-    """{code: {relative path: [mtime_ns, size, sha256]}}; unchanged (mtime, size) reuse the old hash."""
-    state: dict[str, dict[str, list]] = {}
-    for code in lake.catalogue().codes:
-        folder = lake.landing_dir / code
-        old = previous.get(code, {})
-        files: dict[str, list] = {}
-        for path in landing_files(folder):
-            rel = str(path.relative_to(folder))
-            stat = path.stat()
-            seen = old.get(rel)
-            if seen and seen[0] == stat.st_mtime_ns and seen[1] == stat.st_size:
-                files[rel] = seen
-            else:
-                files[rel] = [stat.st_mtime_ns, stat.st_size, hashlib.sha256(path.read_bytes()).hexdigest()]
-        if files:
-            state[code] = files
-    return state
+def scan_landing(lake: LakeResource, previous: dict[str, FileState]) -> dict[str, FileState]:
+    """{code: {relative path: [mtime_ns, size, sha256]}} for every non-empty landing folder."""
+    state = {code: scan_folder(lake.landing_dir / code, previous.get(code)) for code in lake.catalogue().codes}
+    return {code: files for code, files in state.items() if files}
 
 
-def _content_digest(files: dict[str, list]) -> str:
-    items = sorted((rel, meta[2]) for rel, meta in files.items())
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()[:16]
+def materialised_digest(instance: dg.DagsterInstance, code: str) -> str | None:
+    """The landing digest source_documents[code] last materialised from (None if never)."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=source_documents.key, asset_partitions=[code]), limit=1).records
+    if not records:
+        return None
+    value = records[0].asset_materialization.metadata.get(LANDING_DIGEST)
+    return value.value if value is not None else None
 
 
 @dg.sensor(
@@ -41,19 +31,25 @@ def _content_digest(files: dict[str, list]) -> str:
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
-    """Request a source_documents run for each partition whose landing files were added,
-    changed or removed (run key = code + content hash); downstream assets follow eagerly."""
-    previous = json.loads(context.cursor) if context.cursor else {}
+    """Request a source_documents run for each partition whose landing files changed since the
+    last tick and differ from what source_documents last materialised (so a fresh sensor over a
+    built lake requests nothing, and a folder reverted to earlier content runs again); downstream
+    assets follow eagerly. Run keys carry the tick number, so a repeated content is not dropped."""
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    previous, tick = cursor.get("files", {}), cursor.get("tick", 0) + 1
     current = scan_landing(lake, previous)
     requests = []
     for code in sorted(set(previous) | set(current)):
         before = {r: m[2] for r, m in previous.get(code, {}).items()}
         after = {r: m[2] for r, m in current.get(code, {}).items()}
-        if before != after:
-            digest = _content_digest(current.get(code, {}))
-            requests.append(dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}",
-                                          tags={"ebm/trigger": "landing"}))
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps(current, sort_keys=True))
+        if context.cursor and before == after:
+            continue
+        digest = content_digest(current.get(code, {}))
+        if digest == materialised_digest(context.instance, code):
+            continue
+        requests.append(dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}:{tick}",
+                                      tags={"ebm/trigger": "landing"}))
+    return dg.SensorResult(run_requests=requests, cursor=json.dumps({"files": current, "tick": tick}, sort_keys=True))
 
 
 refresh_job = dg.define_asset_job("corpus_refresh_job", selection=[landing_imports])

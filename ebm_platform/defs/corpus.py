@@ -16,7 +16,10 @@ from ebm_platform.corpus.model import GRADES
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.landing_state import content_digest, scan_folder
 from ebm_platform.settings import get_settings
+
+LANDING_DIGEST = "landing_digest"  # metadata key: the landing content a partition was built from
 
 DOCUMENT_SCHEMA = {
     "doc_id": pl.String, "condition": pl.String, "conditions": pl.List(pl.String), "title": pl.String,
@@ -75,6 +78,7 @@ def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
     Bad files are quarantined with their reason (metadata and the warehouse `quarantine`
     table); every valid document of the partition still materialises."""
     code = context.partition_key
+    digest = content_digest(scan_folder(lake.landing_dir / code))  # before reading: a later change re-runs
     load = load_partition(lake.landing_dir / code, code, lake.catalogue())
     rows = [dict(d.as_row(), condition=code) for d in load.documents]
     frame = pl.DataFrame(rows, schema=DOCUMENT_SCHEMA) if rows else pl.DataFrame(schema=DOCUMENT_SCHEMA)
@@ -98,6 +102,7 @@ def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
         "quarantine": dg.MetadataValue.md(quarantine_md),
         "grades": dg.MetadataValue.json(grade_mix(frame)),
         "empty": dg.MetadataValue.bool(frame.height == 0),
+        LANDING_DIGEST: dg.MetadataValue.text(digest),
         "preview": preview(frame, ["doc_id", "grade", "year", "title", "source"]),
     })
 

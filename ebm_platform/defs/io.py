@@ -10,7 +10,8 @@ from ebm_platform.atomic import atomic_path
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
-    """Stores Polars frames as <root>/assets/<asset>/<partition>.parquet (or <asset>.parquet)."""
+    """Stores Polars frames as <root>/assets/<asset>/<partition>.parquet (or <asset>.parquet) and
+    adds the operator's standard metadata to every output: row count, column schema, the file."""
 
     root: str
 
@@ -24,6 +25,12 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         path = base / f"{context.asset_partition_key}.parquet" if context.has_asset_partitions else base.with_suffix(".parquet")
         with atomic_path(path) as tmp:  # readers see the old file or the new one, never half of one
             obj.write_parquet(tmp)
+        context.add_output_metadata({
+            "dagster/row_count": dg.MetadataValue.int(obj.height),
+            "dagster/column_schema": dg.TableSchema(
+                columns=[dg.TableColumn(name, str(dtype)) for name, dtype in obj.schema.items()]),
+            "parquet": dg.MetadataValue.path(str(path)),
+        })
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         base = self._base(context.asset_key)

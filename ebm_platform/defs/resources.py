@@ -106,7 +106,9 @@ def default_resources() -> dict[str, object]:
     s = get_settings()
     return {
         "lake": LakeResource(root=str(s.lake), catalogue_path=str(s.catalogue)),
-        "llm": LLMResource(model=s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key,
+        # the key is read from the environment when a run starts: it is never part of the stored config
+        "llm": LLMResource(model=s.llm_model, api_base=s.llm_api_base,
+                           api_key=dg.EnvVar("EBM_LLM_API_KEY") if s.llm_api_key else None,
                            timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
                            cache_path=str(s.llm_cache_path)),
         "embedder": EmbedderResource(model_name=s.embedding_model, backend=s.embedding_backend,

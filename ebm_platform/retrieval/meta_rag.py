@@ -196,8 +196,9 @@ def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], tit
     for d in doc_ids:
         mine = {f: entities.filter((entities["doc_id"] == d) & entities["type"].is_in(list(fields[f])))
                 if entities.height else entities for f in fields}
-        cosines = {f: float(max((entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f]).max(initial=0.0), 0.0))
-                   if mine[f].height else 0.0 for f in stated}
+        # clipped to [0, 1]: float32 cosines of near-identical names can exceed 1 by rounding
+        cosines = {f: float(np.clip((entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f])
+                                    .max(initial=0.0), 0.0, 1.0)) if mine[f].height else 0.0 for f in stated}
         result = r.client.complete_json(
             "meta_rag_extrapolation", EXTRAPOLATION_PROMPT.format(
                 question=question, title=titles[d], **{f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height
