@@ -80,6 +80,10 @@ class ScriptedServer:
                 action = server.script.pop(0) if server.script else "ok"
                 if action == "429":
                     return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}})
+                if action == "401":  # like some providers, echo the key it was given
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: "
+                                                                 f"{self.headers.get('Authorization')}",
+                                                      "type": "invalid_request_error"}})
                 if action == "400":
                     return self._send(400, {"error": {"message": "bad request", "type": "invalid_request"}})
                 if action == "slow":

@@ -118,3 +118,12 @@ def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server,
     assert secret not in repr(run.run_config) and secret not in repr(run.tags)
     assert not [e for e in instance.all_logs(result.run_id) if secret in repr(e)]
     assert all(secret.encode() not in p.read_bytes() for p in lake.rglob("*") if p.is_file())
+
+
+def test_a_provider_error_that_echoes_the_key_is_redacted(server, tmp_path):
+    server.script = ["401"]
+    client = _client(server, tmp_path)
+    with pytest.raises(LLMError) as caught:
+        client.complete_json("t", "p", SCHEMA, offline=_never)
+    assert "Incorrect API key provided" in str(caught.value) and "test-key" not in str(caught.value)
+    assert caught.value.__cause__ is None  # the provider's exception (with the key) is not chained

@@ -16,6 +16,8 @@ from ebm_platform.corpus.tagging import tag_conditions
 
 READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats,
            ".pdf": read_pdf}
+MAX_FILE_BYTES = 100 * 2**20   # larger files are not read at all
+MAX_TEXT_CHARS = 2_000_000     # ~10x the longest Evidence Inference article: longer text is not one document
 
 
 @dataclass
@@ -56,7 +58,13 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise DocumentError(f"unsupported file type {path.suffix or '(none)'!r}; expected .md, .xml, .nxml or .pdf")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise DocumentError(f"file of {size / 2**20:.0f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB limit")
     document = reader(path.read_bytes(), str(path))
+    if len(document.text) > MAX_TEXT_CHARS:
+        raise DocumentError(f"text of {len(document.text):,} characters is over the {MAX_TEXT_CHARS:,} limit for one "
+                            "document: split it into its parts")
     codes: list[str] = []
     for raw in document.conditions:
         try:
@@ -78,8 +86,13 @@ def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLo
     Files are read oldest first, so a later copy of an admitted document is the duplicate."""
     load = PartitionLoad()
     first_seen: dict[str, str] = {}
+    inside = folder.resolve()
     for path in sorted(landing_files(folder), key=lambda p: (p.stat().st_mtime_ns, p.name)):
         load.files_seen += 1
+        if not path.resolve().is_relative_to(inside):  # never read what a link points at outside the folder
+            load.quarantine.append(QuarantineRecord(code, str(path), "symbolic link to a file outside the landing "
+                                                    "folder: not read", hashlib.sha256(str(path).encode()).hexdigest()))
+            continue
         digest = file_sha256(path)
         try:
             document = read_landing_file(path, code, catalogue)

@@ -165,7 +165,7 @@ class LLMClient:
                 reply = self._call(prompt, temperature)
             except Exception as exc:  # litellm maps provider errors to its own classes
                 if not _retryable(exc):
-                    raise LLMError(f"{task}: {type(exc).__name__}: {exc}") from exc
+                    raise LLMError(self._redact(f"{task}: {type(exc).__name__}: {exc}")) from None
                 last_error = exc
                 continue
             try:
@@ -177,7 +177,11 @@ class LLMClient:
                 continue
             self.cache.put(key, self.model, reply)
             return LLMResult(data, "llm", self.model)
-        raise LLMError(f"{task}: no valid answer after {self.max_retries + 1} attempts: {last_error}")
+        raise LLMError(self._redact(f"{task}: no valid answer after {self.max_retries + 1} attempts: {last_error}"))
+
+    def _redact(self, text: str) -> str:
+        """Provider errors may echo the key (e.g. 'Incorrect API key provided: sk-...'): never pass it on."""
+        return text.replace(self.api_key, "***") if self.api_key else text
 
     def _call(self, prompt: str, temperature: float) -> str:
         import litellm
