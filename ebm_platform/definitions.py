@@ -3,6 +3,7 @@
 
 import dagster as dg
 
+from ebm_platform.defs.attributes import with_operator_attributes
 from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
 from ebm_platform.defs.benchmark import benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure
@@ -44,8 +45,8 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=[landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS, evaluation_report,
-            evaluation_summary],
+    assets=with_operator_attributes([landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS,
+                                     evaluation_report, evaluation_summary]),
     asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, reranker_beats_hand_set,
                   verdict_model_beats_baselines, betr_parameters_sound],
     jobs=[models_job, conditions_job, global_job, evaluation_job, evaluation_summary_job, corpus_index_job,

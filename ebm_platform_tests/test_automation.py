@@ -85,3 +85,7 @@ def test_definitions_load_with_the_23_partitions():
     assert defs.resolve_job_def("conditions_job") is not None
     assert defs.resolve_sensor_def("landing_sensor").default_status == dg.DefaultSensorStatus.RUNNING
     assert defs.resolve_schedule_def("weekly_corpus_refresh").cron_schedule == "0 3 * * 1"
+    specs = [spec for assets in defs.assets for spec in assets.specs]
+    assert len(specs) >= 18 and all(s.owners and s.tags.get("layer") == s.group_name and s.code_version for s in specs)
+    versions = {s.group_name: s.code_version for s in specs}
+    assert versions["corpus"] != versions["evaluation"]  # each layer versioned by its own packages

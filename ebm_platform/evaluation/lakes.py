@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
+from ebm_platform.code_version import package_digest
 from ebm_platform.index.embeddings import cores
 from ebm_platform.settings import EVALUATION_CATALOGUE, Settings
 
@@ -43,14 +44,7 @@ BUILDING_CODE = ("corpus", "graph", "index", "pico")  # packages whose code shap
 
 def code_digest() -> str:
     """Hash of the source files that build a lake's corpus, graph and index."""
-    package = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for folder in BUILDING_CODE:
-        for path in sorted((package / folder).rglob("*")):
-            if path.suffix in (".py", ".yaml") and path.is_file():
-                digest.update(path.relative_to(package).as_posix().encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return package_digest(BUILDING_CODE)
 
 
 def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[str] | None = None) -> str:
