@@ -123,14 +123,18 @@ def browser():
         browser.close()
 
 
-def _open(browser, url: str, wait_for: str, shot: str) -> str:
-    """Load a page, wait for `wait_for` to appear, dismiss the welcome dialog, save a screenshot."""
+def _open(browser, url: str, wait_for: str, shot: str, click: str | None = None, then: str | None = None) -> str:
+    """Load a page, wait for `wait_for` to appear, dismiss the welcome dialog, optionally click
+    `click` and wait for `then`, save a screenshot and return the page's text."""
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
     page.get_by_text(wait_for, exact=False).first.wait_for(timeout=90_000)
     skip = page.get_by_role("button", name="Skip")
     if skip.count():
         skip.first.click()
+    if click:
+        page.get_by_text(click, exact=True).first.click()
+        page.get_by_text(then, exact=False).first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / shot), full_page=True)
@@ -147,8 +151,10 @@ def test_the_ui_shows_lineage_partitions_a_failed_blocking_check_and_the_evaluat
     partitions = _open(browser, f"{base}/assets/evidence_windows?view=partitions", "Partitions Selected",
                        "evidence_windows_partitions.png")
     assert "23 Partitions Selected" in partitions and "Materialized (2)" in partitions and "Missing (21)" in partitions
-    checks = _open(browser, f"{base}/assets/benchmark_qa?view=checks", "benchmark_structure", "benchmark_checks.png")
-    assert "benchmark_structure" in checks and "Failed" in checks
+    checks = _open(browser, f"{base}/assets/benchmark_qa?view=checks", "benchmark_structure", "benchmark_checks.png",
+                   click="benchmark_structure", then="blocking asset check")
+    assert "This is a blocking asset check" in checks and "Failed" in checks and "ACL" in checks
+    assert "unique_ids.passed" in checks  # the failing rule's own metadata
     summary = _open(browser, f"{base}/assets/evaluation_summary", "strategy_x_metric", "evaluation_summary.png")
     assert "strategy_x_metric" in summary and "sr_rag" in summary and "NC_proxy" in summary
     assert "naive" in summary and "Faith_proxy" in summary

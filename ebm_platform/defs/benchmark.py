@@ -104,8 +104,9 @@ def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
 
 @dg.asset_check(asset=benchmark_qa, blocking=True, partitions_def=conditions_partitions,
                 additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
-                description="ERROR rules (Great Expectations suite + gold-window rules); a failure blocks "
-                            "benchmark_splits, BETR and evaluation.")
+                description="ERROR rules (Great Expectations suite + gold-window rules) on one condition's "
+                            "questions; a failure blocks what depends on the benchmark in the same run "
+                            "(benchmark_splits, BETR) and this partition's evaluation_report in any run.")
 def benchmark_structure(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame) -> dg.AssetCheckResult:
     window_ids = set(evidence_windows["window_id"].to_list()) if evidence_windows.height else set()
     return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR, benchmark_qa)
