@@ -94,9 +94,11 @@ def ui(tmp_path_factory, datasets_dir):
     runs_before = {r.run_id for r in _instance(home).get_runs()}
     port = _free_port()
     env = dict(os.environ, DAGSTER_HOME=str(home), EBM_LAKE=str(root), EBM_DATASETS_DIR=str(datasets_dir))
+    # SIGTERM back to its default in the child: a shell that started the suite may have it ignored
     server = subprocess.Popen([str(Path(sys.executable).parent / "dagster"), "dev", "-w", "workspace.yaml",
                                "-h", "127.0.0.1", "-p", str(port)], cwd=REPO, env=env, start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
@@ -110,7 +112,11 @@ def ui(tmp_path_factory, datasets_dir):
         yield f"http://127.0.0.1:{port}", _instance(home), runs_before
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # never leave a webserver and daemon behind
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +131,8 @@ def browser():
 
 def _open(browser, url: str, wait_for: str, shot: str, click: str | None = None, then: str | None = None) -> str:
     """Load a page, wait for `wait_for` to appear, dismiss the welcome dialog, optionally click
-    `click` and wait for `then`, save a screenshot and return the page's text."""
+    `click` and wait for `then` (text, or `img[...]` for an element), save a screenshot and return
+    the page's text."""
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
     page.get_by_text(wait_for, exact=False).first.wait_for(timeout=90_000)
@@ -134,7 +141,8 @@ def _open(browser, url: str, wait_for: str, shot: str, click: str | None = None,
         skip.first.click()
     if click:
         page.get_by_text(click, exact=True).first.click()
-        page.get_by_text(then, exact=False).first.wait_for(timeout=60_000)
+        target = page.locator(then) if then.startswith("img[") else page.get_by_text(then, exact=False)
+        target.first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / shot), full_page=True)
@@ -158,6 +166,9 @@ def test_the_ui_shows_lineage_partitions_a_failed_blocking_check_and_the_evaluat
     summary = _open(browser, f"{base}/assets/evaluation_summary", "strategy_x_metric", "evaluation_summary.png")
     assert "strategy_x_metric" in summary and "sr_rag" in summary and "NC_proxy" in summary
     assert "naive" in summary and "Faith_proxy" in summary
+    plots = _open(browser, f"{base}/assets/evaluation_summary", "strategy_x_metric", "evaluation_plots.png",
+                  click="[Show Markdown]", then='img[alt="evaluation_bars.png"]')
+    assert "Evaluation summary" in plots and "The paper's Table 2" in plots  # the plots above the tables
     # opening the UI over a built lake starts no run (the landing sensor finds what was built)
     time.sleep(40)
     new = [r for r in instance.get_runs() if r.run_id not in runs_before]
