@@ -72,3 +72,16 @@ def test_sentence_vectors_pool_the_tokens_of_each_span(texts):
     expected = content / np.linalg.norm(content)
     assert np.allclose(window.sentence_vectors[0].astype(np.float32), expected, atol=2e-3)
     assert np.linalg.norm(window.tokens.astype(np.float32), axis=1) == pytest.approx(1.0, abs=2e-3)
+
+
+def test_threads_asking_at_once_share_one_encoder():
+    """Concurrent first questions (bench_load's 4 threads) once built several encoders at a time and
+    raced transformers' lazy imports (ImportError: AutoTokenizer); creation is now under a lock."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ebm_platform.index import embeddings
+
+    embeddings._encoder.cache_clear()
+    with ThreadPoolExecutor(4) as pool:
+        encoders = list(pool.map(lambda _: embeddings.get_encoder(), range(4)))
+    assert all(e is encoders[0] for e in encoders)

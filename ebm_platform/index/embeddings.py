@@ -335,10 +335,20 @@ class Encoder:
         return result
 
 
+_ENCODER_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=4)
+def _encoder(name: str, backend: str) -> Encoder:
+    return Encoder(name, backend)
+
+
 def get_encoder(name: str = BUNDLED, backend: str | None = None) -> Encoder:
-    """The process-wide encoder of a model (backend: EBM_EMBEDDING_BACKEND, default openvino)."""
-    return Encoder(name, backend or os.environ.get("EBM_EMBEDDING_BACKEND", "openvino"))
+    """The process-wide encoder of a model (backend: EBM_EMBEDDING_BACKEND, default openvino).
+    Created under a lock: threads that ask at once share one encoder (and transformers' lazy
+    imports, which are not thread-safe, run once)."""
+    with _ENCODER_LOCK:
+        return _encoder(name, backend or os.environ.get("EBM_EMBEDDING_BACKEND", "openvino"))
 
 
 def embed(texts: list[str], name: str = BUNDLED, max_tokens: int | None = None) -> np.ndarray:
