@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from ebm_platform.cli import main
 from ebm_platform.settings import get_settings
@@ -46,7 +47,7 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert "reusing evaluation lake" in capsys.readouterr().err
 
     # an interrupted build (no marker, extraction missing) resumes from the outputs it finished
-    eval_lake = next((lake / "eval").glob("pubmedqa-*"))
+    eval_lake = Path(summary["lake"])  # (a glob would also match the lake's `.lock` file beside it)
     (eval_lake / "COMPLETE.json").unlink()
     (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").unlink()
     windows_before = (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes()
