@@ -485,14 +485,11 @@ def _evaluation_setup(args: argparse.Namespace):
     from ebm_platform.evaluation.retrieval_eval import ensure_reranker, questions
     from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.pipeline import Retriever
-    from ebm_platform.retrieval.strategies import STRATEGIES
+    from ebm_platform.retrieval.strategies import strategy_list
     from ebm_platform.settings import DEFAULT_CATALOGUE, get_settings
 
     settings = get_settings()
-    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown:
-        raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+    strategies = strategy_list(args.strategies)
     ids = None
     if args.benchmark == "generated":
         datasets, lake = None, Path(settings.lake)  # the platform's own benchmark, in the production lake
@@ -564,14 +561,14 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
     import polars as pl
 
     from ebm_platform.conditions import active_catalogue
-    from ebm_platform.defs.evaluation import EvaluationResource
     from ebm_platform.evaluation.report import describe, evaluate, pick_questions, summarise
     from ebm_platform.retrieval.ask import retriever_for
+    from ebm_platform.retrieval.strategies import strategy_list
     from ebm_platform.settings import get_settings
 
     settings = get_settings()
     lake = Path(settings.lake)
-    strategies = EvaluationResource(strategies=args.strategies or settings.eval_strategies).strategy_names()
+    strategies = strategy_list(args.strategies or settings.eval_strategies)
     tables = _benchmark_tables(lake)
     codes = [active_catalogue().canonical(args.condition)] if args.condition else sorted(tables)
     splits_path = lake / "assets" / "benchmark_splits.parquet"

@@ -20,7 +20,7 @@ from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
-from ebm_platform.retrieval.pipeline import PipelineParams, QuestionError, validate_question
+from ebm_platform.retrieval.pipeline import QuestionError, validate_question
 from ebm_platform.retrieval.features import maxsim
 from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform_tests.conftest import lake_resources

@@ -28,15 +28,9 @@ class EvaluationResource(dg.ConfigurableResource):
     seed: int = 7
 
     def strategy_names(self) -> list[str]:
-        from ebm_platform.retrieval.strategies import STRATEGIES
+        from ebm_platform.retrieval.strategies import strategy_list
 
-        if self.strategies.strip() == "all":
-            return list(STRATEGIES)
-        names = [s.strip() for s in self.strategies.split(",") if s.strip()]
-        unknown = sorted(set(names) - set(STRATEGIES))
-        if unknown or not names:
-            raise ValueError(f"EBM_EVAL_STRATEGIES: unknown {unknown or 'empty list'}; known: {', '.join(STRATEGIES)}")
-        return names
+        return strategy_list(self.strategies)
 
 
 def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:

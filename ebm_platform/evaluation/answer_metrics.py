@@ -28,7 +28,7 @@ import numpy as np
 
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.retrieval.lexical import terms
+from ebm_platform.retrieval.lexical import stems
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -75,15 +75,6 @@ def answer_statements(answer: dict) -> list[Statement]:
             seen.add(text)
             out.append(Statement(text, tuple(window[n] for n in part["citations"] if n in window)))
     return out
-
-
-def _stem(term: str) -> str:
-    return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
-
-
-def stems(text: str) -> set[str]:
-    """Content terms of `text`, plural-folded."""
-    return {_stem(t) for t in terms(text)}
 
 
 def term_coverage(phrase: str, text_stems: set[str]) -> float:

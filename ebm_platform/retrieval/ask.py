@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from functools import lru_cache
 from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
+from ebm_platform.instances import shared_instance
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.settings import get_settings
 
 
-_RETRIEVER_LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=4)
+@shared_instance
 def retriever_for(lake: str) -> Retriever:
     """One Retriever per lake and process (opening stores and loading entity tables is costly)."""
     settings = get_settings()
@@ -38,8 +34,7 @@ def ask(question: object, condition: str | None = None, strategy: str = "sr_rag"
             conditions = [active_catalogue().canonical(condition)]
         except KeyError as exc:
             raise QuestionError(str(exc).strip('"')) from exc
-    with _RETRIEVER_LOCK:  # concurrent first questions share one retriever (and load its models once)
-        retriever = retriever_for(str(lake or get_settings().lake))
+    retriever = retriever_for(str(lake or get_settings().lake))
     return answer_with(retriever, text, conditions, strategy, explain)
 
 

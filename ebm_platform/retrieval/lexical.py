@@ -25,6 +25,16 @@ def terms(text: str) -> set[str]:
     return {t for t in _TERM.findall(text.lower()) if t not in STOPWORDS}
 
 
+def stem(term: str) -> str:
+    """A term with a plural -s folded ("exercises" -> "exercise"; "fitness" is kept)."""
+    return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
+
+
+def stems(text: str) -> set[str]:
+    """The content terms of `text`, plural-folded."""
+    return {stem(t) for t in terms(text)}
+
+
 class TermStatistics:
     """Document frequencies over a set of windows."""
 

@@ -18,3 +18,14 @@ STRATEGIES: dict[str, Strategy] = {
     "kg_refine": kg_refine_strategy("kg_refine"),
     **{f"kg_refine_{flag}": kg_refine_strategy(f"kg_refine_{flag}", **levers) for flag, levers in KG_REFINE_ABLATIONS.items()},
 }
+
+
+def strategy_list(spec: str) -> list[str]:
+    """`all` (every registered strategy, in registry order) or a comma-separated list of registered names."""
+    if spec.strip() == "all":
+        return list(STRATEGIES)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    unknown = [s for s in names if s not in STRATEGIES]
+    if unknown or not names:
+        raise ValueError(f"unknown strategies {unknown or 'none given'}; choose from all, {', '.join(STRATEGIES)}")
+    return names

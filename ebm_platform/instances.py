@@ -1,0 +1,27 @@
+"""Costly process-wide objects (the encoder, a lake's retriever), built once per argument tuple
+even when several threads ask for one at the same moment."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
+    """`factory` cached per arguments (lru, 4 entries) and called under a lock: concurrent first
+    callers share one object instead of each building its own (transformers' lazy imports, run
+    while an encoder is built, are not thread-safe). `cache_clear()` is kept."""
+    cached = lru_cache(maxsize=4)(factory)
+    lock = threading.Lock()
+
+    @wraps(factory)
+    def get(*args: object) -> T:
+        with lock:
+            return cached(*args)
+
+    get.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    return get
