@@ -227,6 +227,7 @@ def write_demo_report(lake: Path) -> Path:
     """The demo's report: corpus by condition, graph against the paper, one cited answer."""
     import polars as pl
 
+    from ebm_platform.atomic import write_text_atomic
     from ebm_platform.graph.stats import graph_summary
     from ebm_platform.retrieval.ask import ask
 
@@ -258,21 +259,20 @@ def write_demo_report(lake: Path) -> Path:
     if betr_report.exists():
         lines += ["", betr_report.read_text(encoding="utf-8").replace("# BETR", "## BETR", 1)]
     path = lake / "reports" / "demo_report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return path
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
-    import duckdb
-
+    from ebm_platform.corpus.quarantine import connect_read_only, current_rows
     from ebm_platform.settings import get_settings
 
-    path = get_settings().warehouse_path
-    if not path.exists():
+    settings = get_settings()
+    if not settings.warehouse_path.exists():
         _say("no warehouse yet: nothing has been materialised")
         return 0
-    with duckdb.connect(str(path), read_only=True) as conn:
-        rows = conn.execute("SELECT condition, path, reason FROM quarantine ORDER BY condition, path").fetchall()
+    with connect_read_only(settings.warehouse_path, settings.store_wait_s) as conn:
+        rows = current_rows(conn, settings.assets_dir / "source_documents")
     for condition, file, reason in rows:
         _say(f"{condition:<7} {file}: {reason}")
     _say(f"{len(rows)} quarantined file(s)")

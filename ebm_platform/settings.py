@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     eval_max_questions: int = Field(default=0, ge=0, description="test questions per condition evaluation_report "
                                                                  "answers (0: all)")
     eval_seed: int = 7
+    index_keep_versions_min: float = Field(default=60.0, ge=0, description="window-index table versions younger "
+                                                                           "than this survive each write's cleanup")
+    store_wait_s: float = Field(default=30.0, ge=0, description="how long a reader waits for a store being "
+                                                                "rewritten before it reports 'being rebuilt'")
 
     @property
     def landing_dir(self) -> Path:

@@ -10,6 +10,7 @@ from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.conditions import load_catalogue
 from ebm_platform.defs.corpus import evidence_windows, source_documents
 from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform.versions import parquet_version
 from ebm_platform_tests.conftest import lake_resources
 
 ACL_ARTICLES = {"PMC3718450", "PMC5698974"}
@@ -126,3 +127,28 @@ def test_imported_files_round_trip_their_metadata(lake, datasets_dir):
     assert set(docs["source"]) == {f"evidence_inference:{pmc}" for pmc in ACL_ARTICLES}
     assert all("ACL" in c for c in docs["conditions"].to_list())
     assert docs["grade"].is_in(["A", "B", "C", "D", "E"]).all()
+
+
+def test_quarantine_rows_follow_the_documents_parquet_on_disk(lake, datasets_dir):
+    """A run killed after its DuckDB commit and before its parquet leaves the previous run's pairing."""
+    from datetime import datetime
+
+    from ebm_platform.corpus.landing import QuarantineRecord
+    from ebm_platform.corpus.quarantine import current_rows, record
+
+    _import_acl(lake, datasets_dir)
+    (lake / "landing" / "ACL" / "empty.md").write_bytes(b"")
+    assert _materialize(lake, "ACL").success
+    documents = lake / "assets" / "source_documents"
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as conn:
+        first = current_rows(conn, documents)
+        assert [(c, r) for c, _, r in first] == [("ACL", "empty file")]
+        # the next run commits its quarantine (a different file) and is killed before its parquet
+        record(conn, "ACL", [QuarantineRecord("ACL", "other.md", "binary file", "x")], "killed-run",
+               parquet_version(documents / "ACL.parquet"), datetime.now())
+        assert current_rows(conn, documents) == first
+    (lake / "landing" / "ACL" / "empty.md").unlink()
+    assert _materialize(lake, "ACL").success  # the next run completes: its own (empty) quarantine shows
+    with duckdb.connect(str(lake / "warehouse.duckdb")) as conn:
+        assert current_rows(conn, documents) == []
+        assert conn.execute("SELECT count(DISTINCT version) FROM quarantine").fetchone()[0] == 1  # old runs pruned

@@ -143,19 +143,6 @@ def test_release_edges_in_kuzu_match_networkx(tmp_path, datasets_dir):
         load_into_kuzu(edges, tmp_path / "db.kz")
 
 
-def test_failed_partition_write_keeps_the_previous_state(tmp_path):
-    store = GraphStore(tmp_path / "g.kz")
-    doc = pl.DataFrame({"id": ["X|d1"], "partition": ["X"], "doc_id": ["d1"], "title": ["t"], "grade": ["A"],
-                        "year": [2020], "source": ["s"]})
-    store.replace_partition("X", {"Document": doc})
-    assert store.count("MATCH (d:Document) RETURN count(*)") == 1
-    broken = pl.concat([doc.with_columns(pl.lit("X|d2").alias("id"))] * 2)  # duplicate primary key
-    with pytest.raises(RuntimeError):
-        store.replace_partition("X", {"Document": broken})
-    assert store.query("MATCH (d:Document) RETURN d.id AS id")["id"].to_list() == ["X|d1"]
-    store.close()
-
-
 def test_tree_tables_rank_keywords_by_salience_and_count_layers():
     """A hub linked mostly outside its community loses to a member central inside it."""
     ids = ["hub", "core", "x", "y", "out1", "out2", "out3"]
@@ -175,15 +162,35 @@ def test_tree_tables_rank_keywords_by_salience_and_count_layers():
 
 def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp_path):
     """A COPY that fails inside the transaction surfaces its own error, and nothing is half-written."""
-    import pytest
-
-    from ebm_platform.graph.store import GraphStore
-
     good = {"Document": pl.DataFrame({"id": ["P|d"], "partition": ["P"], "doc_id": ["d"], "title": ["t"],
                                       "grade": ["C"], "year": [2020], "source": ["s"]})}
     with GraphStore(tmp_path / "g.kz") as store:
-        store.replace_partition("P", good)
+        store.replace_partition("P", good, "run-1")
         broken = {"Document": good["Document"].with_columns(pl.lit("x").alias("extra"))}
         with pytest.raises(RuntimeError, match="columns"):
-            store.replace_partition("P", broken)
-        assert store.count("MATCH (d:Document) RETURN count(*)") == 1
+            store.replace_partition("P", broken, "run-2")
+        assert store.count("MATCH (d:Document) RETURN count(*)") == 1 and store.versions() == {"P": "run-1"}
+        duplicate_key = {"Document": pl.concat([good["Document"].with_columns(pl.lit("P|d2").alias("id"))] * 2)}
+        with pytest.raises(RuntimeError):
+            store.replace_partition("P", duplicate_key, "run-3")
+        assert store.query("MATCH (d:Document) RETURN d.id AS id")["id"].to_list() == ["P|d"]
+
+
+def test_a_writer_works_on_a_copy_that_replaces_the_store_only_when_it_closes_cleanly(tmp_path):
+    """Readers keep reading the live file while a writer works; an error discards the writer's copy."""
+    doc = pl.DataFrame({"id": ["P|d"], "partition": ["P"], "doc_id": ["d"], "title": ["t"], "grade": ["C"],
+                        "year": [2020], "source": ["s"]})
+    with GraphStore(tmp_path / "g.kz") as store:
+        store.replace_partition("P", {"Document": doc}, "run-1")
+    with GraphStore(tmp_path / "g.kz") as writer:
+        writer.replace_partition("P", {"Document": pl.concat([doc, doc.with_columns(pl.lit("P|e").alias("id"))])}, "run-2")
+        with GraphStore(tmp_path / "g.kz", read_only=True) as reader:  # opens while the writer holds its copy
+            assert reader.count("MATCH (d:Document) RETURN count(*)") == 1 and reader.versions() == {"P": "run-1"}
+    with GraphStore(tmp_path / "g.kz", read_only=True) as reader:
+        assert reader.count("MATCH (d:Document) RETURN count(*)") == 2 and reader.versions() == {"P": "run-2"}
+    with pytest.raises(ValueError), GraphStore(tmp_path / "g.kz") as writer:
+        writer.replace_partition("P", {"Document": doc}, "run-3")
+        raise ValueError("the asset failed after writing")
+    with GraphStore(tmp_path / "g.kz", read_only=True) as reader:
+        assert reader.count("MATCH (d:Document) RETURN count(*)") == 2 and reader.versions() == {"P": "run-2"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.kz", "g.kz.writer.lock"]  # no working copy left

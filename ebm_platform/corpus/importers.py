@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ebm_platform.atomic import write_text_atomic
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.landing import landing_markdown, write_atomic
 from ebm_platform.corpus.model import Document, DocumentError
@@ -83,7 +84,7 @@ def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, repo
             progress(report.table())
         reports[dataset] = report.as_dict()
     reports_dir.mkdir(parents=True, exist_ok=True)
-    (reports_dir / "imports.json").write_text(json.dumps(reports, indent=2), encoding="utf-8")
+    write_text_atomic(reports_dir / "imports.json", json.dumps(reports, indent=2))
     return reports
 
 

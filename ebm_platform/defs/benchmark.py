@@ -7,6 +7,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from ebm_platform.atomic import write_text_atomic
 from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
 from ebm_platform.benchmark.review import discarded
 from ebm_platform.benchmark.generation import QuestionGenerator
@@ -131,7 +132,7 @@ def benchmark_splits(bench: pl.DataFrame, lake: LakeResource) -> dg.Output[pl.Da
         schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String})
     counts = splits.group_by("split", "source").len().sort("split", "source")
     lake.reports_dir.mkdir(parents=True, exist_ok=True)
-    counts.write_csv(lake.reports_dir / "benchmark_splits.csv")
+    write_text_atomic(lake.reports_dir / "benchmark_splits.csv", counts.write_csv())
     return dg.Output(splits, metadata={
         "questions": dg.MetadataValue.int(splits.height),
         "by_split": dg.MetadataValue.json(dict(splits.group_by("split").len().iter_rows()) if splits.height else {}),

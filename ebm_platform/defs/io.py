@@ -1,4 +1,5 @@
-"""Parquet IO manager: one file per asset partition under <lake>/assets, written atomically."""
+"""Parquet IO manager: one file per asset partition under <lake>/assets, written atomically; an
+output whose metadata carries `partition_version` records it in the file (ebm_platform.versions)."""
 
 
 from pathlib import Path
@@ -6,7 +7,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from ebm_platform.atomic import atomic_path
+from ebm_platform.versions import write_parquet
+
+PARTITION_VERSION = "partition_version"  # output metadata: the version the asset's other store recorded
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
@@ -23,8 +26,8 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
             return
         base = self._base(context.asset_key)
         path = base / f"{context.asset_partition_key}.parquet" if context.has_asset_partitions else base.with_suffix(".parquet")
-        with atomic_path(path) as tmp:  # readers see the old file or the new one, never half of one
-            obj.write_parquet(tmp)
+        version = context.output_metadata.get(PARTITION_VERSION)
+        write_parquet(obj, path, None if version is None else str(getattr(version, "value", version)))  # old file or new, never half
         context.add_output_metadata({
             "dagster/row_count": dg.MetadataValue.int(obj.height),
             "dagster/column_schema": dg.TableSchema(

@@ -30,6 +30,10 @@ class LakeResource(dg.ConfigurableResource):
         return self.path / "landing"
 
     @property
+    def assets_dir(self) -> Path:
+        return self.path / "assets"
+
+    @property
     def reports_dir(self) -> Path:
         return self.path / "reports"
 

@@ -121,7 +121,7 @@ def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progre
     command = [sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark]
     if ids is not None:
         lake.mkdir(parents=True, exist_ok=True)
-        (lake / "corpus_ids.txt").write_text("\n".join(sorted(ids)), encoding="utf-8")
+        write_text_atomic(lake / "corpus_ids.txt", "\n".join(sorted(ids)))
         command += ["--ids", str(lake / "corpus_ids.txt")]
     if resume:
         command.append("--resume")

@@ -14,13 +14,36 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from ebm_platform.graph.normalise import normalise
 from ebm_platform.graph.pico_rules import Anchors
 from ebm_platform.graph.store import GraphStore
+from ebm_platform.versions import mismatched, read_consistent, table_version
+
+
+def open_graph(graph_path: Path, entity_dir: Path, wait_s: float) -> tuple[GraphStore, pl.DataFrame] | None:
+    """The read-only store and every partition's entity table (knowledge_graph's parquet), written
+    by the same runs (waits up to `wait_s` for a writer between its two commits; StoreBusyError
+    after). None when the lake has no graph yet."""
+    if not graph_path.exists() or not any(entity_dir.glob("*.parquet")):
+        return None
+
+    def read() -> tuple[tuple[GraphStore, list], list[str]]:
+        store = GraphStore(graph_path, read_only=True)
+        tables = {p.stem: pq.read_table(p) for p in sorted(entity_dir.glob("*.parquet"))}
+        stale = mismatched(store.versions(), {code: table_version(t) for code, t in tables.items()})
+        if stale:
+            store.close()
+        return (store, list(tables.values())), [f"partition {code}: graph and entity table from different runs"
+                                                for code in stale]
+
+    store, tables = read_consistent(read, "knowledge_graph", wait_s)
+    return store, pl.concat([pl.from_arrow(t) for t in tables], how="diagonal_relaxed")
 
 
 @dataclass

@@ -6,12 +6,21 @@ Entity -> Window (MENTIONED_IN, the per-partition mentions), Entity -> Entity (R
 with its partition), Entity -> Attribute. The knowledge tree adds Community and Keyword nodes.
 Every partition write is one transaction: delete the partition's nodes, mentions and relations,
 drop entities no partition mentions any more, add the entities that are new, copy the rest,
-commit. A crash before the commit leaves the previous state, which Kùzu restores from its
-write-ahead log on open.
+commit, and record the partition's version (the run that wrote it), which the entity table the
+graph channel reads carries too.
+
+Writers never touch the live file: a writer (one at a time, under a lock file) copies it, works on
+the copy and renames the closed copy over the live file. A crash or an error at any point leaves
+the live file as it was; readers (any number, read-only) see the old file or the new one whole and
+never wait for a writer, nor a writer for them (Kùzu locks a file it has open).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,6 +39,7 @@ DDL = [
     "CREATE NODE TABLE IF NOT EXISTS Community(id STRING PRIMARY KEY, name STRING, size INT64, "
     "relation_types STRING[], l2_triples INT64, l1_attributes INT64, summary STRING)",
     "CREATE NODE TABLE IF NOT EXISTS Keyword(id STRING PRIMARY KEY, name STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS PartitionVersion(partition STRING PRIMARY KEY, version STRING)",
     "CREATE REL TABLE IF NOT EXISTS FROM_DOCUMENT(FROM Window TO Document)",
     "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Window)",
     "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, type STRING, window_id STRING, partition STRING)",
@@ -44,14 +54,29 @@ TREE_NODES = ("Keyword", "Community")
 
 
 class GraphStore:
-    """A Kùzu database folder; open read-only for queries, read-write for asset writers."""
+    """A Kùzu database file; open read-only for queries, read-write (on a working copy that replaces
+    the file when the store closes without an error) for asset writers."""
 
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = Path(path)
-        if read_only and not self.path.exists():
-            raise FileNotFoundError(f"no graph at {self.path}: materialise knowledge_graph first")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = kuzu.Database(str(self.path), read_only=read_only)
+        self.read_only = read_only
+        self.work: Path | None = None
+        self._lock = None
+        if read_only:
+            if not self.path.exists():
+                raise FileNotFoundError(f"no graph at {self.path}: materialise knowledge_graph first")
+            self.db = kuzu.Database(str(self.path), read_only=True)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.path.with_name(self.path.name + ".writer.lock"), "w")
+            fcntl.flock(self._lock, fcntl.LOCK_EX)  # one writer at a time; the next one waits
+            for stale in self.path.parent.glob(f".{self.path.name}.*.work*"):  # left by a killed writer
+                stale.unlink()
+            self.work = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.work")
+            for suffix in ("", ".wal"):  # a store last written in place may still hold a write-ahead log
+                if Path(str(self.path) + suffix).exists():
+                    shutil.copyfile(str(self.path) + suffix, str(self.work) + suffix)
+            self.db = kuzu.Database(str(self.work))
         self.conn = kuzu.Connection(self.db)
         if not read_only:
             self._drop_outdated_tables()
@@ -66,7 +91,7 @@ class GraphStore:
         copy into them: the tree (rebuilt whole by knowledge_tree) when Community lacks its layer
         counts or summary, and everything when entities were still per partition (re-materialise
         knowledge_graph for every partition; the demo and `ebm lake build` do)."""
-        tables = set(self.conn.execute("CALL show_tables() RETURN name").get_as_pl()["name"].to_list())
+        tables = self._tables()
         tree = ("IN_COMMUNITY", "HAS_KEYWORD", "KEYWORD_OF", "Community", "Keyword")
         graph = ("FROM_DOCUMENT", "MENTIONED_IN", "RELATES", "HAS_ATTRIBUTE", "Document", "Window", "Entity",
                  "Attribute")
@@ -79,15 +104,37 @@ class GraphStore:
             if table in tables:
                 self.conn.execute(f"DROP TABLE {table}")
 
-    def close(self) -> None:
+    def close(self, commit: bool = True) -> None:
+        """Close; a writer's working copy then replaces the live file (`commit`) or is discarded."""
         self.conn.close()
-        self.db.close()
+        self.db.close()  # checkpoints the write-ahead log into the file
+        if self.work is None:
+            return
+        try:
+            if commit:
+                with open(self.work, "rb") as handle:
+                    os.fsync(handle.fileno())
+                Path(str(self.path) + ".wal").unlink(missing_ok=True)  # folded into the copy at open
+                os.replace(self.work, self.path)
+        finally:
+            for leftover in (self.work, Path(str(self.work) + ".wal")):
+                leftover.unlink(missing_ok=True)
+            self._lock.close()
 
     def __enter__(self) -> "GraphStore":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        self.close(commit=exc_type is None)
+
+    def versions(self) -> dict[str, str]:
+        """partition -> version of the run that last wrote it."""
+        frame = self.query("MATCH (v:PartitionVersion) RETURN v.partition AS partition, v.version AS version") \
+            if "PartitionVersion" in self._tables() else pl.DataFrame()
+        return dict(frame.iter_rows()) if frame.height else {}
+
+    def _tables(self) -> set[str]:
+        return set(self.conn.execute("CALL show_tables() RETURN name").get_as_pl()["name"].to_list())
 
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         result = self.conn.execute(cypher, params or {})
@@ -112,9 +159,11 @@ class GraphStore:
                     raise
             raise
 
-    def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame]) -> None:
-        """Atomically replace one partition's nodes and edges with `tables` (name -> frame)."""
+    def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame], version: str) -> None:
+        """Atomically replace one partition's nodes and edges with `tables` (name -> frame), as `version`."""
         with self._transaction():
+            self.conn.execute("MERGE (v:PartitionVersion {partition: $p}) SET v.version = $v",
+                              {"p": partition, "v": version})
             for node in PARTITION_NODES:
                 self.conn.execute(f"MATCH (n:{node}) WHERE n.partition = $p DETACH DELETE n", {"p": partition})
             self.conn.execute("MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.partition = $p DELETE r", {"p": partition})

@@ -10,6 +10,10 @@ id hashes the window's document and text) is copied, not embedded again.
 A partition is replaced by one `merge_insert` commit (match on `key` = condition|window_id,
 delete the partition's rows that are no longer present), so readers see the old partition or
 the new one, never a mixture; LanceDB's versioned commits make an interrupted write invisible.
+The full-text index is rebuilt after that commit; until then (or after a writer was killed in
+between) full-text queries also scan the rows it does not cover yet, so they stay exact, and the
+next write repairs an index a killed first write never built. Each write then compacts the table
+and removes versions older than the keep window (readers hold a version while they work).
 
 The full-text channel searches `search_text` (title, section path and window text: what the dense
 channel embeds, `index_text`) through LanceDB's native BM25 index with English stemming and stop
@@ -19,9 +23,11 @@ title and section carry (README, Retrieval quality).
 
 from __future__ import annotations
 
+import fcntl
 import uuid
 import warnings
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import lancedb
@@ -130,8 +136,19 @@ class WindowIndex:
         first = sorted({w: i for i, w in reversed(list(enumerate(ids)))}.values())
         return found.take(pa.array(first, pa.int64()))
 
+    def text_index_problems(self) -> list[str]:
+        """Why full-text queries cannot run (no table, or no index over `search_text`); empty when they can."""
+        if not self.exists():
+            return [f"no window table at {self.path}"]
+        table = self.table()
+        if SEARCH_TEXT not in table.schema.names or not any(
+                c.index_type == "FTS" and list(c.columns) == [SEARCH_TEXT] for c in table.list_indices()):
+            return ["the full-text index is missing"]
+        return []
+
     def replace_partition(self, condition: str, windows: pl.DataFrame, encoder: Encoder,
-                          progress: Callable[[str], None] | None = None) -> dict[str, int]:
+                          progress: Callable[[str], None] | None = None,
+                          keep_versions: timedelta = timedelta(hours=1)) -> dict[str, int]:
         """Replace one condition's rows in one commit and rebuild the full-text index. Rows are
         prepared batch by batch (windows this encoder already indexed, in any partition, are
         copied; the rest encoded) into an Arrow staging file beside the table, which is then
@@ -149,30 +166,41 @@ class WindowIndex:
         for name, type_ in encoded_schema(encoder.dim).items():
             schema = schema.append(pa.field(name, type_))
 
-        staging = self.path / f".staging-{condition}-{uuid.uuid4().hex}.arrow"
         self.path.mkdir(parents=True, exist_ok=True)
-        try:
-            with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                for start in range(0, data.height, ENCODE_BATCH):
-                    batch = data.slice(start, ENCODE_BATCH)
-                    writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
-                    if progress:
-                        progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
-                                 f"({counts['encoded']} encoded, {counts['reused']} reused)")
-            with pa.memory_map(str(staging)) as source:
-                staged = pa.ipc.open_file(source)
-                reader = pa.RecordBatchReader.from_batches(
-                    schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
-                if not self.exists():
-                    self.db.create_table(TABLE, reader)
-                else:
-                    self._add_search_text()
-                    (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-                     .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
-        finally:
-            staging.unlink(missing_ok=True)
-        self.rebuild_text_index()
+        with open(self.path / ".writer.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer per table, whichever process or instance runs it
+            for stale in self.path.glob(".staging-*.arrow"):  # left by a killed writer
+                stale.unlink()
+            staging = self.path / f".staging-{condition}-{uuid.uuid4().hex}.arrow"
+            try:
+                with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                    for start in range(0, data.height, ENCODE_BATCH):
+                        batch = data.slice(start, ENCODE_BATCH)
+                        writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
+                        if progress:
+                            progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
+                                     f"({counts['encoded']} encoded, {counts['reused']} reused)")
+                with pa.memory_map(str(staging)) as source:
+                    staged = pa.ipc.open_file(source)
+                    reader = pa.RecordBatchReader.from_batches(
+                        schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
+                    if not self.exists():
+                        self.db.create_table(TABLE, reader)
+                    else:
+                        self._add_search_text()
+                        (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+                         .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
+            finally:
+                staging.unlink(missing_ok=True)
+            self.rebuild_text_index()
+            self.compact(keep_versions)
         return counts
+
+    def compact(self, keep_versions: timedelta) -> None:
+        """Merge small fragments and delete table versions older than `keep_versions`."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.table().optimize(cleanup_older_than=keep_versions)
 
     def _encoded_batch(self, batch: pl.DataFrame, encoder: Encoder, counts: dict[str, int]) -> pa.Table:
         """One batch of rows with its ENCODED columns: copied when stored by this encoder, else encoded."""

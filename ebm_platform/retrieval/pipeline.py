@@ -29,9 +29,8 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
-from ebm_platform.graph.channel import GraphChannel
+from ebm_platform.graph.channel import GraphChannel, open_graph
 from ebm_platform.graph.pico_rules import Anchors, question_anchors
-from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
@@ -43,6 +42,8 @@ from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
+from ebm_platform.settings import get_settings
+from ebm_platform.versions import read_consistent
 
 MAX_QUESTION_CHARS = 2000
 GRADE_POOLS = {"A": ("A",), "B-E": ("B", "C", "D", "E")}
@@ -172,16 +173,14 @@ class Retriever:
         self.encoder = get_encoder(embedding_model, embedding_backend)
         self.index = WindowIndex(self.lake / "stores" / "lancedb")
         self.index.table()  # clear error when the index is missing
+        read_consistent(lambda: (None, self.index.text_index_problems()), "window_index", get_settings().store_wait_s)
         self.term_statistics = TermStatistics(self.index.texts())
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.verdict_model = VerdictModel.load(verdict_path(self.lake))
-        self.graph: GraphChannel | None = None
-        graph_path = self.lake / "stores" / "kuzu" / "graph.kz"
-        entity_files = sorted((self.lake / "assets" / "knowledge_graph").glob("*.parquet"))
-        if graph_path.exists() and entity_files:
-            entities = pl.concat([pl.read_parquet(f) for f in entity_files], how="diagonal_relaxed")
-            self.graph = GraphChannel(GraphStore(graph_path, read_only=True), entities, self._embed_short)
+        opened = open_graph(self.lake / "stores" / "kuzu" / "graph.kz", self.lake / "assets" / "knowledge_graph",
+                            get_settings().store_wait_s)
+        self.graph = GraphChannel(*opened, self._embed_short) if opened else None
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self.encoder.embed(texts)
