@@ -13,7 +13,7 @@ export EBM_DATASETS_DIR ?= $(abspath ../shared/datasets)
 
 UI_STAMP := $(VENV)/.ui-installed
 
-.PHONY: setup ui-deps demo test ui-check bench dev validate clean
+.PHONY: setup ui-deps demo test reliability ui-check bench dev validate clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY) on PATH"; exit 1; }
@@ -40,6 +40,10 @@ demo: $(STAMP)
 
 test: $(STAMP) ui-deps
 	$(BIN)/python -m pytest -q -rs
+
+# Kills, readers during writes and load (about 20 minutes on 2 cores); prints the reliability table.
+reliability: $(STAMP)
+	$(BIN)/python -m pytest -q -rs -m reliability ebm_platform_tests/test_reliability.py
 
 ui-check: ui-deps
 	$(BIN)/python -m pytest -q -rs ebm_platform_tests/test_ui.py

@@ -6,6 +6,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -59,11 +60,16 @@ def lake_resources(root: Path) -> dict:
 
 
 class ScriptedServer:
-    """Answers /v1/chat/completions with the next scripted behaviour: ok, 429, slow, malformed, 400."""
+    """Answers /v1/chat/completions with the next scripted behaviour: ok, 429, 429-after:SECONDS
+    (Retry-After), 500, 400, 401, slow, malformed (reply text not JSON), html (a 200 whose body is not
+    JSON), truncated (the body stops before its Content-Length), content:TEXT; after the script,
+    `reply(prompt)` gives the content (default: a fixed valid answer)."""
 
     def __init__(self) -> None:
         self.script: list[str] = []
+        self.reply: Callable[[str], str] | None = None
         self.prompts: list[str] = []
+        self.bodies: list[dict] = []
         self.authorizations: list[str | None] = []
         self.requests = 0
         server = self
@@ -74,12 +80,23 @@ class ScriptedServer:
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                server.bodies.append(body)
                 server.prompts.append(body.get("messages", [{}])[-1].get("content", ""))
                 server.authorizations.append(self.headers.get("Authorization"))
                 server.requests += 1
                 action = server.script.pop(0) if server.script else "ok"
                 if action == "429":
                     return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}})
+                if action.startswith("429-after:"):
+                    return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                                      {"Retry-After": action.split(":", 1)[1]})
+                if action == "500":
+                    return self._send(500, {"error": {"message": "internal error", "type": "server_error"}})
+                if action == "html":
+                    return self._raw(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+                if action == "truncated":
+                    return self._raw(200, b'{"id": "x", "object": "chat.completion", "choi', "application/json",
+                                     length=400)
                 if action == "401":  # like some providers, echo the key it was given
                     return self._send(401, {"error": {"message": f"Incorrect API key provided: "
                                                                  f"{self.headers.get('Authorization')}",
@@ -89,7 +106,8 @@ class ScriptedServer:
                 if action == "slow":
                     time.sleep(1.5)
                 content = ("this is {not json" if action == "malformed" else action[len("content:"):]
-                           if action.startswith("content:") else '```json\n{"answer": 42}\n```')
+                           if action.startswith("content:") else server.reply(server.prompts[-1]) if server.reply
+                           else '```json\n{"answer": 42}\n```')
                 self._send(200, {
                     "id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
                     "choices": [{"index": 0, "finish_reason": "stop",
@@ -97,14 +115,21 @@ class ScriptedServer:
                     "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
                 })
 
-            def _send(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+                self._raw(status, json.dumps(body).encode(), "application/json", headers=headers)
+
+            def _raw(self, status: int, data: bytes, content_type: str, length: int | None = None,
+                     headers: dict[str, str] | None = None) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(length or len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
+                    if length:  # promised more than was sent: hang up mid-body
+                        self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out and hung up
 
@@ -149,3 +174,25 @@ def small_lake(tmp_path_factory, datasets_dir):
     assert dg.materialize(assets, partition_key="PFP", resources=lake_resources(root),
                           instance=dg.DagsterInstance.ephemeral()).success
     return root
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The reliability suite's table (`make reliability`): test, runs, failures, data lost."""
+    import sys
+
+    test_reliability = sys.modules.get("ebm_platform_tests.test_reliability")
+    rows = getattr(test_reliability, "RESULTS", [])
+    if not rows:
+        return
+    columns = ("test", "runs", "failures", *test_reliability.LOST_COLUMNS)
+    write = terminalreporter.write_line
+    write("")
+    write("| " + " | ".join(c if c == "test" else f"lost {c}" if c in test_reliability.LOST_COLUMNS else c
+                             for c in columns) + " |")
+    write("|" + "---|" * len(columns))
+    for row in rows:
+        write("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    write("")
+    for row in rows:
+        for note in row["notes"]:
+            write(f"{row['test']}: {note}")

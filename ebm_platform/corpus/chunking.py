@@ -9,7 +9,7 @@ import numpy as np
 
 from ebm_platform.corpus.windows import Block, WindowParams, build_windows, similarity_groups, split_blocks
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA
+from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA, fill
 
 Embedder = Callable[[list[str]], np.ndarray]
 EMBED_TOKENS = 64  # blocks are embedded for grouping from their first 64 word pieces
@@ -65,7 +65,7 @@ class BlockGrouper:
 
     def _llm_section(self, section: str, blocks: list[Block]) -> list[int] | None:
         numbered = "\n".join(f"[{i}] {b.text[:600]}" for i, b in enumerate(blocks))
-        prompt = GROUPING_PROMPT.format(section=section or "(untitled)", blocks=numbered, n=len(blocks))
+        prompt = fill(GROUPING_PROMPT, {"section": section or "(untitled)", "blocks": numbered}, n=len(blocks))
         try:
             result = self.client.complete_json("group_blocks", prompt, GROUPING_SCHEMA, offline=lambda: {"group_ids": []})
         except Exception:

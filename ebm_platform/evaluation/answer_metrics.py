@@ -28,6 +28,7 @@ import numpy as np
 
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.lexical import stems
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -118,8 +119,8 @@ def nugget_coverage(vital: list[str], okay: list[str], statements: list[Statemen
         return None
     kinds = ["vital"] * len(vital) + ["okay"] * len(okay)
     texts = [s.text for s in statements]
-    prompt = NUGGET_JUDGE.format(answer="\n".join(texts) or "(no answer)",
-                                 nuggets="\n".join(f"{i}. {n}" for i, n in enumerate(nuggets, 1)))
+    prompt = fill(NUGGET_JUDGE, {"answer": "\n".join(texts) or "(no answer)",
+                                 "nuggets": "\n".join(f"{i}. {n}" for i, n in enumerate(nuggets, 1))})
     result = client.complete_json("judge_nuggets", prompt, _flags_schema("covered", len(nuggets)),
                                   offline=lambda: {"covered": covered_offline(nuggets, texts, embed)})
     name = "NC_proxy" if result.mode == "offline" else "NC"
@@ -144,7 +145,7 @@ def faithfulness(statements: list[Statement], sentences: dict[str, list[str]], e
     items = "\n".join(f"{i}. Statement: {s.text}\n   Cited evidence: "
                       + (" ".join(x for w in s.window_ids for x in sentences.get(w, [])) or "(none)")
                       for i, s in enumerate(statements, 1))
-    result = client.complete_json("judge_faithfulness", FAITH_JUDGE.format(items=items),
+    result = client.complete_json("judge_faithfulness", fill(FAITH_JUDGE, {"items": items}),
                                   _flags_schema("supported", len(statements)),
                                   offline=lambda: {"supported": _supported_offline(statements, sentences, embed)})
     name = "Faith_proxy" if result.mode == "offline" else "Faith"

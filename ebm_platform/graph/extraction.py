@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ebm_platform.graph import pico_rules
 from ebm_platform.graph.schema import Schema, load_schema, map_to_schema, validate
 from ebm_platform.llm.client import LLMClient, LLMError
+from ebm_platform.llm.prompts import fill
 
 EXTRACTION_PROMPT = """Extract a schema-bounded knowledge graph from this clinical evidence window.
 Use ONLY these node types: {nodes}
@@ -34,8 +35,8 @@ ELEMENT_COLUMNS = ("window_id", "doc_id", "kind", "subject", "subject_type", "pr
 
 def extraction_prompt(text: str, schema: Schema) -> str:
     relations = "; ".join(f"{r} ({'/'.join(s)} -> {'/'.join(t)})" for r, (s, t) in schema.relations.items())
-    return EXTRACTION_PROMPT.format(nodes=", ".join(schema.nodes), relations=relations,
-                                    attributes=", ".join(schema.attributes), text=text)
+    return fill(EXTRACTION_PROMPT, {"text": text}, nodes=", ".join(schema.nodes), relations=relations,
+                attributes=", ".join(schema.attributes))
 
 
 def to_elements(window_id: str, doc_id: str, extraction: dict) -> list[dict]:

@@ -22,6 +22,8 @@ import networkx as nx
 import numpy as np
 import polars as pl
 
+from ebm_platform.llm.prompts import fill
+
 
 @dataclass(frozen=True)
 class TreeParams:
@@ -154,8 +156,9 @@ def community_summaries(digests: list[dict], client=None) -> tuple[list[str], st
         return [extractive_summary(d) for d in digests], "offline (extractive from the graph)"
     out = []
     for d in digests:
-        prompt = SUMMARY_PROMPT.format(keywords=", ".join(d["keywords"]), types=", ".join(f"{t} {n}" for t, n in d["types"]),
-                                       triples="; ".join(f"({a}) -[{r}]-> ({b})" for a, r, b in d["triples"]) or "none")
+        prompt = fill(SUMMARY_PROMPT, {"keywords": ", ".join(d["keywords"]),
+                                       "triples": "; ".join(f"({a}) -[{r}]-> ({b})" for a, r, b in d["triples"]) or "none"},
+                      types=", ".join(f"{t} {n}" for t, n in d["types"]))
         out.append(client.complete_json("community_summary", prompt, SUMMARY_SCHEMA,
                                         offline=lambda d=d: {"summary": extractive_summary(d)}).data["summary"])
     return out, f"llm:{client.model}"

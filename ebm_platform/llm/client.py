@@ -1,8 +1,9 @@
 """One LLM client for every task: litellm for any provider, or `offline` deterministic code.
 
 - persistent response cache (sqlite) keyed by model + task + temperature + prompt hash;
-- retries with exponential backoff on rate limits, timeouts, connection and 5xx errors,
-  and on replies that are not valid JSON for the task's schema;
+- retries with exponential backoff (or the provider's Retry-After, capped) on rate limits,
+  timeouts, connection and 5xx errors, bodies that are not JSON, and on replies that are not
+  valid JSON for the task's schema; only a valid reply is cached;
 - token and cost totals for asset metadata;
 - model ``offline`` routes each task to the deterministic function the caller supplies and
   marks the result ``mode='offline'``.
@@ -24,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from ebm_platform.llm.prompts import DATA_RULE
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 log = logging.getLogger(__name__)
@@ -119,6 +122,7 @@ class LLMClient:
     timeout_s: float = 60.0
     max_retries: int = 4
     backoff_s: float = 0.5
+    max_wait_s: float = 60.0  # longest pause between attempts, whatever Retry-After asks
     cache_path: Path | None = None
     usage: Usage = field(default_factory=Usage)
 
@@ -157,16 +161,17 @@ class LLMClient:
             except (ValueError, jsonschema.ValidationError):
                 log.warning("discarding invalid cached reply for task %s", task)
         last_error: Exception | None = None
+        asked_wait = 0.0  # the provider's Retry-After on the last attempt
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self.usage.retries += 1
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                time.sleep(min(max(self.backoff_s * 2 ** (attempt - 1), asked_wait), self.max_wait_s))
             try:
                 reply = self._call(prompt, temperature)
             except Exception as exc:  # litellm maps provider errors to its own classes
                 if not _retryable(exc):
                     raise LLMError(self._redact(f"{task}: {type(exc).__name__}: {exc}")) from None
-                last_error = exc
+                last_error, asked_wait = exc, _retry_after(exc)
                 continue
             try:
                 data = parse_json_reply(reply)
@@ -188,7 +193,7 @@ class LLMClient:
 
         response = litellm.completion(
             model=self.model,
-            messages=[{"role": "user", "content": prompt}],
+            messages=[{"role": "system", "content": DATA_RULE}, {"role": "user", "content": prompt}],
             temperature=temperature,
             timeout=self.timeout_s,
             api_base=self.api_base,
@@ -206,6 +211,15 @@ class LLMClient:
         except Exception:  # unknown models have no price in the local cost map
             pass
         return response.choices[0].message.content or ""
+
+
+def _retry_after(exc: Exception) -> float:
+    """Seconds the provider asked to wait (Retry-After, in seconds), else 0."""
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(exc, "headers", None) or {}
+    try:
+        return max(0.0, float(headers.get("retry-after", 0)))
+    except (TypeError, ValueError):  # an HTTP date instead of seconds: fall back to the backoff
+        return 0.0
 
 
 def _retryable(exc: Exception) -> bool:

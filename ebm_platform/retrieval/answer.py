@@ -21,6 +21,7 @@ from ebm_platform.corpus.model import GRADES, GRADE_LABELS
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 
@@ -228,8 +229,9 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
     evidence = list(rows)
     budget = len(rows)
     for _ in range(IRCOT_ROUNDS):
-        step = client.complete_json("ircot_step", IRCOT_STEP.format(question=question, evidence=_evidence_block(evidence),
-                                                                     thoughts=" ".join(thoughts) or "none"),
+        step = client.complete_json("ircot_step", fill(IRCOT_STEP, {"evidence": _evidence_block(evidence),
+                                                                      "thoughts": " ".join(thoughts) or "none"},
+                                                                     question=question),
                                     IRCOT_STEP_SCHEMA, offline=lambda: {"thought": "", "next_query": None})
         thoughts.append(step.data["thought"])
         follow_up = step.data.get("next_query")
@@ -238,8 +240,9 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
         seen = {r["window_id"] for r in evidence}
         fresh = [r for r in retrieve_more(follow_up) if r["window_id"] not in seen][:4]
         evidence = sorted(evidence + fresh, key=lambda r: -r["score"])[:budget]
-    result = client.complete_json("ircot_answer", IRCOT_ANSWER.format(question=question, evidence=_evidence_block(evidence),
-                                                                      thoughts=" ".join(thoughts)),
+    result = client.complete_json("ircot_answer", fill(IRCOT_ANSWER, {"evidence": _evidence_block(evidence),
+                                                                        "thoughts": " ".join(thoughts)},
+                                                                       question=question),
                                   IRCOT_ANSWER_SCHEMA, offline=lambda: {})
     answer = result.data
     valid = set(range(1, len(evidence) + 1))

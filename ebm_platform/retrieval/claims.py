@@ -33,6 +33,7 @@ import numpy as np
 
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
+from ebm_platform.llm.prompts import data_block, fill
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, NO_DIFFERENCE, offline_verdict
@@ -169,9 +170,9 @@ def _extract(r: Retriever, c: Candidate) -> tuple[list[dict], str]:
     mode = "offline"
     for round_ in range(1 if r.client.offline else 2):
         previous = "" if not found else "Claims already found (add only the missed ones): " + \
-            "; ".join(x["claim"] for x in found) + "\n"
-        result = r.client.complete_json(f"claims_glean_{round_}", GLEAN_PROMPT.format(title=title, previous=previous,
-                                                                                      text=c.row["text"]),
+            data_block("; ".join(x["claim"] for x in found)) + "\n"
+        result = r.client.complete_json(f"claims_glean_{round_}", fill(GLEAN_PROMPT, {"title": title, "text": c.row["text"]},
+                                                                               previous=previous),
                                         GLEAN_SCHEMA, offline=offline)
         mode = result.mode
         found += result.data["claims"]
@@ -229,8 +230,8 @@ def claims(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
         layered = [[found[key] for _, _, key in layer] for layer in layers(graph, root.nodes)]
         summary = summarise_offline(layered, root)
         result = r.client.complete_json(
-            "claims_summary", SUMMARY_PROMPT.format(question=question, claims=" | ".join(
-                x.text for layer in reversed(layered) for x in layer)[:6000]),
+            "claims_summary", fill(SUMMARY_PROMPT, {"claims": " | ".join(
+                x.text for layer in reversed(layered) for x in layer)[:6000]}, question=question),
             {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
             offline=lambda: {"summary": " ".join(x.text.rstrip(".") + "." for x in summary)})
         cited = list(dict.fromkeys(x.window_id for x in summary))

@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from ebm_platform.graph.pico_rules import question_anchors
+from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, collect
 
 SEED_ENTITIES = 5
@@ -208,7 +209,7 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
             if len(windows) >= r.params.budget:
                 break
             if not r.client.offline and r.client.complete_json(
-                    "kg_refine_sufficient", SUFFICIENT_PROMPT.format(question=question, outline="\n".join(readout)),
+                    "kg_refine_sufficient", fill(SUFFICIENT_PROMPT, {"outline": "\n".join(readout)}, question=question),
                     {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]},
                     offline=lambda: {"sufficient": False}).data["sufficient"]:
                 break

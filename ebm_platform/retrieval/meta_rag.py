@@ -28,6 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_levels import publication_tier
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.retrieval.graph_reads import document_entities, entity_vectors
@@ -174,8 +175,8 @@ def _stance(r: Retriever, question: str, qvec: np.ndarray, windows: list[Candida
     best = [s for s, _ in sorted(sentences, key=lambda x: -x[1])[:STANCE_SENTENCES]]
     offline = read_verdict(best, r.verdict_model)[0]  # insufficient evidence when there is no sentence
     options = [*CLAIMS, INSUFFICIENT]
-    result = r.client.complete_json("meta_rag_stance", STANCE_PROMPT.format(question=question, evidence=" ".join(best),
-                                                                           options=options),
+    result = r.client.complete_json("meta_rag_stance", fill(STANCE_PROMPT, {"evidence": " ".join(best)}, question=question,
+                                                                       options=options),
                                     {"type": "object", "properties": {"stance": {"enum": options}}, "required": ["stance"]},
                                     offline=lambda: {"stance": offline})
     return result.data["stance"], result.mode
@@ -200,9 +201,9 @@ def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], tit
         cosines = {f: float(np.clip((entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f])
                                     .max(initial=0.0), 0.0, 1.0)) if mine[f].height else 0.0 for f in stated}
         result = r.client.complete_json(
-            "meta_rag_extrapolation", EXTRAPOLATION_PROMPT.format(
-                question=question, title=titles[d], **{f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height
-                                                        else "" for f in fields}),
+            "meta_rag_extrapolation", fill(EXTRAPOLATION_PROMPT, {"title": titles[d], **{
+                f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height else "" for f in fields}},
+                question=question),
             {"type": "object", "properties": {f: {"type": "number", "minimum": 0, "maximum": 1} for f in stated},
              "required": list(stated)}, offline=lambda: cosines)
         out[d] = {f: float(result.data[f]) for f in stated}
@@ -224,7 +225,7 @@ def meta_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retri
         text = docs[d].get("text") or " ".join(c.row["text"] for c in pool[d])
         limitations = limitation_sentences(text)
         answers = r.client.complete_json("meta_rag_experiment",
-                                         EXP_PROMPT.format(title=titles[d], text=" ".join(limitations)[:3000]),
+                                         fill(EXP_PROMPT, {"title": titles[d], "text": " ".join(limitations)[:3000]}),
                                          EXP_SCHEMA, offline=lambda: experiment_answers_offline(text, limitations))
         modes.add(answers.mode)
         date, pub, exp = date_score(years[d], newest), float(publication_tier(design)), experiment_score(answers.data)

@@ -1,0 +1,298 @@
+"""Reliability suite (`make reliability`; skipped by `make test`): real processes killed with SIGKILL
+mid-write, readers against a store being rewritten, load with malformed questions. Every test adds
+a row to the table printed at the end (ebm_platform_tests/conftest.py).
+
+States: lake A holds two real PFP articles, built through the real assets; B adds a grade-A
+guideline and an empty (quarantined) file to the landing folder. A kill must leave each store in
+state A or state B exactly (or a mismatch the readers detect and refuse with a clear error), and
+the next run must equal a clean build of B.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from ebm_platform_tests.conftest import REPO
+from ebm_platform_tests.reliability_child import PARTITION, run
+
+pytestmark = pytest.mark.reliability
+ARTICLES = {"PMC1562433", "PMC2249589"}
+BUSY = "busy"
+KILLS_PER_STORE = 20
+LOST_COLUMNS = ("documents", "windows", "graph rows", "index rows")
+RESULTS: list[dict] = []
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "EBM_STORE_WAIT_S": "0"}
+
+
+def _materialise(lake: Path, asset: str) -> None:
+    names = ["source_documents", "evidence_windows", "pico_extractions"] if asset == "upstream" else [asset]
+    assert run(lake, names)
+
+
+def _pools(seed: int) -> pl.DataFrame:
+    """Candidate pools drawn from the BETR model with known parameters (betr.fit.simulate)."""
+    from ebm_platform.betr.fit import simulate
+
+    pools = simulate(60, 1.0 + 0.3 * seed, {"A": 0, "B": -0.1, "C": -0.3, "D": -0.4, "E": -0.6}, seed=seed)
+    return pools.with_columns(("sim-" + pl.col("question_id")).alias("question_id"), pl.lit("simulated").alias("scorer"),
+                              pl.when(pl.col("question_id").str.slice(1).cast(pl.Int64) % 5 == 0)
+                              .then(pl.lit("validation")).otherwise(pl.lit("train")).alias("split"))
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory, datasets_dir) -> dict[str, Path]:
+    """Pre-write lakes per store: the store holds A, its inputs are B."""
+    from ebm_platform.conditions import load_catalogue
+    from ebm_platform.corpus.importers import import_dataset
+    from ebm_platform.settings import DEFAULT_CATALOGUE
+    from ebm_platform.versions import write_parquet
+    from ebm_platform_tests.test_readers import GUIDELINE
+
+    root = tmp_path_factory.mktemp("reliability")
+    lake_a = root / "A" / "lake"
+    import_dataset("evidence-inference", datasets_dir, lake_a / "landing", load_catalogue(DEFAULT_CATALOGUE),
+                   ids=ARTICLES)
+    for asset in ("upstream", "knowledge_graph", "window_index"):
+        _materialise(lake_a, asset)
+    write_parquet(_pools(1), lake_a / "assets" / "candidate_pools.parquet")
+    _materialise(lake_a, "betr_parameters")
+
+    documents = root / "documents" / "lake"
+    shutil.copytree(lake_a, documents)
+    (documents / "landing" / PARTITION / "guideline.md").write_bytes(GUIDELINE)
+    (documents / "landing" / PARTITION / "empty.md").write_bytes(b"")
+    graph = root / "graph" / "lake"
+    shutil.copytree(documents, graph)
+    _materialise(graph, "upstream")
+    betr = root / "betr" / "lake"
+    shutil.copytree(lake_a, betr)
+    write_parquet(_pools(2), betr / "assets" / "candidate_pools.parquet")
+    return {"source_documents": documents, "knowledge_graph": graph, "window_index": graph, "betr_parameters": betr}
+
+
+def observe_documents(lake: Path) -> dict | str:
+    import duckdb
+
+    from ebm_platform.corpus.quarantine import current_rows
+
+    path = lake / "assets" / "source_documents" / f"{PARTITION}.parquet"
+    with duckdb.connect(str(lake / "warehouse.duckdb"), read_only=True) as conn:
+        quarantined = len(current_rows(conn, lake / "assets" / "source_documents"))
+    return {"documents": pl.read_parquet(path).height if path.exists() else 0, "quarantined": quarantined}
+
+
+def observe_graph(lake: Path) -> dict | str:
+    from ebm_platform.graph.channel import open_graph
+    from ebm_platform.versions import StoreBusyError
+
+    try:
+        store, entities = open_graph(lake / "stores" / "kuzu" / "graph.kz", lake / "assets" / "knowledge_graph", 0)
+    except StoreBusyError:
+        return BUSY
+    p = {"p": PARTITION}
+    with store:
+        return {
+            "documents": store.count("MATCH (d:Document) WHERE d.partition = $p RETURN count(*)", p),
+            "windows": store.count("MATCH (w:Window) WHERE w.partition = $p RETURN count(*)", p),
+            "entities": store.count("MATCH (e:Entity) RETURN count(*)"),
+            "relations": store.count("MATCH ()-[r:RELATES]->() WHERE r.partition = $p RETURN count(*)", p),
+            "attributes": store.count("MATCH (a:Attribute) WHERE a.partition = $p RETURN count(*)", p),
+            "entity_rows": entities.height,
+        }
+
+
+def observe_index(lake: Path) -> dict | str:
+    from ebm_platform.index.window_index import WindowIndex
+
+    index = WindowIndex(lake / "stores" / "lancedb")
+    if index.text_index_problems():
+        return BUSY
+    return {"rows": index.count(PARTITION), "full_text_hits": index.full_text("knee pain exercise", 500).height,
+            "dense_rows": index.dense(np.ones(384, dtype=np.float32), 500).height}
+
+
+def observe_betr(lake: Path) -> dict | str:
+    raw = json.loads((lake / "stores" / "betr" / "parameters.json").read_text())
+    return {"a": round(raw["a"], 6), "tau": raw["tau"], "u": json.dumps(raw["u"], sort_keys=True),
+            "train_pairs": raw["provenance"]["train_pairs"]}
+
+
+# which lost-data column each observed count feeds
+LOSS = {"documents": "documents", "windows": "windows", "entities": "graph rows", "relations": "graph rows",
+        "attributes": "graph rows", "entity_rows": "graph rows", "rows": "index rows", "full_text_hits": "index rows",
+        "dense_rows": "index rows"}
+
+
+def _lost(expected: dict, seen: dict) -> dict[str, int]:
+    lost = dict.fromkeys(LOST_COLUMNS, 0)
+    for key, value in expected.items():
+        if key in LOSS and isinstance(value, int):
+            lost[LOSS[key]] += max(0, value - int(seen.get(key, 0)))
+    return lost
+
+
+def _child(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ebm_platform_tests.reliability_child", *args], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+
+
+def _run_child(lake: Path, asset: str, barrier: str | None = None, delay: float | None = None) -> tuple[str, float]:
+    """Run the writer; return how it ended ('completed', 'killed', 'failed') and its write seconds."""
+    proc = _child(["materialise", str(lake), asset, *([barrier] if barrier else [])])
+    assert proc.stdout.readline().strip() == "materialising"
+    started = time.perf_counter()
+    if delay is not None:
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+    code = proc.wait(timeout=600)
+    seconds = time.perf_counter() - started
+    return ("killed" if code == -signal.SIGKILL else "completed" if code == 0 else "failed"), seconds
+
+
+def crash_sweep(name: str, asset: str, pre: Path, barriers: list[str], observe: Callable[[Path], dict | str],
+                tmp: Path) -> None:
+    """KILLS_PER_STORE kills (the barriers, then a delay sweep over the write) of a child writing
+    `asset`; after each: the state is A or B exactly (or detected as busy), the next run equals B."""
+    state_a = observe(pre)
+    clean = tmp / "clean"
+    shutil.copytree(pre, clean)
+    outcome, duration = _run_child(clean, asset)
+    assert outcome == "completed"
+    state_b = observe(clean)
+    assert state_a != state_b and BUSY not in (state_a, state_b), (state_a, state_b)  # else the test could not fail
+    plans = [(b, None) for b in barriers]
+    delays = np.linspace(0.05, 1.0, KILLS_PER_STORE - len(plans)) * duration
+    plans += [(None, float(d)) for d in delays]
+    row = {"test": f"crash: {name}", "runs": 0, "failures": 0, **dict.fromkeys(LOST_COLUMNS, 0), "notes": []}
+    states = {"A": 0, "B": 0, BUSY: 0, "mixture": 0}
+    for n, (barrier, delay) in enumerate(plans):
+        work = tmp / f"kill-{n}"
+        shutil.copytree(pre, work)
+        how, _ = _run_child(work, asset, barrier, delay)
+        seen = observe(work)
+        label = "A" if seen == state_a else "B" if seen == state_b else BUSY if seen == BUSY else "mixture"
+        states[label] += 1
+        _materialise(work, asset)  # the next run, in this process
+        recovered = observe(work)
+        lost = _lost(state_b, recovered if isinstance(recovered, dict) else {})
+        if label == "mixture":
+            lost = {k: lost[k] + v for k, v in _lost(state_a if state_a else {}, seen if isinstance(seen, dict) else {}).items()}
+        row["runs"] += 1
+        failed = label == "mixture" or recovered != state_b or how == "failed"
+        row["failures"] += failed
+        if failed:
+            row["notes"].append(f"kill {n} ({barrier or f'{delay:.2f} s'}): {how}, seen {seen}, after rerun {recovered}")
+        for key, value in lost.items():
+            row[key] += value
+        shutil.rmtree(work)
+    row["notes"].insert(0, f"after the kill: {states['A']} in state A, {states['B']} in state B, {states[BUSY]} "
+                           f"detected as being rebuilt, {states['mixture']} mixtures; write {duration:.1f} s")
+    RESULTS.append(row)
+    assert row["failures"] == 0, row["notes"]
+    assert all(row[c] == 0 for c in LOST_COLUMNS), row
+
+
+def test_crash_source_documents(states, tmp_path):
+    crash_sweep("source_documents (parquet + DuckDB)", "source_documents", states["source_documents"],
+                ["duckdb-committed", "parquet-before-rename"], observe_documents, tmp_path)
+
+
+def test_crash_knowledge_graph(states, tmp_path):
+    crash_sweep("knowledge_graph (Kùzu + parquet)", "knowledge_graph", states["knowledge_graph"],
+                ["graph-committed-in-copy", "graph-renamed-before-parquet", "parquet-before-rename"],
+                observe_graph, tmp_path)
+
+
+def test_crash_window_index(states, tmp_path):
+    crash_sweep("window_index (LanceDB + FTS)", "window_index", states["window_index"],
+                ["lance-staging", "lance-committed-before-fts", "lance-before-compaction"], observe_index, tmp_path)
+
+
+def test_crash_betr_parameters(states, tmp_path):
+    crash_sweep("betr_parameters (JSON)", "betr_parameters", states["betr_parameters"], ["betr-before-rename"],
+                observe_betr, tmp_path)
+
+
+def test_readers_during_writes(states, tmp_path):
+    """`ask`, graph queries and candidate pools in a loop in another process while knowledge_graph and
+    window_index are rewritten, alternating between states B and A, for ten writes."""
+    lake = tmp_path / "lake"
+    shutil.copytree(states["knowledge_graph"], lake)
+    _materialise(lake, "knowledge_graph")
+    _materialise(lake, "window_index")
+    inputs = {s: tmp_path / s for s in ("A", "B")}
+    shutil.copytree(lake / "assets", inputs["B"])
+    shutil.copytree(states["source_documents"] / "assets", inputs["A"])  # upstream still from lake A
+    stop = tmp_path / "stop"
+    env = {**_env(), "EBM_STORE_WAIT_S": "10"}
+    reader = subprocess.Popen([sys.executable, "-m", "ebm_platform_tests.reliability_child", "read", str(lake), str(stop),
+                               "Does exercise therapy reduce knee pain in patellofemoral pain?"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    lines: list[str] = []
+    pump = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
+    pump.start()
+    writes = 0
+    try:
+        time.sleep(5)
+        for n in range(10):
+            source = inputs["A" if n % 2 == 0 else "B"]
+            for asset in ("source_documents", "evidence_windows", "pico_extractions"):
+                shutil.copy(source / asset / f"{PARTITION}.parquet", lake / "assets" / asset / f"{PARTITION}.parquet")
+            for asset in ("knowledge_graph", "window_index"):
+                _materialise(lake, asset)
+                writes += 1
+        time.sleep(3)
+    finally:
+        stop.touch()
+        reader.wait(timeout=300)
+        pump.join(timeout=10)
+    outcomes = [json.loads(line) for line in lines if line.startswith("{")]
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        key = o["outcome"] if not o["outcome"].startswith("crash") else "crash"
+        counts[key] = counts.get(key, 0) + 1
+    bad = [o for o in outcomes if o["outcome"].startswith(("crash", "partial"))]
+    RESULTS.append({"test": f"readers during {writes} writes (ask, graph query, candidate pool)", "runs": len(outcomes),
+                    "failures": len(bad), **dict.fromkeys(LOST_COLUMNS, 0),
+                    "notes": [f"outcomes: {counts}"] + [o["outcome"] for o in bad[:3]]})
+    assert len(outcomes) >= 20 and not bad, counts
+
+
+def test_load_with_malformed_questions(states, tmp_path, datasets_dir):
+    """200 asks from 4 threads (sr_rag, naive, meta_rag, med_r2; 20% malformed) on lake B."""
+    from benchmarks.bench_load import load_run
+    from ebm_platform.benchmark.sources import evidence_inference_rows
+
+    lake = tmp_path / "lake"
+    shutil.copytree(states["knowledge_graph"], lake)
+    for asset in ("knowledge_graph", "window_index"):
+        _materialise(lake, asset)
+    documents = pl.read_parquet(lake / "assets" / "source_documents" / f"{PARTITION}.parquet")
+    windows = pl.read_parquet(lake / "assets" / "evidence_windows" / f"{PARTITION}.parquet")
+    questions = evidence_inference_rows(PARTITION, datasets_dir, documents, windows)["question"].to_list()
+    report = load_run(lake, questions)
+    RESULTS.append({"test": "load: 200 asks, 4 threads, 20% malformed", "runs": report["calls"],
+                    "failures": report["crashes"] + report["wrong_outcomes"], **dict.fromkeys(LOST_COLUMNS, 0),
+                    "notes": [f"p50 {report['p50']:.2f} s, p95 {report['p95']:.2f} s (serial baseline p50 "
+                              f"{report['baseline_p50']:.2f} s); resident memory {report['rss_growth']:+.1%} "
+                              f"after the first 20 calls"]})
+    assert report["crashes"] == 0 and report["wrong_outcomes"] == 0
+    assert report["rss_growth"] <= 0.10
