@@ -93,8 +93,10 @@ def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
     assert answer["verdict"] == "significantly decreased" and answer["verdict_basis"]["method"].startswith("stated by")
 
 
-def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server, monkeypatch):
-    """EBM_LLM_API_KEY is a dg.EnvVar: read when the run starts, absent from run config, events and cache."""
+def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server, monkeypatch, capfd, caplog):
+    """EBM_LLM_API_KEY is a dg.EnvVar: read when the run starts; a sentinel key is absent from run config,
+    tags, events (metadata included), logs, the lake's files (cache, reports) and error messages, even
+    when the provider echoes it back in an error."""
     import dagster as dg
 
     from ebm_platform.defs.corpus import evidence_windows, source_documents
@@ -109,6 +111,7 @@ def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server,
     get_settings.cache_clear()
     (lake / "landing" / "PFP").mkdir()
     (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE)
+    server.script = ["401"]  # the first reply echoes the key in its error
     instance = dg.DagsterInstance.ephemeral()
     result = dg.materialize([source_documents, evidence_windows], partition_key="PFP", resources=default_resources(),
                             instance=instance)
@@ -118,6 +121,8 @@ def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server,
     assert secret not in repr(run.run_config) and secret not in repr(run.tags)
     assert not [e for e in instance.all_logs(result.run_id) if secret in repr(e)]
     assert all(secret.encode() not in p.read_bytes() for p in lake.rglob("*") if p.is_file())
+    out, err = capfd.readouterr()
+    assert secret not in out + err + caplog.text
 
 
 def test_a_provider_error_that_echoes_the_key_is_redacted(server, tmp_path):

@@ -109,19 +109,28 @@ def _in(column: str, values) -> str:
 
 
 class WindowIndex:
-    """The evidence-window table of one lake."""
+    """The evidence-window table of one lake. `pinned`: every read sees the table version of the
+    first read (a query path's several reads then come from one snapshot while a writer commits);
+    otherwise each read opens the latest version."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, pinned: bool = False) -> None:
         self.path = Path(path)
         self.db = lancedb.connect(str(self.path))
+        self.pinned = pinned
+        self._snapshot = None
 
     def exists(self) -> bool:
-        return TABLE in self.db.table_names()
+        return self._snapshot is not None or TABLE in self.db.table_names()
 
     def table(self):
+        if self._snapshot is not None:
+            return self._snapshot
         if not self.exists():
             raise FileNotFoundError(f"no window index at {self.path}: materialise window_index first")
-        return self.db.open_table(TABLE)
+        table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
+        if self.pinned:
+            self._snapshot = table
+        return table
 
     def stored_encodings(self, window_ids: list[str], encoder: str) -> pa.Table:
         """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""

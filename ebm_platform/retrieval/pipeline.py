@@ -174,6 +174,7 @@ class Retriever:
         self.index = WindowIndex(self.lake / "stores" / "lancedb")
         self.index.table()  # clear error when the index is missing
         read_consistent(lambda: (None, self.index.text_index_problems()), "window_index", get_settings().store_wait_s)
+        self.index = WindowIndex(self.lake / "stores" / "lancedb", pinned=True)  # one snapshot for every query
         self.term_statistics = TermStatistics(self.index.texts())
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
