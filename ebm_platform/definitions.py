@@ -6,7 +6,8 @@ import dagster as dg
 from ebm_platform.defs.attributes import with_operator_attributes
 from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
-from ebm_platform.defs.benchmark import benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure
+from ebm_platform.defs.benchmark import (benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure,
+                                         splits_unique_across_conditions)
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
@@ -47,7 +48,8 @@ executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 defs = dg.Definitions(
     assets=with_operator_attributes([landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS,
                                      evaluation_report, evaluation_summary]),
-    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, reranker_beats_hand_set,
+    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, splits_unique_across_conditions,
+                  reranker_beats_hand_set,
                   verdict_model_beats_baselines, betr_parameters_sound],
     jobs=[models_job, conditions_job, global_job, evaluation_job, evaluation_summary_job, corpus_index_job,
           graph_global_job, refresh_job],

@@ -202,3 +202,19 @@ def test_a_document_in_two_conditions_yields_distinct_question_ids(datasets_dir)
     both = pl.concat([sources.pubmedqa_rows(code, datasets_dir, documents, windows) for code in ("LBP", "NP")])
     assert both.height == 2 and both["question_id"].n_unique() == 2
     assert (structural_rules(both, {"d1-w"})[1]).passed
+
+
+def test_split_problems_name_repeated_ids_lost_questions_and_leaks():
+    from ebm_platform.benchmark.splits import split_problems
+
+    bench = pl.DataFrame({"question_id": ["a", "a", "b", "c", "d"], "condition": ["PFP", "ACL", "PFP", "PFP", "ACL"],
+                          "question": ["Does X help?", "Does X help?", "Does Y help?", "does  y help", "Z?"]})
+    splits = pl.DataFrame({"question_id": ["a", "b", "c"], "condition": ["PFP", "PFP", "PFP"],
+                           "split": ["train", "train", "test"]})
+    problems = split_problems(bench, splits)
+    assert problems["repeated_question_ids"] == [{"question_id": "a", "condition": ["ACL", "PFP"]}]
+    assert problems["questions_without_split"] == ["d"]
+    assert problems["text_in_two_splits"] == [{"question_id": ["b", "c"], "split": ["test", "train"]}]
+    sound = bench.filter(pl.col("question_id").is_in(["b", "d"]))
+    assert not any(split_problems(sound, pl.DataFrame({"question_id": ["b", "d"], "condition": ["PFP", "ACL"],
+                                                       "split": ["train", "test"]})).values())

@@ -158,13 +158,14 @@ def _materialised(result) -> set[str]:
 
 def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_check(eval_lake, datasets_dir,
                                                                                    monkeypatch):
-    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_splits, benchmark_structure
+    from ebm_platform.defs.benchmark import (BenchmarkResource, benchmark_qa, benchmark_splits, benchmark_structure,
+                                             splits_unique_across_conditions)
     from ebm_platform.defs.corpus import evidence_windows, source_documents
     from ebm_platform.defs.evaluation import EvaluationResource, evaluation_report, evaluation_summary
     from ebm_platform_tests.conftest import lake_resources
 
     assets = [source_documents, evidence_windows, benchmark_qa, benchmark_structure, benchmark_splits,
-              evaluation_report, evaluation_summary]
+              splits_unique_across_conditions, evaluation_report, evaluation_summary]
     resources = lake_resources(eval_lake) | {
         "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"]),
         "evaluation": EvaluationResource(strategies="sr_rag,naive", max_questions=3)}
@@ -178,7 +179,10 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
 
     for code in ("PFP", "ACL"):  # ACL has no documents here: its benchmark is the release's ACL questions
         run([source_documents, evidence_windows, benchmark_qa] if code == "ACL" else [benchmark_qa], code)
-    run([benchmark_splits])
+    first = run([benchmark_splits])
+    check = next(e.asset_check_evaluation_data for e in first.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION")
+    assert check.check_name == "splits_unique_across_conditions" and check.passed
+    assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL", "PFP"}
     for code in ("ACL", "PFP"):
         result = run([evaluation_report], code)
         assert f"evaluation_report[{code}]" in _materialised(result)
@@ -204,6 +208,10 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     failure = next(e for e in blocked.all_events if e.event_type_value == "STEP_FAILURE")
     assert "benchmark_structure's latest evaluation is FAILED" in failure.event_specific_data.error.message
     assert "evaluation_report[ACL]" in _materialised(run([evaluation_report], "ACL"))
+    resplit = run([benchmark_splits])  # a path with no check in its run: the splits still leave PFP out
+    meta = resplit.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
+    assert list(meta["conditions_blocked"].value) == ["PFP"]
+    assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL"}
 
     summary = run([evaluation_summary])
     meta = summary.get_asset_materialization_events()[0].event_specific_data.materialization.metadata

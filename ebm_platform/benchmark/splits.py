@@ -57,3 +57,19 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
                          for q, (c, s) in stratum_of.items()],
                         schema={"question_id": pl.String, "condition": pl.String, "source": pl.String,
                                 "split": pl.String})
+
+
+def split_problems(bench: pl.DataFrame, splits: pl.DataFrame) -> dict[str, list]:
+    """What makes the splits unusable across conditions (empty lists when sound): a question id in
+    two conditions or twice, a benchmark question the splits lost, and one question text (folded)
+    in two splits (a leak between training and test)."""
+    ids = bench.group_by("question_id").agg(pl.col("condition").unique().sort(), pl.len().alias("rows"))
+    repeated = ids.filter(pl.col("rows") > 1).sort("question_id")
+    missing = sorted(set(bench["question_id"].to_list()) - set(splits["question_id"].to_list()))
+    texts = (bench.select("question_id", pl.col("question").map_elements(_text, return_dtype=pl.String).alias("text"))
+             .join(splits.select("question_id", "split"), on="question_id")
+             .group_by("text").agg(pl.col("split").unique().sort(), pl.col("question_id").sort()))
+    leaks = texts.filter(pl.col("split").list.len() > 1).sort("text")
+    return {"repeated_question_ids": repeated.select("question_id", "condition").to_dicts(),
+            "questions_without_split": missing,
+            "text_in_two_splits": leaks.select("question_id", "split").to_dicts()}

@@ -6,13 +6,14 @@ from pathlib import Path
 import dagster as dg
 import numpy as np
 import polars as pl
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
 from ebm_platform.benchmark.review import discarded
 from ebm_platform.benchmark.generation import QuestionGenerator
 from ebm_platform.benchmark.sources import evidence_inference_rows, frame, pubmedqa_rows, release_rows
-from ebm_platform.benchmark.splits import make_splits
+from ebm_platform.benchmark.splits import make_splits, split_problems
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
@@ -24,6 +25,23 @@ from ebm_platform.retrieval.pipeline import hybrid_ranking
 # Partitioned asset checks are a Dagster preview feature (1.13); they are what lets one condition's
 # failed benchmark block only that condition's evaluation, so they are used and the notice silenced.
 warnings.filterwarnings("ignore", category=dg.PreviewWarning, message="Specifying a partitions_def on an AssetCheckSpec")
+
+
+STRUCTURE_CHECK = dg.AssetCheckKey(dg.AssetKey("benchmark_qa"), "benchmark_structure")
+
+
+def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
+    """None when benchmark_structure's latest evaluation of partition `code` passed and checked the
+    latest benchmark_qa[code]; else why the partition's benchmark must not be used."""
+    infos = instance.event_log_storage.get_asset_check_partition_info([STRUCTURE_CHECK], partition_keys=[code])
+    if not infos:
+        return "benchmark_structure has never run for this partition"
+    info = infos[0]
+    if info.latest_execution_status != AssetCheckExecutionRecordStatus.SUCCEEDED:
+        return f"benchmark_structure's latest evaluation is {info.latest_execution_status.value}"
+    if not info.is_current:
+        return "benchmark_qa was materialised again after benchmark_structure last passed"
+    return None
 
 
 class BenchmarkResource(dg.ConfigurableResource):
@@ -126,8 +144,16 @@ def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.D
 @dg.asset(group_name="benchmark", kinds={"polars"},
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping())},
           automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed())
-def benchmark_splits(bench: pl.DataFrame, lake: LakeResource) -> dg.Output[pl.DataFrame]:
-    """Query-grouped train / validation / test (60/20/20), stratified by condition and source."""
+def benchmark_splits(context: dg.AssetExecutionContext, bench: pl.DataFrame,
+                     lake: LakeResource) -> dg.Output[pl.DataFrame]:
+    """Query-grouped train / validation / test (60/20/20), stratified by condition and source, over
+    the conditions whose current benchmark passed benchmark_structure (read from the instance, so
+    this holds whichever run, backfill, sensor or CLI materialises it); the others are left out."""
+    conditions = sorted(bench["condition"].unique().to_list()) if bench.height else []
+    blocked = {code: why for code in conditions if (why := structure_verdict(context.instance, code))}
+    for code, why in blocked.items():
+        context.log.warning(f"benchmark_qa[{code}] left out of the splits: {why}")
+    bench = bench.filter(~pl.col("condition").is_in(sorted(blocked))) if bench.height else bench
     splits = make_splits(bench) if bench.height else pl.DataFrame(
         schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String})
     counts = splits.group_by("split", "source").len().sort("split", "source")
@@ -135,6 +161,21 @@ def benchmark_splits(bench: pl.DataFrame, lake: LakeResource) -> dg.Output[pl.Da
     write_text_atomic(lake.reports_dir / "benchmark_splits.csv", counts.write_csv())
     return dg.Output(splits, metadata={
         "questions": dg.MetadataValue.int(splits.height),
+        "conditions_blocked": dg.MetadataValue.json(blocked),
         "by_split": dg.MetadataValue.json(dict(splits.group_by("split").len().iter_rows()) if splits.height else {}),
         "by_split_and_source": preview(counts, counts.columns, rows=20),
     })
+
+
+@dg.asset_check(asset=benchmark_splits, blocking=True,
+                additional_ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping())},
+                description="Across conditions: every question id once, every admitted question in a split, "
+                            "no question text in two splits; a failure blocks candidate pools, BETR and the "
+                            "reranker in the same run.")
+def splits_unique_across_conditions(benchmark_splits: pl.DataFrame, bench: pl.DataFrame) -> dg.AssetCheckResult:
+    admitted = bench.filter(pl.col("condition").is_in(sorted(set(benchmark_splits["condition"].to_list())))) \
+        if bench.height else bench  # blocked conditions are out of the splits on purpose
+    problems = split_problems(admitted, benchmark_splits) if admitted.height else {}
+    return dg.AssetCheckResult(passed=not any(problems.values()), severity=dg.AssetCheckSeverity.ERROR,
+                               metadata={k: dg.MetadataValue.json(v[:20]) for k, v in problems.items()}
+                               | {f"{k}.count": dg.MetadataValue.int(len(v)) for k, v in problems.items()})

@@ -7,18 +7,15 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
+from ebm_platform.defs.benchmark import structure_verdict
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figures, html, paired_markdown,
                                             pick_questions, summarise, summary_table)
 from ebm_platform.retrieval.pipeline import Retriever
-
-STRUCTURE_CHECK = dg.AssetCheckKey(dg.AssetKey("benchmark_qa"), "benchmark_structure")
-
 
 class EvaluationResource(dg.ConfigurableResource):
     """Which strategies evaluation_report runs and on how many test questions per condition."""
@@ -31,20 +28,6 @@ class EvaluationResource(dg.ConfigurableResource):
         from ebm_platform.retrieval.strategies import strategy_list
 
         return strategy_list(self.strategies)
-
-
-def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
-    """None when benchmark_structure's latest evaluation of partition `code` passed and checked the
-    latest benchmark_qa[code]; else why the partition must not be evaluated."""
-    infos = instance.event_log_storage.get_asset_check_partition_info([STRUCTURE_CHECK], partition_keys=[code])
-    if not infos:
-        return "benchmark_structure has never run for this partition"
-    info = infos[0]
-    if info.latest_execution_status != AssetCheckExecutionRecordStatus.SUCCEEDED:
-        return f"benchmark_structure's latest evaluation is {info.latest_execution_status.value}"
-    if not info.is_current:
-        return "benchmark_qa was materialised again after benchmark_structure last passed"
-    return None
 
 
 @lru_cache(maxsize=2)
