@@ -167,9 +167,9 @@ def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path, monkeyp
                              "text": [f"Pain fell more with exercise {i} than with rest in the trial." for i in ids]})
 
     index, encoder = WindowIndex(tmp_path / "lancedb"), get_encoder()
-    assert index.replace_partition("X", windows("w1", "w2"), encoder) == {"written": 2, "encoded": 2, "reused": 0}
-    assert index.replace_partition("Y", windows("w3"), encoder) == {"written": 1, "encoded": 1, "reused": 0}
-    assert index.replace_partition("Z", windows("w2", "w4"), encoder) == {"written": 2, "encoded": 1, "reused": 1}
+    assert index.replace_partition("X", windows("w1", "w2"), encoder) == {"written": 2, "encoded": 2, "reused": 0, "compacted": 0}
+    assert index.replace_partition("Y", windows("w3"), encoder) == {"written": 1, "encoded": 1, "reused": 0, "compacted": 0}
+    assert index.replace_partition("Z", windows("w2", "w4"), encoder) == {"written": 2, "encoded": 1, "reused": 1, "compacted": 0}
     late = index.late_interaction(["w2"])["w2"]
     assert late["sentences"] == ["Pain fell more with exercise w2 than with rest in the trial."]
     assert index.count() == 5 and index.count("Z") == 2
