@@ -194,7 +194,7 @@ def crash_sweep(name: str, asset: str, pre: Path, barriers: list[str], observe: 
         recovered = observe(work)
         lost = _lost(state_b, recovered if isinstance(recovered, dict) else {})
         if label == "mixture":
-            lost = {k: lost[k] + v for k, v in _lost(state_a if state_a else {}, seen if isinstance(seen, dict) else {}).items()}
+            lost = {k: lost[k] + v for k, v in _lost(state_a, seen).items()}
         row["runs"] += 1
         failed = label == "mixture" or recovered != state_b or how == "failed"
         row["failures"] += failed

@@ -7,7 +7,6 @@ killed between the two writes never shows one run's documents with another run's
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from ebm_platform.corpus.landing import QuarantineRecord
-from ebm_platform.versions import StoreBusyError, parquet_version
+from ebm_platform.versions import parquet_version, read_consistent
 
 DDL = ["CREATE TABLE IF NOT EXISTS quarantine (condition VARCHAR, path VARCHAR, reason VARCHAR, sha256 VARCHAR, "
        "detected_at TIMESTAMP)",
@@ -47,15 +46,15 @@ def current_rows(conn: duckdb.DuckDBPyConnection, documents_dir: Path) -> list[t
     return [(c, p, reason) for c, p, reason, v in rows if v == versions[c]]
 
 
-def connect_read_only(path: Path, wait_s: float, poll_s: float = 0.25) -> duckdb.DuckDBPyConnection:
+def connect_read_only(path: Path, wait_s: float) -> duckdb.DuckDBPyConnection:
     """A read-only connection; while a writer holds the file, wait up to `wait_s`, then say so."""
-    deadline = time.monotonic() + wait_s
-    while True:
+
+    def connect() -> tuple[duckdb.DuckDBPyConnection | None, list[str]]:
         try:
-            return duckdb.connect(str(path), read_only=True)
+            return duckdb.connect(str(path), read_only=True), []
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
-            if time.monotonic() >= deadline:
-                raise StoreBusyError(f"the warehouse {path} is being written by a run: retry when it finishes") from None
-            time.sleep(poll_s)
+            return None, [f"the warehouse {path} is locked by a run writing it"]
+
+    return read_consistent(connect, "source_documents", wait_s, poll_s=0.25)  # its writer holds the lock

@@ -22,8 +22,8 @@ def window_index(context: dg.AssetExecutionContext, evidence_windows: pl.DataFra
     backend) gives its vector, token embeddings (MaxSim) and sentence vectors (extractive answer);
     windows already indexed by the same encoder are copied. The partition's rows are replaced in
     one LanceDB commit, then the native full-text index is rebuilt; once small fragments pile up the
-table is compacted and versions older than EBM_INDEX_KEEP_VERSIONS_MIN removed. Idempotent per
-partition."""
+    table is compacted and versions older than EBM_INDEX_KEEP_VERSIONS_MIN removed. Idempotent per
+    partition."""
     code = context.partition_key
     encoder = embedder.encoder()
     index = WindowIndex(Path(lake.root) / "stores" / "lancedb")

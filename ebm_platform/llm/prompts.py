@@ -24,6 +24,7 @@ def fill(template: str, data: dict[str, str], **plain: object) -> str:
     text: schema names, counts, the user's question) as they are."""
     return template.format(**{k: data_block(v) for k, v in data.items()}, **plain)
 
+
 GROUPING_PROMPT = """You are segmenting a section of a clinical evidence document into evidence windows.
 Below are numbered atomic blocks (paragraphs, list items, table rows) in reading order.
 Assign each block a group id so that consecutive blocks expressing one clinical point share a group.

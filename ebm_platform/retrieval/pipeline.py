@@ -171,10 +171,14 @@ class Retriever:
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
         self.encoder = get_encoder(embedding_model, embedding_backend)
-        self.index = WindowIndex(self.lake / "stores" / "lancedb")
-        self.index.table()  # clear error when the index is missing
-        read_consistent(lambda: (None, self.index.text_index_problems()), "window_index", get_settings().store_wait_s)
-        self.index = WindowIndex(self.lake / "stores" / "lancedb", pinned=True)  # one snapshot for every query
+
+        def pinned_index() -> tuple[WindowIndex, list[str]]:
+            """A snapshot every query reads (FileNotFoundError when there is no index) and what it lacks."""
+            index = WindowIndex(self.lake / "stores" / "lancedb", pinned=True)
+            index.table()
+            return index, index.text_index_problems()
+
+        self.index = read_consistent(pinned_index, "window_index", get_settings().store_wait_s)
         self.term_statistics = TermStatistics(self.index.texts())
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
