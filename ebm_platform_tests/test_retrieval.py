@@ -214,6 +214,7 @@ def test_pico_comparison_names_question_terms_the_evidence_lacks():
 
 def test_full_text_channel_searches_title_and_section(small_lake):
     from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.retrieval.full_text import FullTextChannel
 
     index = WindowIndex(small_lake / "stores" / "lancedb")
     rows = index.table().search().select(["window_id", "title", "text"]).limit(1000).to_arrow().to_pylist()
@@ -222,8 +223,87 @@ def test_full_text_channel_searches_title_and_section(small_lake):
                if w not in r["text"].lower()]
     assert lacking, "the fixture needs a window whose text lacks a word of its title"
     word, window_id = lacking[0]
-    found = index.full_text(word, len(rows))["window_id"].to_list()
-    assert window_id in found
+    for found in (index.full_text(word, len(rows)), FullTextChannel.open(index, small_lake / "stores" / "bm25s")
+                  .search(word, len(rows))):
+        assert window_id in found["window_id"].to_list()
+
+
+def _channel_table(path, rows: list[tuple[str, str, str, str]]):
+    """A window table with (window_id, condition, grade, search_text) rows, as the index writes it."""
+    import lancedb
+
+    from ebm_platform.index.window_index import SEARCH_TEXT
+
+    db = lancedb.connect(str(path))
+    data = pa.table({"key": [f"{c}|{w}" for w, c, _, _ in rows], "window_id": [r[0] for r in rows],
+                     "condition": [r[1] for r in rows], "doc_id": [r[0] for r in rows],
+                     "grade": [r[2] for r in rows], "title": ["t"] * len(rows), "year": [2020] * len(rows),
+                     "section": [""] * len(rows), "text": [r[3] for r in rows], SEARCH_TEXT: [r[3] for r in rows],
+                     "vector": [[1.0, 0.0]] * len(rows)})
+    if "windows" in db.table_names():
+        db.open_table("windows").add(data)
+    else:
+        db.create_table("windows", data)
+
+
+def test_bm25_channel_ranks_as_bm25s_masks_conditions_and_grades_and_is_saved_per_version(tmp_path):
+    import bm25s
+    import Stemmer
+
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.retrieval.full_text import FullTextChannel
+    from ebm_platform.retrieval.pipeline import fill_rows
+
+    texts = {"w1": "hamstring strain eccentric exercise", "w2": "eccentric exercise for tendon pain",
+             "w3": "knee pain and exercises", "w4": "ankle brace after sprain", "w5": "eccentric loading protocols"}
+    rows = [("w1", "HAM", "A", texts["w1"]), ("w2", "AT", "C", texts["w2"]), ("w2", "PFP", "C", texts["w2"]),
+            ("w3", "PFP", "C", texts["w3"]), ("w4", "ANK", "B", texts["w4"]), ("w5", "AT", "C", texts["w5"])]
+    _channel_table(tmp_path / "db", rows)
+    index = WindowIndex(tmp_path / "db", pinned=True)
+    channel = FullTextChannel.open(index, tmp_path / "bm25s")
+    found = channel.search("eccentric exercise", 10)
+    # the same ranking as bm25s over one document per window, with the same tokenizer
+    stemmer = Stemmer.Stemmer("english")
+    reference = bm25s.BM25()
+    reference.index(bm25s.tokenize(list(texts.values()), stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    ids, scores = reference.retrieve(bm25s.tokenize(["eccentric exercise"], stopwords="en", stemmer=stemmer,
+                                                    show_progress=False), k=5, show_progress=False)
+    expected = [list(texts)[i] for i, s in zip(ids[0], scores[0]) if s > 0]
+    assert found["window_id"].to_list() == expected
+    assert found["bm25"].to_list() == pytest.approx([float(s) for s in scores[0] if s > 0])
+    assert found.height == len(set(found["window_id"]))  # w2 is tagged twice and listed once
+    assert found.columns == ["window_id", "bm25"]  # rows are read for the fused candidates only
+    rows: dict[str, dict] = {}
+    at = [w for w in expected if w in {"w2", "w5"}]  # AT's windows; "gone" is in no row
+    assert fill_rows(index, [*expected, "gone"], ["AT"], rows) == at
+    assert rows["w2"]["condition"] == "AT" and len(rows["w2"]["vector"]) == 2
+    assert set(channel.search("eccentric exercise", 10, conditions=["PFP"])["window_id"]) == {"w2", "w3"}
+    assert set(channel.search("eccentric exercise", 10, grades=("A",))["window_id"]) == {"w1"}
+    assert channel.search("eccentric exercise", 10, conditions=["NOPE"]).height == 0
+    assert channel.search("zebra", 10).height == 0
+    assert channel.search("eccentric exercise", 1)["window_id"].to_list() == expected[:1]
+
+    saved = sorted(p.name for p in (tmp_path / "bm25s").iterdir())
+    assert saved == [f"v{index.table().version}"]
+    reopened = FullTextChannel.open(WindowIndex(tmp_path / "db", pinned=True), tmp_path / "bm25s")
+    assert reopened.search("eccentric exercise", 10)["window_id"].to_list() == expected
+    _channel_table(tmp_path / "db", [("w6", "HAM", "B", "eccentric exercise eccentric exercise")])
+    fresh = FullTextChannel.open(WindowIndex(tmp_path / "db", pinned=True), tmp_path / "bm25s")
+    assert fresh.search("eccentric exercise", 10)["window_id"][0] == "w6"  # a new version gets its own index
+    assert len(list((tmp_path / "bm25s").iterdir())) == 2
+    assert channel.search("eccentric exercise", 10)["window_id"].to_list() == expected  # the old snapshot still reads
+
+
+def test_bm25_channel_over_an_empty_table(tmp_path):
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.retrieval.full_text import FullTextChannel
+
+    _channel_table(tmp_path / "db", [("w1", "X", "A", "text")])
+    index = WindowIndex(tmp_path / "db", pinned=True)
+    index.table().delete("true")
+    channel = FullTextChannel.open(WindowIndex(tmp_path / "db", pinned=True), tmp_path / "bm25s")
+    assert channel.search("text", 5).height == 0
 
 
 def test_full_text_index_is_added_to_a_table_that_predates_it(tmp_path):

@@ -19,7 +19,8 @@ from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.retrieval.fusion import top
-from ebm_platform.retrieval.pipeline import hybrid_ranking
+from ebm_platform.retrieval.full_text import FullTextChannel
+from ebm_platform.retrieval.pipeline import fill_rows, hybrid_ranking
 
 
 # Partitioned asset checks are a Dagster preview feature (1.13); they are what lets one condition's
@@ -77,11 +78,12 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
         parts.append(pubmedqa_rows(code, benchmark.root(), source_documents, evidence_windows))
     if "generated" in benchmark.sources and evidence_windows.height:
         index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+        full_text = FullTextChannel.open(index, Path(lake.root) / "stores" / "bm25s")
         seen: dict[str, dict] = {}  # rows (with their stored vectors) of every retrieved window
 
         def retrieve(question: str, n: int) -> list[str]:
-            scores, _ = hybrid_ranking(index, question, embedder.embed([question])[0], n, [code], seen)
-            return top(scores, n)
+            scores, _ = hybrid_ranking(index, full_text, question, embedder.embed([question])[0], n, [code], seen)
+            return fill_rows(index, top(scores, n), [code], seen)
 
         def window_vectors(window_ids: list[str]) -> np.ndarray:
             return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])

@@ -166,8 +166,8 @@ ABLATED_FEATURES = ("maxsim", "section_", "doc_", "coverage_", "log_rank_graph",
 TRAIN_QUESTIONS = 600  # seeded sample of the 1,924 train prompts: ~0.7 s of candidate generation each
 
 
-RERANKER_CODE = ("features.py", "fusion.py", "hyde.py", "learned.py", "lexical.py", "pipeline.py", "reranker_data.py",
-                 "rerank.py")  # what the learned scorer's candidates and features are computed by
+RERANKER_CODE = ("features.py", "full_text.py", "fusion.py", "hyde.py", "learned.py", "lexical.py", "pipeline.py",
+                 "reranker_data.py", "rerank.py")  # what the learned scorer's candidates and features are computed by
 
 
 def retrieval_code_digest() -> str:

@@ -39,6 +39,7 @@ from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_featu
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
@@ -180,6 +181,7 @@ class Retriever:
 
         self.index = read_consistent(pinned_index, "window_index", get_settings().store_wait_s)
         self.term_statistics = TermStatistics(self.index.texts())
+        self.text_channel = FullTextChannel.open(self.index, self.lake / "stores" / "bm25s")
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.verdict_model = VerdictModel.load(verdict_path(self.lake))
@@ -236,21 +238,33 @@ class Retriever:
                 for doc_id, d in self.documents.items()}
 
 
-def channel_rankings(index: WindowIndex, question: str, qvec: np.ndarray, channels: tuple[str, ...], limit: int,
-                     conditions: list[str] | None, rows: dict[str, dict]) -> dict[str, list[str]]:
+def channel_rankings(index: WindowIndex, full_text: FullTextChannel, question: str, qvec: np.ndarray,
+                     channels: tuple[str, ...], limit: int, conditions: list[str] | None,
+                     rows: dict[str, dict]) -> dict[str, list[str]]:
     """The ranked window ids of the dense and/or full-text channel (rows kept in `rows`)."""
     rankings = {}
     if "dense" in channels:
         rankings["dense"] = collect(index.dense(qvec, limit, conditions), rows)
     if "full_text" in channels:
-        rankings["full_text"] = collect(index.full_text(question, limit, conditions), rows)
+        rankings["full_text"] = full_text.search(question, limit, conditions)["window_id"].to_list()
     return rankings
 
 
-def hybrid_ranking(index: WindowIndex, question: str, qvec: np.ndarray, limit: int, conditions: list[str] | None,
-                   rows: dict[str, dict], k: int = 60) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+def fill_rows(index: WindowIndex, window_ids: list[str], conditions: list[str] | None,
+              rows: dict[str, dict]) -> list[str]:
+    """Read the rows (with vectors) of the windows not yet in `rows` (the full-text channel ranks
+    ids only); returns the ids that have a row, in order."""
+    missing = [w for w in window_ids if w not in rows]
+    if missing:
+        collect(index.rows_for_windows(missing, conditions), rows)
+    return [w for w in window_ids if w in rows]
+
+
+def hybrid_ranking(index: WindowIndex, full_text: FullTextChannel, question: str, qvec: np.ndarray, limit: int,
+                   conditions: list[str] | None, rows: dict[str, dict],
+                   k: int = 60) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     """BM25 + dense, fused by RRF: the system-agnostic hybrid baseline (Naive RAG, stage 2)."""
-    return rrf(channel_rankings(index, question, qvec, ("dense", "full_text"), limit, conditions, rows), k)
+    return rrf(channel_rankings(index, full_text, question, qvec, ("dense", "full_text"), limit, conditions, rows), k)
 
 
 def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
@@ -261,11 +275,11 @@ def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
         rows: dict[str, dict] = {}
         qvec = r._embed([question])[0]
         laps.lap("encode")
-        rankings = channel_rankings(r.index, question, qvec, channels, r.params.dense, conditions, rows)
+        rankings = channel_rankings(r.index, r.text_channel, question, qvec, channels, r.params.dense, conditions, rows)
         laps.lap("search")
         scores, ranks = rrf(rankings, r.params.rrf_k)
         candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
-                      for w in top(scores, r.params.budget)]
+                      for w in fill_rows(r.index, top(scores, r.params.budget), conditions, rows)]
         laps.lap("fusion")
         return Retrieval(question, name, qvec, question_anchors(question, r.condition_names), candidates, candidates,
                          laps.timings, {"fine_scorer": "none (channel order)" if len(channels) == 1 else "none (RRF order)",
@@ -284,9 +298,7 @@ def _graph_rankings(r: Retriever, anchors: Anchors, conditions: list[str] | None
     limit, step = r.params.graph, r.params.graph * 4
     for start in range(0, len(ranked), step):  # read rows in slices until every pool is full
         chunk = ranked[start:start + step]
-        missing = [w for w in chunk if w not in rows]
-        if missing:
-            collect(r.index.rows_for_windows(missing, conditions), rows)
+        fill_rows(r.index, chunk, conditions, rows)
         for w in chunk:
             for pool, grades in pools.items():
                 if w in rows and rows[w]["grade"] in grades and len(per_pool[pool]) < limit:
@@ -315,10 +327,10 @@ def gather(r: Retriever, question: str, conditions: list[str] | None, p: Pipelin
     laps.lap("graph")
     rankings: dict[str, dict[str, list[str]]] = {}
     for pool, grades in pools.items():
-        text = r.index.full_text(question, p.full_text, conditions, grades)
+        text = r.text_channel.search(question, p.full_text, conditions, grades)
         bm25.update(zip(text["window_id"].to_list(), text["bm25"].to_list()))
         rankings[pool] = {"dense": collect(r.index.dense(view.vector, p.dense, conditions, grades), rows),
-                          "full_text": collect(text, rows)}
+                          "full_text": text["window_id"].to_list()}
         if p.hyde_channel:
             rankings[pool]["hyde"] = collect(r.index.dense(hyde_vec, p.hyde, conditions, grades), rows)
         if graph:
@@ -328,7 +340,7 @@ def gather(r: Retriever, question: str, conditions: list[str] | None, p: Pipelin
     for pool, n in quota:
         scores, ranks = rrf(rankings[pool], p.rrf_k)
         merged += [Candidate(w, rows[w], pool, ranks[w], scores[w], bm25.get(w), graph_path=paths.get(w, []))
-                   for w in top(scores, n)]
+                   for w in fill_rows(r.index, top(scores, n), conditions, rows)]
     laps.lap("fusion")
     if merged:
         r.attach_evidence([c.row for c in merged])
