@@ -4,11 +4,11 @@
 import dagster as dg
 
 from ebm_platform.defs.attributes import with_operator_attributes
-from ebm_platform.defs.automation import automation_sensor, corpus_refresh_schedule, landing_sensor, refresh_job
+from ebm_platform.defs.automation import automation_sensor, landing_sensor
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
 from ebm_platform.defs.benchmark import (benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure,
                                          splits_unique_across_conditions)
-from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_imports, source_documents
+from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_files, landing_imports, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
 from ebm_platform.defs.index import window_index
@@ -46,15 +46,14 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=with_operator_attributes([landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS,
+    assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS,
                                      evaluation_report, evaluation_summary]),
     asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, splits_unique_across_conditions,
                   reranker_beats_hand_set,
                   verdict_model_beats_baselines, betr_parameters_sound],
     jobs=[models_job, conditions_job, global_job, evaluation_job, evaluation_summary_job, corpus_index_job,
-          graph_global_job, refresh_job],
+          graph_global_job],
     sensors=[landing_sensor, automation_sensor],
-    schedules=[corpus_refresh_schedule],
     resources=default_resources(),
     executor=executor,
 )

@@ -17,6 +17,39 @@ def _tick(lake, cursor=None, instance=None):
     return landing_sensor(context)
 
 
+def test_changed_folders_are_observed_as_landing_files_partitions(lake):
+    (lake / "landing" / "ACL").mkdir()
+    (lake / "landing" / "ACL" / "g.md").write_bytes(GUIDELINE)
+    first = _tick(lake)
+    [observed] = first.asset_events
+    assert observed.asset_key == dg.AssetKey("landing_files") and observed.partition == "ACL"
+    assert observed.metadata["files"].value == 1 and observed.metadata["bytes"].value == len(GUIDELINE)
+    assert observed.metadata["landing_digest"].value in first.run_requests[0].run_key
+    assert _tick(lake, first.cursor).asset_events == []  # nothing changed, nothing observed
+    (lake / "landing" / "PFP").mkdir()
+    (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE)
+    assert [e.partition for e in _tick(lake, first.cursor).asset_events] == ["PFP"]
+
+
+def test_landing_lineage_and_the_weekly_refresh_as_on_cron():
+    from datetime import datetime
+
+    from ebm_platform.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("landing_files") in graph.get(dg.AssetKey("source_documents")).parent_keys
+    instance, refresh = dg.DagsterInstance.ephemeral(), dg.AssetSelection.assets("landing_imports")
+
+    def evaluate(when: datetime, cursor=None):
+        return dg.evaluate_automation_conditions(defs, instance, refresh, evaluation_time=when, cursor=cursor)
+
+    sunday = evaluate(datetime(2026, 11, 29, 12))
+    assert sunday.total_requested == 0
+    monday = evaluate(datetime(2026, 11, 30, 3, 1), sunday.cursor)
+    assert monday.get_requested_partitions(dg.AssetKey("landing_imports")) == {None}  # the 03:00 tick passed
+    assert evaluate(datetime(2026, 11, 30, 9), monday.cursor).total_requested == 0  # once per tick
+
+
 def test_new_guideline_for_acl_requests_acl_only(lake):
     (lake / "landing" / "PFP").mkdir()
     (lake / "landing" / "PFP" / "old.md").write_bytes(GUIDELINE)
@@ -84,8 +117,7 @@ def test_definitions_load_with_the_23_partitions():
     assert conditions_partitions.get_partition_keys() == PAPER_CODES
     assert defs.resolve_job_def("conditions_job") is not None
     assert defs.resolve_sensor_def("landing_sensor").default_status == dg.DefaultSensorStatus.RUNNING
-    assert defs.resolve_schedule_def("weekly_corpus_refresh").cron_schedule == "0 3 * * 1"
-    specs = [spec for assets in defs.assets for spec in assets.specs]
+    specs = list(defs.resolve_all_asset_specs())
     assert len(specs) >= 18 and all(s.owners and s.tags.get("layer") == s.group_name and s.code_version for s in specs)
     versions = {s.group_name: s.code_version for s in specs}
     assert versions["corpus"] != versions["evaluation"]  # each layer versioned by its own packages

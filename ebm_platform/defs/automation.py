@@ -1,11 +1,12 @@
-"""Landing sensor (new or changed files -> runs for exactly those partitions) and refresh schedule."""
+"""Landing sensor (new or changed files -> an observation of landing_files and a run for exactly
+those partitions) and the automation sensor (eager downstream assets, the weekly on_cron refresh)."""
 
 
 import json
 
 import dagster as dg
 
-from ebm_platform.defs.corpus import LANDING_DIGEST, landing_imports, source_documents
+from ebm_platform.defs.corpus import LANDING_DIGEST, landing_files, source_documents
 from ebm_platform.defs.resources import LakeResource
 from ebm_platform.landing_state import FileState, content_digest, scan_folder
 
@@ -34,31 +35,31 @@ def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> d
     """Request a source_documents run for each partition whose landing files changed since the
     last tick and differ from what source_documents last materialised (so a fresh sensor over a
     built lake requests nothing, and a folder reverted to earlier content runs again); downstream
-    assets follow eagerly. Run keys carry the tick number, so a repeated content is not dropped."""
+    assets follow eagerly. Run keys carry the tick number, so a repeated content is not dropped.
+    Every changed folder is also recorded as an observation of `landing_files[code]`."""
     cursor = json.loads(context.cursor) if context.cursor else {}
     previous, tick = cursor.get("files", {}), cursor.get("tick", 0) + 1
     current = scan_landing(lake, previous)
-    requests = []
+    requests, observations = [], []
     for code in sorted(set(previous) | set(current)):
         before = {r: m[2] for r, m in previous.get(code, {}).items()}
         after = {r: m[2] for r, m in current.get(code, {}).items()}
         if context.cursor and before == after:
             continue
-        digest = content_digest(current.get(code, {}))
+        files = current.get(code, {})
+        digest = content_digest(files)
+        if before != after:
+            observations.append(dg.AssetObservation(asset_key=landing_files.key, partition=code, metadata={
+                "files": dg.MetadataValue.int(len(files)),
+                "bytes": dg.MetadataValue.int(sum(m[1] for m in files.values())),
+                LANDING_DIGEST: dg.MetadataValue.text(digest)}))
         if digest == materialised_digest(context.instance, code):
             continue
         requests.append(dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}:{tick}",
                                       tags={"ebm/trigger": "landing"}))
-    return dg.SensorResult(run_requests=requests, cursor=json.dumps({"files": current, "tick": tick}, sort_keys=True))
+    return dg.SensorResult(run_requests=requests, asset_events=observations,
+                           cursor=json.dumps({"files": current, "tick": tick}, sort_keys=True))
 
-
-refresh_job = dg.define_asset_job("corpus_refresh_job", selection=[landing_imports])
-
-corpus_refresh_schedule = dg.ScheduleDefinition(
-    name="weekly_corpus_refresh", job=refresh_job, cron_schedule="0 3 * * 1",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Weekly re-scan of the public datasets into landing files; the sensor does the rest.",
-)
 
 automation_sensor = dg.AutomationConditionSensorDefinition(
     "eager_downstream", target=dg.AssetSelection.all(), default_status=dg.DefaultSensorStatus.RUNNING,

@@ -56,11 +56,21 @@ def preview(frame: pl.DataFrame, columns: list[str], rows: int = 5, width: int =
     return dg.MetadataValue.md("\n".join(lines))
 
 
-@dg.asset(group_name="sources", kinds={"python"})
-def landing_imports(context: dg.AssetExecutionContext, lake: LakeResource) -> dg.MaterializeResult:
-    """Re-scan the public datasets (EBM_DATASETS_DIR) into normalised landing files.
+REFRESH_CRON = "0 3 * * 1"  # the weekly corpus refresh: Mondays 03:00 UTC
 
-    The landing sensor then requests runs for exactly the partitions whose files changed."""
+landing_files = dg.AssetSpec(
+    "landing_files", partitions_def=conditions_partitions, group_name="sources", kinds={"file"},
+    description="The files in data_lake/landing/<CODE>/ (external: written by landing_imports or by hand). "
+                "The landing sensor records an observation (files, bytes, content digest) whenever a "
+                "folder changes, and requests source_documents for that partition.")
+
+
+@dg.asset(group_name="sources", kinds={"python"},
+          automation_condition=dg.AutomationCondition.on_cron(REFRESH_CRON))
+def landing_imports(context: dg.AssetExecutionContext, lake: LakeResource) -> dg.MaterializeResult:
+    """Re-scan the public datasets (EBM_DATASETS_DIR) into normalised landing files, weekly
+    (on_cron, Mondays 03:00 UTC) or when launched. The landing sensor then requests runs for
+    exactly the partitions whose files changed."""
     reports = import_all(get_settings().require_datasets_dir(), lake.landing_dir, lake.catalogue(),
                          lake.reports_dir, progress=context.log.info)
     return dg.MaterializeResult(metadata={
@@ -71,7 +81,7 @@ def landing_imports(context: dg.AssetExecutionContext, lake: LakeResource) -> dg
 
 @dg.asset(
     partitions_def=conditions_partitions, group_name="corpus", pool="lake_writer",
-    kinds={"polars", "duckdb"},
+    kinds={"polars", "duckdb"}, deps=[landing_files],
 )
 def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
                      warehouse: DuckDBResource) -> dg.Output[pl.DataFrame]:
