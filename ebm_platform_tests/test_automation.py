@@ -121,3 +121,60 @@ def test_definitions_load_with_the_23_partitions():
     assert len(specs) >= 18 and all(s.owners and s.tags.get("layer") == s.group_name and s.code_version for s in specs)
     versions = {s.group_name: s.code_version for s in specs}
     assert versions["corpus"] != versions["evaluation"]  # each layer versioned by its own packages
+
+
+def _settle(defs, instance, cursor, start, ticks: int = 12):
+    """Evaluate automation tick by tick; each request completes before the next tick (a runless
+    materialisation). Returns {(asset, partition): [ticks requested]} and the cursor."""
+    from datetime import timedelta
+
+    requested: dict[tuple[str, str | None], list[int]] = {}
+    for tick in range(ticks):
+        result = dg.evaluate_automation_conditions(defs, instance, evaluation_time=start + timedelta(minutes=tick),
+                                                   cursor=cursor)
+        cursor = result.cursor
+        done = [p for r in result.results for p in r.true_subset.expensively_compute_asset_partitions()]
+        for partition in done:
+            requested.setdefault((partition.asset_key.to_user_string(), partition.partition_key), []).append(tick)
+            instance.report_runless_asset_event(dg.AssetMaterialization(partition.asset_key,
+                                                                        partition=partition.partition_key))
+    return requested, cursor
+
+
+def test_one_changed_condition_runs_its_chain_then_each_global_once_and_empty_conditions_do_not_block():
+    """Runless materialisations stand in for runs (each finishes before the next tick). Not covered
+    here: evaluation_report, whose blocking-check clause needs check results recorded for each new
+    materialisation, which runless events cannot re-record for a partition."""
+    from datetime import datetime
+
+    from ebm_platform.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    instance = dg.DagsterInstance.ephemeral()
+    built = ("PFP", "ACL")  # the other 21 conditions have no files and were never materialised
+    for key in graph.get_all_asset_keys():
+        if key.to_user_string() in ("landing_files", "landing_imports"):
+            continue
+        for partition in built if graph.get(key).is_partitioned else (None,):
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+            for check in graph.get_check_keys_for_assets({key}):
+                instance.report_runless_asset_event(dg.AssetCheckEvaluation(key, check.name, True, partition=partition))
+    start = datetime(2026, 11, 24, 12)
+    idle, cursor = _settle(defs, instance, None, start, ticks=2)
+    assert idle == {}  # a built lake starts nothing
+    instance.report_runless_asset_event(dg.AssetMaterialization("source_documents", partition="ACL"))  # the sensor's run
+    requested, _ = _settle(defs, instance, cursor, start.replace(hour=13), ticks=8)
+    requested = {k: v for k, v in requested.items() if not k[0].startswith("evaluation_")}
+    assert {k for k in requested if k[1] is not None} == {
+        (a, "ACL") for a in ("evidence_windows", "pico_extractions", "knowledge_graph", "window_index", "benchmark_qa")}
+    assert {a for a, p in requested if p is None} == {  # every global, although 21 conditions were never built
+        "corpus_report", "knowledge_tree", "benchmark_splits", "reranker_model", "candidate_pools", "betr_parameters",
+        "betr_report"}
+    assert all(len(ticks) == 1 for ticks in requested.values()), requested  # each ran once ...
+    tick = {a: ticks[0] for (a, _), ticks in requested.items()}
+    for asset in tick:  # ... and after everything upstream of it (a partition's chain shares one run)
+        node = graph.get(dg.AssetKey(asset))
+        for parent in node.parent_keys:
+            if parent.to_user_string() in tick:
+                same_run = graph.get(parent).is_partitioned and node.is_partitioned
+                assert tick[asset] > tick[parent.to_user_string()] or same_run, (asset, parent)

@@ -15,7 +15,7 @@ from ebm_platform.benchmark.generation import QuestionGenerator
 from ebm_platform.benchmark.sources import evidence_inference_rows, frame, pubmedqa_rows, release_rows
 from ebm_platform.benchmark.splits import make_splits, split_problems
 from ebm_platform.defs.corpus import preview
-from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.retrieval.fusion import top
@@ -60,7 +60,7 @@ class BenchmarkResource(dg.ConfigurableResource):
 
 
 @dg.asset(partitions_def=conditions_partitions, group_name="benchmark", kinds={"polars"},
-          deps=["window_index"], automation_condition=dg.AutomationCondition.eager())
+          deps=["window_index"], automation_condition=EAGER)
 def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFrame, evidence_windows: pl.DataFrame,
                  lake: LakeResource, embedder: EmbedderResource, benchmark: BenchmarkResource,
                  llm: LLMResource) -> dg.Output[pl.DataFrame]:
@@ -145,7 +145,7 @@ def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.D
 
 @dg.asset(group_name="benchmark", kinds={"polars"},
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping())},
-          automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed())
+          automation_condition=AFTER_DEPS)
 def benchmark_splits(context: dg.AssetExecutionContext, bench: pl.DataFrame,
                      lake: LakeResource) -> dg.Output[pl.DataFrame]:
     """Query-grouped train / validation / test (60/20/20), stratified by condition and source, over

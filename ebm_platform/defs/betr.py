@@ -14,6 +14,7 @@ from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.betr.fit import GRADES, build_pairs, select_tau
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.betr.pools import candidate_pools as build_pools
+from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
@@ -21,6 +22,7 @@ from ebm_platform.retrieval.pipeline import PipelineParams, Retriever
 
 
 @dg.asset(group_name="betr", kinds={"polars"}, deps=["knowledge_tree", "window_index", "reranker_model"],
+          automation_condition=AFTER_DEPS,
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
                "splits": dg.AssetIn("benchmark_splits")})
 def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame,
@@ -75,7 +77,7 @@ def _curve_png(curve: list[float]) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-@dg.asset(group_name="betr", kinds={"pytorch"}, pool="lake_writer",
+@dg.asset(group_name="betr", kinds={"pytorch"}, pool="lake_writer", automation_condition=AFTER_DEPS,
           ins={"pools": dg.AssetIn("candidate_pools")})
 def betr_parameters(context: dg.AssetExecutionContext, pools: pl.DataFrame, lake: LakeResource) -> dg.MaterializeResult:
     """Fits a = exp(alpha) and u_A = 0 >= u_B >= ... >= u_E by MAP (eq. B.6, sigma_a = 5); tau by grid
@@ -135,7 +137,7 @@ def _table(rows: dict[str, dict], with_paper: bool) -> list[str]:
     return lines
 
 
-@dg.asset(group_name="betr", kinds={"polars"}, deps=["betr_parameters"],
+@dg.asset(group_name="betr", kinds={"polars"}, deps=["betr_parameters"], automation_condition=AFTER_DEPS,
           ins={"pools": dg.AssetIn("candidate_pools")})
 def betr_report(pools: pl.DataFrame, lake: LakeResource) -> dg.MaterializeResult:
     """Semantic-only, Heuristic (c tuned on validation) and BETR on the test split at K = 12,

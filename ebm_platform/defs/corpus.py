@@ -16,7 +16,7 @@ from ebm_platform.corpus.landing import load_partition
 from ebm_platform.corpus.model import GRADES
 from ebm_platform.corpus.quarantine import record as record_quarantine
 from ebm_platform.defs.io import PARTITION_VERSION
-from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.landing_state import content_digest, scan_folder
@@ -118,7 +118,7 @@ def source_documents(context: dg.AssetExecutionContext, lake: LakeResource,
 
 @dg.asset(
     partitions_def=conditions_partitions, group_name="corpus", kinds={"polars"},
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=EAGER,
 )
 def evidence_windows(context: dg.AssetExecutionContext, source_documents: pl.DataFrame,
                      embedder: EmbedderResource, llm: LLMResource) -> dg.Output[pl.DataFrame]:
@@ -154,7 +154,7 @@ def evidence_windows(context: dg.AssetExecutionContext, source_documents: pl.Dat
 
 
 @dg.asset(
-    group_name="corpus", kinds={"polars"},
+    group_name="corpus", kinds={"polars"}, automation_condition=AFTER_DEPS,
     ins={"documents": dg.AssetIn("source_documents", partition_mapping=dg.AllPartitionMapping()),
          "windows": dg.AssetIn("evidence_windows", partition_mapping=dg.AllPartitionMapping())},
 )

@@ -10,7 +10,7 @@ import polars as pl
 
 from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.defs.benchmark import structure_verdict
-from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figures, html, paired_markdown,
@@ -61,7 +61,8 @@ def _means(long: pl.DataFrame) -> dg.MetadataValue:
 @dg.asset(partitions_def=conditions_partitions, group_name="evaluation", kinds={"polars"},
           deps=["window_index", "knowledge_graph", "reranker_model", "verdict_model", "betr_parameters"],
           ins={"splits": dg.AssetIn("benchmark_splits")},
-          automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed())
+          automation_condition=AFTER_DEPS & ~dg.AutomationCondition.any_deps_missing()
+          & dg.AutomationCondition.all_deps_blocking_checks_passed())
 def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFrame, splits: pl.DataFrame,
                       lake: LakeResource, llm: LLMResource, embedder: EmbedderResource,
                       evaluation: EvaluationResource) -> dg.Output[pl.DataFrame]:
@@ -93,7 +94,7 @@ def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFr
 
 @dg.asset(group_name="evaluation", kinds={"polars"},
           ins={"reports": dg.AssetIn("evaluation_report", partition_mapping=dg.AllPartitionMapping())},
-          automation_condition=dg.AutomationCondition.eager())
+          automation_condition=AFTER_DEPS)
 def evaluation_summary(context: dg.AssetExecutionContext, reports: pl.DataFrame, lake: LakeResource,
                        evaluation: EvaluationResource) -> dg.Output[pl.DataFrame]:
     """Strategy x metric overall, per condition and per benchmark source with bootstrap 95%

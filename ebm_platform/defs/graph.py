@@ -10,7 +10,7 @@ import polars as pl
 from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import PARTITION_VERSION
-from ebm_platform.defs.partitions import conditions_partitions
+from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.graph.build import graph_stats, partition_tables
@@ -22,7 +22,6 @@ from ebm_platform.pico.training import HEADLINE, train_and_validate, training_ke
 from ebm_platform.pico.windows import tag_windows
 
 ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
-EAGER = dg.AutomationCondition.eager()
 
 
 class TaggerConfig(dg.Config):
@@ -161,7 +160,7 @@ def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.Data
     })
 
 
-@dg.asset(group_name="graph", kinds={"kuzu"}, pool="kuzu_writer", automation_condition=EAGER,
+@dg.asset(group_name="graph", kinds={"kuzu"}, pool="kuzu_writer", automation_condition=AFTER_DEPS,
           ins={"entities": dg.AssetIn("knowledge_graph", partition_mapping=dg.AllPartitionMapping())})
 def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
                    graph: GraphResource, llm: LLMResource) -> dg.Output[pl.DataFrame]:

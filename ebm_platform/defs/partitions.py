@@ -1,4 +1,4 @@
-"""The one partitions definition shared by every per-condition asset."""
+"""The one partitions definition shared by every per-condition asset, and the automation conditions."""
 
 
 import dagster as dg
@@ -6,3 +6,25 @@ import dagster as dg
 from ebm_platform.conditions import active_catalogue
 
 conditions_partitions = dg.StaticPartitionsDefinition(active_catalogue().codes)
+
+EAGER = dg.AutomationCondition.eager()
+ANCESTRY = 4  # how far up "something upstream is busy" looks (a waiting asset is itself due, so it propagates)
+
+
+def _ancestor_busy(depth: int) -> dg.AutomationCondition:
+    """A dependency, or one of its dependencies up to `depth` levels, is running or is itself due
+    to run (one of its own dependencies was updated since it last ran or was requested). Dagster's
+    will_be_requested() only sees requests that share a run, never a global's partitioned parent."""
+    busy = dg.AutomationCondition.in_progress() | dg.AutomationCondition.any_deps_updated().since_last_handled()
+    condition = busy
+    for _ in range(depth - 1):
+        condition = busy | dg.AutomationCondition.any_deps_match(condition)
+    return dg.AutomationCondition.any_deps_match(condition)
+
+
+# A global asset, or one that reads globals: runs once a dependency was updated, but never while
+# anything upstream is running or due to run, so it waits for the changed partition's chain and for
+# the globals it reads and then runs once, on their new outputs. Unlike eager() it does not wait
+# for parent partitions that were never built: a condition with no files never holds back globals.
+AFTER_DEPS = (dg.AutomationCondition.any_deps_updated().since_last_handled() & ~_ancestor_busy(ANCESTRY)
+              & ~dg.AutomationCondition.in_progress()).with_label("after everything upstream settles")

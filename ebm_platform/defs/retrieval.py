@@ -8,6 +8,7 @@ import dagster as dg
 import polars as pl
 
 from ebm_platform.defs.benchmark import BenchmarkResource
+from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
@@ -18,7 +19,7 @@ from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import verdict_path
 
 
-@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer",
+@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
           deps=["window_index", "knowledge_graph", "knowledge_tree"],
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
                "splits": dg.AssetIn("benchmark_splits")})
