@@ -247,6 +247,8 @@ def _channel_table(path, rows: list[tuple[str, str, str, str]]):
 
 
 def test_bm25_channel_ranks_as_bm25s_masks_conditions_and_grades_and_is_saved_per_version(tmp_path):
+    from datetime import timedelta
+
     import bm25s
     import Stemmer
 
@@ -291,8 +293,12 @@ def test_bm25_channel_ranks_as_bm25s_masks_conditions_and_grades_and_is_saved_pe
     _channel_table(tmp_path / "db", [("w6", "HAM", "B", "eccentric exercise eccentric exercise")])
     fresh = FullTextChannel.open(WindowIndex(tmp_path / "db", pinned=True), tmp_path / "bm25s")
     assert fresh.search("eccentric exercise", 10)["window_id"][0] == "w6"  # a new version gets its own index
-    assert len(list((tmp_path / "bm25s").iterdir())) == 2
-    assert channel.search("eccentric exercise", 10)["window_id"].to_list() == expected  # the old snapshot still reads
+    assert len(list((tmp_path / "bm25s").iterdir())) == 2  # the old one is within the keep window
+    _channel_table(tmp_path / "db", [("w7", "AT", "C", "tendon")])
+    newest = WindowIndex(tmp_path / "db", pinned=True)
+    FullTextChannel.open(newest, tmp_path / "bm25s", keep=timedelta(0))
+    assert [p.name for p in (tmp_path / "bm25s").iterdir()] == [f"v{newest.table().version}"]  # older ones pruned
+    assert channel.search("eccentric exercise", 10)["window_id"].to_list() == expected  # a reader keeps its snapshot
 
 
 def test_bm25_channel_over_an_empty_table(tmp_path):

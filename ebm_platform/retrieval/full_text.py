@@ -6,13 +6,16 @@ Evidence Inference validation (README, "The full-text channel against bm25s"), w
 stemming and stop words and whatever its tokenizer options, so the query path uses bm25s. The
 index is derived data of one window-index version: built from that version's rows on first use,
 saved under `<lake>/stores/bm25s/v<version>/` (written to a temporary folder and renamed, so a
-reader sees a whole index or none) and loaded memory-mapped by every later query process.
+reader sees a whole index or none) and loaded memory-mapped by every later query process. Saved
+versions are removed once older than EBM_INDEX_KEEP_VERSIONS_MIN, like the table's own versions.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import bm25s
@@ -21,8 +24,8 @@ import polars as pl
 import Stemmer
 
 from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
+from ebm_platform.settings import get_settings
 
-KEEP = 3  # saved versions kept; older ones are removed by the reader that saves a new one
 _STEMMER = Stemmer.Stemmer("english")
 EMPTY = pl.DataFrame(schema={"window_id": pl.Utf8, "bm25": pl.Float64})
 
@@ -46,23 +49,30 @@ class FullTextChannel:
                 self.by_condition.setdefault(code, np.zeros(len(conditions), dtype=bool))[i] = True
 
     @classmethod
-    def open(cls, index: WindowIndex, root: Path) -> "FullTextChannel":
+    def open(cls, index: WindowIndex, root: Path, keep: timedelta | None = None) -> "FullTextChannel":
         """The channel of `index`'s (pinned) version: loaded from `root` when saved, else built from
-        that version's rows and saved."""
+        that version's rows and saved. Saved versions older than `keep` (default
+        EBM_INDEX_KEEP_VERSIONS_MIN, as for the table's own versions) are removed, but never this one."""
         table = index.table()
         if not table.count_rows():
             return cls(pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8),
-                                                   "grade": pl.Utf8}), None)
+                                            "grade": pl.Utf8}), None)
         folder = Path(root) / f"v{table.version}"
-        if not (folder / "windows.parquet").is_file():
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            columns = ["window_id", "condition", "grade", SEARCH_TEXT]
-            cls._build(pl.from_arrow(table.search().select(columns).limit(table.count_rows()).to_arrow()), folder)
-        bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
-        return cls(pl.read_parquet(folder / "windows.parquet"), bm25)
+        for _ in range(2):  # a concurrent reader may prune a version between the check and the load
+            if not (folder / "windows.parquet").is_file():
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                columns = ["window_id", "condition", "grade", SEARCH_TEXT]
+                cls._build(pl.from_arrow(table.search().select(columns).limit(table.count_rows()).to_arrow()), folder,
+                           keep if keep is not None else timedelta(minutes=get_settings().index_keep_versions_min))
+            try:
+                bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+                return cls(pl.read_parquet(folder / "windows.parquet"), bm25)
+            except FileNotFoundError:
+                continue
+        raise RuntimeError(f"the full-text index {folder} keeps disappearing: is another process pruning it?")
 
     @staticmethod
-    def _build(rows: pl.DataFrame, folder: Path) -> None:
+    def _build(rows: pl.DataFrame, folder: Path, keep: timedelta) -> None:
         windows = (rows.group_by("window_id", maintain_order=True)
                    .agg(pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)))
         staging = folder.parent / f".tmp-{uuid.uuid4().hex}"
@@ -74,9 +84,10 @@ class FullTextChannel:
             staging.rename(folder)
         except OSError:  # another reader saved the same version first
             shutil.rmtree(staging, ignore_errors=True)
-        saved = sorted((p for p in folder.parent.glob("v*") if p != folder), key=lambda p: p.stat().st_mtime)
-        for old in saved[:max(len(saved) - (KEEP - 1), 0)]:
-            shutil.rmtree(old, ignore_errors=True)
+        cutoff = time.time() - keep.total_seconds()
+        for old in [*folder.parent.glob("v*"), *folder.parent.glob(".tmp-*")]:  # (.tmp-: a killed builder's)
+            if old != folder and old.stat().st_mtime < cutoff:  # readers hold a version while they work
+                shutil.rmtree(old, ignore_errors=True)
 
     def search(self, text: str, limit: int, conditions: list[str] | None = None,
                grades: tuple[str, ...] | None = None) -> pl.DataFrame:
