@@ -46,8 +46,8 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
 
 defs = dg.Definitions(
-    assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS, *GLOBAL_ASSETS,
-                                     evaluation_report, evaluation_summary]),
+    assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS,
+                                     *GLOBAL_ASSETS, evaluation_report, evaluation_summary]),
     asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, splits_unique_across_conditions,
                   reranker_beats_hand_set,
                   verdict_model_beats_baselines, betr_parameters_sound],

@@ -36,7 +36,7 @@ def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> d
     last tick and differ from what source_documents last materialised (so a fresh sensor over a
     built lake requests nothing, and a folder reverted to earlier content runs again); downstream
     assets follow eagerly. Run keys carry the tick number, so a repeated content is not dropped.
-    Every changed folder is also recorded as an observation of `landing_files[code]`."""
+    Every requested folder is also recorded as an observation of `landing_files[code]`."""
     cursor = json.loads(context.cursor) if context.cursor else {}
     previous, tick = cursor.get("files", {}), cursor.get("tick", 0) + 1
     current = scan_landing(lake, previous)
@@ -48,13 +48,14 @@ def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> d
             continue
         files = current.get(code, {})
         digest = content_digest(files)
-        if before != after:
-            observations.append(dg.AssetObservation(asset_key=landing_files.key, partition=code, metadata={
-                "files": dg.MetadataValue.int(len(files)),
-                "bytes": dg.MetadataValue.int(sum(m[1] for m in files.values())),
-                LANDING_DIGEST: dg.MetadataValue.text(digest)}))
         if digest == materialised_digest(context.instance, code):
             continue
+        # observed together with the run it triggers, so automation never sees a landing change
+        # that no source_documents run will handle
+        observations.append(dg.AssetObservation(asset_key=landing_files.key, partition=code, metadata={
+            "files": dg.MetadataValue.int(len(files)),
+            "bytes": dg.MetadataValue.int(sum(m[1] for m in files.values())),
+            LANDING_DIGEST: dg.MetadataValue.text(digest)}))
         requests.append(dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}:{tick}",
                                       tags={"ebm/trigger": "landing"}))
     return dg.SensorResult(run_requests=requests, asset_events=observations,
