@@ -54,7 +54,8 @@ class FullTextChannel:
         that version's rows and saved. Saved versions older than `keep` (default
         EBM_INDEX_KEEP_VERSIONS_MIN, as for the table's own versions) are removed, but never this one."""
         table = index.table()
-        if not table.count_rows():
+        n = table.count_rows()
+        if not n:
             return cls(pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8),
                                             "grade": pl.Utf8}), None)
         folder = Path(root) / f"v{table.version}"
@@ -62,7 +63,7 @@ class FullTextChannel:
             if not (folder / "windows.parquet").is_file():
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 columns = ["window_id", "condition", "grade", SEARCH_TEXT]
-                cls._build(pl.from_arrow(table.search().select(columns).limit(table.count_rows()).to_arrow()), folder,
+                cls._build(pl.from_arrow(table.search().select(columns).limit(n).to_arrow()), folder,
                            keep if keep is not None else timedelta(minutes=get_settings().index_keep_versions_min))
             try:
                 bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
