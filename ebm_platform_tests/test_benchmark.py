@@ -148,7 +148,14 @@ def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir
         assert set(re.findall(r"\w+", row["exact_answer"].lower())) <= seed_tokens
 
 
-def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
+def test_blocking_check_stops_splits_and_keeps_the_last_good_benchmark(bench_lake, datasets_dir, monkeypatch):
+    good = dg.materialize(ASSETS, partition_key="PFP", selection=ASSETS[:5], instance=dg.DagsterInstance.ephemeral(),
+                          resources=_resources(bench_lake, datasets_dir, sources=["sr_rag_release"]))
+    assert good.success
+    final, staged = (bench_lake / d / "benchmark_qa" / "PFP.parquet" for d in ("assets", "staging"))
+    last_good = pl.read_parquet(final)
+    assert last_good.height == 87 and not staged.exists()  # passed, so promoted
+
     def broken(self, code, *args, **kwargs):
         bad = [sources.row(question_id="dup", condition=code, source="generated", question=f"Question {n}?",
                            exact_answer="answer", split_kind="main", gold_window_ids=[gold])
@@ -169,6 +176,8 @@ def test_blocking_check_stops_splits(bench_lake, datasets_dir, monkeypatch):
     assert {r["gold_window_ids"] for r in meta["gold_windows_exist.failing_rows"].value} == {"missing-window"}
     assert "benchmark_splits" not in {m.asset_key.path[-1] for m in result.get_asset_materialization_events()
                                       for m in [m.event_specific_data.materialization]}
+    assert pl.read_parquet(final).equals(last_good)  # what downstream assets read is the last good benchmark
+    assert pl.read_parquet(staged)["question_id"].to_list() == ["dup", "dup"]  # the failed write, kept to inspect
 
 
 def test_discarded_questions_stay_out_through_export_and_materialisation(tmp_path, datasets_dir):
@@ -177,7 +186,8 @@ def test_discarded_questions_stay_out_through_export_and_materialisation(tmp_pat
     resources = _resources(lake, datasets_dir, sources=["sr_rag_release"])
 
     def materialise() -> pl.DataFrame:
-        result = dg.materialize([source_documents, evidence_windows, benchmark_qa], selection=[benchmark_qa],
+        result = dg.materialize([source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+                                selection=[benchmark_qa, benchmark_structure],
                                 partition_key="PFP", resources=resources, instance=dg.DagsterInstance.ephemeral())
         assert result.success
         return pl.read_parquet(lake / "assets" / "benchmark_qa" / "PFP.parquet")

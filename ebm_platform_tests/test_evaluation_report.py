@@ -201,7 +201,9 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
                                           gold_window_ids=["missing-window"]) for n in range(2)])
 
     monkeypatch.setattr("ebm_platform.defs.benchmark.evidence_inference_rows", broken)
+    last_good = pl.read_parquet(eval_lake / "assets" / "benchmark_qa" / "PFP.parquet")
     failed = run([benchmark_qa], "PFP", ok=False)
+    assert pl.read_parquet(eval_lake / "assets" / "benchmark_qa" / "PFP.parquet").equals(last_good)  # not replaced
     checks = [e.asset_check_evaluation_data for e in failed.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert any(c.check_name == "benchmark_structure" and not c.passed for c in checks)
     blocked = run([evaluation_report], "PFP", ok=False)

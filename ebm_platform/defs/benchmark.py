@@ -15,6 +15,7 @@ from ebm_platform.benchmark.generation import QuestionGenerator
 from ebm_platform.benchmark.sources import evidence_inference_rows, frame, pubmedqa_rows, release_rows
 from ebm_platform.benchmark.splits import make_splits, split_problems
 from ebm_platform.defs.corpus import preview
+from ebm_platform.defs.io import STAGED, latest_file, promote
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
@@ -60,13 +61,15 @@ class BenchmarkResource(dg.ConfigurableResource):
 
 
 @dg.asset(partitions_def=conditions_partitions, group_name="benchmark", kinds={"polars"},
-          deps=["window_index"], automation_condition=EAGER)
+          deps=["window_index"], automation_condition=EAGER, metadata={STAGED: True})
 def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFrame, evidence_windows: pl.DataFrame,
                  lake: LakeResource, embedder: EmbedderResource, benchmark: BenchmarkResource,
                  llm: LLMResource) -> dg.Output[pl.DataFrame]:
     """One table schema for every source: the SR-RAG release (answer-level), Evidence Inference and
     PubMedQA (gold windows located in this partition) and generated questions (paper stages 1-3,
-    with the configured LLM or offline). Reviewer decisions (`discard`) are honoured."""
+    with the configured LLM or offline). Reviewer decisions (`discard`) are honoured. Written to
+    staging: benchmark_structure promotes it when it passes, so a failed benchmark never replaces
+    the last good one that downstream assets read."""
     code = context.partition_key
     parts = []
     generation = {"mode": "not run (source not selected or no windows)"}
@@ -108,12 +111,13 @@ def benchmark_qa(context: dg.AssetExecutionContext, source_documents: pl.DataFra
     })
 
 
-def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
-                  bench: pl.DataFrame) -> dg.AssetCheckResult:
+def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity, bench: pl.DataFrame,
+                  extra: dict[str, dg.MetadataValue] | None = None) -> dg.AssetCheckResult:
     # The checks are partitioned like benchmark_qa: each judges one condition's questions against
     # that condition's windows, so one bad partition blocks only its own downstream work.
     conditions = sorted(bench["condition"].unique().to_list()) if bench.height else []
-    metadata = {"scope.conditions": dg.MetadataValue.json(conditions), "scope.questions": dg.MetadataValue.int(bench.height)}
+    metadata = {"scope.conditions": dg.MetadataValue.json(conditions), "scope.questions": dg.MetadataValue.int(bench.height),
+                **(extra or {})}
     for rule in rules:
         metadata[f"{rule.name}.passed"] = dg.MetadataValue.bool(rule.passed)
         for key, value in rule.metadata.items():
@@ -123,21 +127,34 @@ def _check_result(rules: list[RuleResult], severity: dg.AssetCheckSeverity,
     return dg.AssetCheckResult(passed=all(r.passed for r in rules), severity=severity, metadata=metadata)
 
 
+def _latest_benchmark(lake: LakeResource, code: str) -> pl.DataFrame:
+    """The benchmark_qa[code] the checks judge: the staged write awaiting them, else the promoted one."""
+    return pl.read_parquet(latest_file(lake.root, "benchmark_qa", code))
+
+
 @dg.asset_check(asset=benchmark_qa, blocking=True, partitions_def=conditions_partitions,
                 additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
                 description="ERROR rules (Great Expectations suite + gold-window rules) on one condition's "
-                            "questions; a failure blocks what depends on the benchmark in the same run "
-                            "(benchmark_splits, BETR) and this partition's evaluation_report in any run.")
-def benchmark_structure(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame) -> dg.AssetCheckResult:
+                            "questions. Passing promotes the staged benchmark to where downstream assets read "
+                            "it; a failure leaves the last good one there, blocks what depends on the benchmark "
+                            "in the same run (benchmark_splits, BETR) and this partition's evaluation_report in "
+                            "any run.")
+def benchmark_structure(context: dg.AssetCheckExecutionContext, evidence_windows: pl.DataFrame,
+                        lake: LakeResource) -> dg.AssetCheckResult:
+    code = context.partition_key
+    bench = _latest_benchmark(lake, code)
     window_ids = set(evidence_windows["window_id"].to_list()) if evidence_windows.height else set()
-    return _check_result(structural_rules(benchmark_qa, window_ids), dg.AssetCheckSeverity.ERROR, benchmark_qa)
+    rules = structural_rules(bench, window_ids)
+    promoted = all(r.passed for r in rules) and promote(lake.root, "benchmark_qa", code)
+    return _check_result(rules, dg.AssetCheckSeverity.ERROR, bench, {"promoted": dg.MetadataValue.bool(promoted)})
 
 
 @dg.asset_check(asset=benchmark_qa, partitions_def=conditions_partitions,
                 additional_ins={"evidence_windows": dg.AssetIn("evidence_windows")},
                 description="WARN signals: PICOT completeness, near-duplicates, verbatim copies, boilerplate answers.")
-def benchmark_quality_signals(benchmark_qa: pl.DataFrame, evidence_windows: pl.DataFrame,
-                              embedder: EmbedderResource) -> dg.AssetCheckResult:
+def benchmark_quality_signals(context: dg.AssetCheckExecutionContext, evidence_windows: pl.DataFrame,
+                              lake: LakeResource, embedder: EmbedderResource) -> dg.AssetCheckResult:
+    benchmark_qa = _latest_benchmark(lake, context.partition_key)
     text = dict(zip(evidence_windows["window_id"].to_list(), evidence_windows["text"].to_list())) \
         if evidence_windows.height else {}
     return _check_result(quality_rules(benchmark_qa, text, embedder.embed), dg.AssetCheckSeverity.WARN, benchmark_qa)

@@ -1,7 +1,10 @@
 """Parquet IO manager: one file per asset partition under <lake>/assets, written atomically; an
-output whose metadata carries `partition_version` records it in the file (ebm_platform.versions)."""
+output whose metadata carries `partition_version` records it in the file (ebm_platform.versions).
+An asset marked STAGED is written under <lake>/staging instead and reaches <lake>/assets (where
+every downstream asset reads) only when its blocking check promotes it: a failed write leaves the
+last good file in place."""
 
-
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +13,29 @@ import polars as pl
 from ebm_platform.versions import write_parquet
 
 PARTITION_VERSION = "partition_version"  # output metadata: the version the asset's other store recorded
+STAGED = "ebm/staged_until_checked"  # asset metadata: written to staging, promoted by its blocking check
+
+
+def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Path:
+    """Where the IO manager keeps `asset` (one partition of it): <root>/assets/... or <root>/staging/..."""
+    base = Path(root, "staging" if staging else "assets", asset)
+    return base / f"{partition}.parquet" if partition is not None else base.with_suffix(".parquet")
+
+
+def latest_file(root: str | Path, asset: str, partition: str | None) -> Path:
+    """The newest write of a STAGED asset: the staged file awaiting its check, else the promoted one."""
+    staged = asset_file(root, asset, partition, staging=True)
+    return staged if staged.is_file() else asset_file(root, asset, partition)
+
+
+def promote(root: str | Path, asset: str, partition: str | None) -> bool:
+    """Move a checked staged file over the promoted one (one rename); False when nothing was staged."""
+    staged, final = asset_file(root, asset, partition, staging=True), asset_file(root, asset, partition)
+    if not staged.is_file():
+        return False
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged, final)
+    return True
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
@@ -24,8 +50,9 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
         if obj is None:
             return
-        base = self._base(context.asset_key)
-        path = base / f"{context.asset_partition_key}.parquet" if context.has_asset_partitions else base.with_suffix(".parquet")
+        path = asset_file(self.root, "/".join(context.asset_key.path),
+                          context.asset_partition_key if context.has_asset_partitions else None,
+                          staging=bool(getattr(staged := context.definition_metadata.get(STAGED), "value", staged)))
         version = context.output_metadata.get(PARTITION_VERSION)
         write_parquet(obj, path, None if version is None else str(getattr(version, "value", version)))  # old file or new, never half
         context.add_output_metadata({
