@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 	$(BIN)/pip check
+	$(BIN)/opt_in_out --opt_out >/dev/null  # OpenVINO would otherwise send usage telemetry on import
 	$(BIN)/ebm embedder --check
 	touch $(STAMP)
 

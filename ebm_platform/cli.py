@@ -205,6 +205,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from ebm_platform.defs.backfill import run_backfill
+    from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.settings import get_settings
+
+    if not os.environ.get("DAGSTER_HOME"):
+        raise SystemExit("ebm backfill submits to the DAGSTER_HOME instance: set DAGSTER_HOME (the Makefile sets it)")
+    codes = args.codes.split(",") if args.codes else conditions_partitions.get_partition_keys()
+    unknown = sorted(set(codes) - set(conditions_partitions.get_partition_keys()))
+    if unknown:
+        raise SystemExit(f"unknown partitions: {', '.join(unknown)}")
+    _progress(f"submitting a backfill of {args.job} over {len(codes)} partitions to {os.environ['DAGSTER_HOME']} ...")
+    outcome = run_backfill(_instance(), defs, args.job, codes, get_settings().lake / ".dagster" / "daemon.log", _progress)
+    result = {"backfill_id": outcome.backfill_id, "status": outcome.status, "runs": dict(outcome.runs),
+              "failed_partitions": outcome.failed_partitions, "seconds": round(outcome.seconds, 1)}
+    print(json.dumps(result) if args.json else
+          f"backfill {outcome.backfill_id}: {outcome.status}, runs {dict(outcome.runs)}, "
+          f"failed partitions {outcome.failed_partitions or 'none'}, {outcome.seconds:.0f}s")
+    return 1 if outcome.failed_partitions else 0
+
+
 EXAMPLE_QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
                     "more than knee exercise alone?")
 
@@ -736,6 +757,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="import the datasets and materialise every asset for every partition")
     demo.set_defaults(func=cmd_demo)
+    backfill = sub.add_parser("backfill", help="submit a partition backfill to the instance (daemon, queue, "
+                                               "multiprocess executor, pools) and wait for it")
+    backfill.add_argument("--job", default="conditions_job", choices=["conditions_job", "corpus_index_job", "evaluation_job"])
+    backfill.add_argument("--codes", help="comma-separated partitions (default: all)")
+    backfill.add_argument("--json", action="store_true")
+    backfill.set_defaults(func=cmd_backfill)
     imp = sub.add_parser("import", help="write normalised landing files from a public dataset")
     imp.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
     imp.add_argument("--from", dest="source", help="datasets folder (default EBM_DATASETS_DIR)")

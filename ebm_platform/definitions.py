@@ -42,8 +42,10 @@ corpus_index_job = dg.define_asset_job(
 graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree))
 
 # One step at a time within a run: the embedder already uses every core the process may use, so
-# parallel steps would only oversubscribe the CPU (two queued runs may still overlap).
-executor = dg.multiprocess_executor.configured({"max_concurrent": 1})
+# parallel steps would only oversubscribe the CPU (two queued runs may still overlap). Steps fork
+# from a forkserver that has imported the definitions once (importing them takes ~7 s per process).
+executor = dg.multiprocess_executor.configured(
+    {"max_concurrent": 1, "start_method": {"forkserver": {"preload_modules": ["ebm_platform.definitions"]}}})
 
 defs = dg.Definitions(
     assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS,

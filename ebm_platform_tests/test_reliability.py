@@ -305,3 +305,107 @@ def test_load_with_malformed_questions(states, tmp_path):
                               f"the first 20 calls, {report['rss_end_mb']:.0f} MB at the end ({report['rss_growth']:+.1%})"]})
     assert report["crashes"] == 0 and report["wrong_outcomes"] == 0
     assert report["rss_growth"] <= 0.10
+
+
+SERIAL_BUILD = """
+from pathlib import Path
+from ebm_platform.cli import run_all_partitions
+from ebm_platform.conditions import active_catalogue
+from ebm_platform.corpus.importers import import_all
+from ebm_platform.settings import get_settings
+s = get_settings()
+import_all(Path(s.datasets_dir), s.landing_dir, active_catalogue(), s.lake / "reports", progress=print)
+run_all_partitions(global_job="graph_global_job")
+"""
+
+
+def lake_counts(lake: Path, codes: list[str]) -> dict[str, dict[str, int]]:
+    """Per partition: rows of each partitioned parquet asset, the graph's nodes and the index's rows."""
+    from ebm_platform.graph.channel import open_graph
+    from ebm_platform.index.window_index import WindowIndex
+
+    index = WindowIndex(lake / "stores" / "lancedb")
+    store, _ = open_graph(lake / "stores" / "kuzu" / "graph.kz", lake / "assets" / "knowledge_graph", 0)
+    counts = {}
+    with store:
+        for code in codes:
+            row = {a: pl.read_parquet(p).height if (p := lake / "assets" / a / f"{code}.parquet").exists() else 0
+                   for a in ("source_documents", "evidence_windows", "pico_extractions", "benchmark_qa")}
+            for label in ("Document", "Window", "Attribute"):
+                row[f"graph {label}"] = store.count(f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)",
+                                                    {"p": code})
+            row["index rows"] = index.count(code)
+            counts[code] = row
+    return counts
+
+
+# which lost-data column each counted key feeds
+BACKFILL_LOSS = {"documents": ["source_documents"], "windows": ["evidence_windows"],
+                 "graph rows": ["graph Document", "graph Window", "graph Attribute"], "index rows": ["index rows"]}
+
+
+def _ask_loop(env: dict[str, str], stop: Path, log: list[dict]) -> None:
+    """`ebm ask` as a new process again and again until `stop` exists; one outcome per call."""
+    ebm = str(Path(sys.executable).parent / "ebm")
+    n = 0
+    while not stop.exists():
+        question = LOAD_QUESTIONS[n % len(LOAD_QUESTIONS)]
+        done = subprocess.run([ebm, "ask", question, "--json"], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=600)
+        err = done.stderr.lower()
+        outcome = ("answered" if done.returncode == 0 and json.loads(done.stdout).get("answer") else
+                   "busy (clear retry error)" if "is being rebuilt" in err else f"failed: {done.stderr[-300:]}")
+        log.append({"outcome": outcome, "lock_error": "lock" in err})
+        n += 1
+
+
+def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, datasets_dir):
+    """All 23 partitions as one backfill submitted to a real instance (queued run coordinator, 2
+    concurrent runs, multiprocess executor, writer pools; the backfill daemon started by `ebm
+    backfill`) while `ebm ask` runs in a loop; the counts must equal the serial build's."""
+    from ebm_platform.defs.partitions import conditions_partitions
+
+    home, lake = tmp_path / "home", tmp_path / "lake"
+    home.mkdir()
+    # the repository's instance settings with storage under `home`; automation off, so that only the
+    # backfill's runs are measured (the automation that follows a change is tested in test_automation)
+    instance_yaml = (REPO / "dagster.yaml").read_text().replace("data_lake/.dagster", str(home / ".dagster"))
+    (home / "dagster.yaml").write_text(instance_yaml + "auto_materialize:\n  enabled: false\n  use_sensors: false\n")
+    env = {**_env(), "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake), "EBM_DATASETS_DIR": str(datasets_dir),
+           "EBM_STORE_WAIT_S": "30"}
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", SERIAL_BUILD], env=env, cwd=REPO, check=True, timeout=3600,
+                   stdout=subprocess.DEVNULL)
+    serial_s = time.monotonic() - started
+    codes = conditions_partitions.get_partition_keys()
+    serial = lake_counts(lake, codes)
+    stop, asks = tmp_path / "stop", []
+    asker = threading.Thread(target=_ask_loop, args=(env, stop, asks), daemon=True)
+    asker.start()
+    try:
+        done = subprocess.run([str(Path(sys.executable).parent / "ebm"), "backfill", "--json"], env=env, cwd=REPO,
+                              capture_output=True, text=True, timeout=3 * 3600)
+    finally:
+        stop.touch()
+        asker.join(timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    rebuilt = lake_counts(lake, codes)
+    failed_asks = [a["outcome"] for a in asks if a["outcome"].startswith("failed")]
+    lock_errors = sum(a["lock_error"] for a in asks)
+    differ = sorted(code for code in codes if rebuilt[code] != serial[code])
+    by_outcome: dict[str, int] = {}
+    for a in asks:
+        by_outcome[a["outcome"][:40]] = by_outcome.get(a["outcome"][:40], 0) + 1
+    RESULTS.append({"test": "backfill of 23 partitions via the daemon (2 concurrent runs) while `ebm ask` loops",
+                    "runs": sum(outcome["runs"].values()) + len(asks),
+                    "failures": len(outcome["failed_partitions"]) + len(failed_asks) + lock_errors,
+                    **{column: sum(max(0, serial[c][k] - rebuilt[c][k]) for c in codes for k in keys)
+                       for column, keys in BACKFILL_LOSS.items()},
+                    "notes": [f"runs {outcome['runs']} in {outcome['seconds']:.0f} s (serial in-process build "
+                              f"incl. import {serial_s:.0f} s); asks {by_outcome}; lock errors {lock_errors}; "
+                              f"partitions whose counts differ from the serial build: {differ or 'none'}"]
+                    + failed_asks[:3]})
+    assert outcome["runs"] == {"SUCCESS": 23} and not outcome["failed_partitions"]
+    assert not failed_asks and lock_errors == 0 and len(asks) >= 5
+    assert not differ, {c: (serial[c], rebuilt[c]) for c in differ}
