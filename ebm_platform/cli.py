@@ -74,6 +74,24 @@ def already_built(lake: Path, code: str) -> list[str]:
     return done
 
 
+def failed_checks(result) -> set[tuple]:
+    """(asset key, check name) of every check that failed in an in-process run's result."""
+    return {(e.asset_check_evaluation_data.asset_key, e.asset_check_evaluation_data.check_name)
+            for e in result.all_events
+            if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed}
+
+
+def only_benchmark_blocked(result) -> bool:
+    """True when a partition run failed only because benchmark_structure (blocking) failed: every
+    asset was written and that partition's benchmark is kept out downstream, so the build goes on."""
+    from dagster import AssetKey
+
+    failed_steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"}
+    structure = (AssetKey("benchmark_qa"), "benchmark_structure")
+    return not result.success and structure in failed_checks(result) \
+        and failed_steps <= {"benchmark_qa_benchmark_structure"}
+
+
 # run as separate stages so that a reranker that fails its blocking check leaves BETR to the hand-set scorer
 AFTER_RERANKER = ("reranker_model", "candidate_pools", "betr_parameters", "betr_report")
 
@@ -96,8 +114,7 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     _say("training (or reusing) the PICO tagger and training the verdict model ...")
     models = defs.resolve_job_def("models_job").execute_in_process(instance=instance, run_config=quiet,
                                                                    raise_on_error=False)
-    failed = {e.asset_check_evaluation_data.asset_key.path[-1] for e in models.all_events
-              if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed}
+    failed = {key.path[-1] for key, _ in failed_checks(models)}
     if "pico_tagger" in failed or not models.success:
         _say("the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
              "Dagster UI): then the offline rules extract PICO")
@@ -111,8 +128,9 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
             _say(f"resuming {code}: reusing {', '.join(done)}")
             selection = [key for key in job.asset_layer.executable_asset_keys if key.path[-1] not in done]
         result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet,
-                                        asset_selection=selection)
-        if not result.success:
+                                        asset_selection=selection, raise_on_error=False)
+        blocked = only_benchmark_blocked(result)
+        if not result.success and not blocked:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
         counts: dict[str, float] = {}
         for event in result.get_asset_materialization_events():
@@ -124,6 +142,9 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
         _say(f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
              f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
              f"windows={counts.get('evidence_windows.windows', 0):>5}  ({time.perf_counter() - started:.1f}s)")
+        if blocked:
+            _say(f"        {code}'s benchmark failed benchmark_structure: the last good one stays in place and "
+                 f"{code} is kept out of the splits, BETR and evaluation (see the check in the Dagster UI)")
     glob = defs.resolve_job_def(global_job)
     stages = [[k for k in glob.asset_layer.executable_asset_keys if k.path[-1] not in AFTER_RERANKER]]
     if any(k.path[-1] == "reranker_model" for k in glob.asset_layer.executable_asset_keys):

@@ -228,3 +228,54 @@ def test_split_problems_name_repeated_ids_lost_questions_and_leaks():
     sound = bench.filter(pl.col("question_id").is_in(["b", "d"]))
     assert not any(split_problems(sound, pl.DataFrame({"question_id": ["b", "d"], "condition": ["PFP", "ACL"],
                                                        "split": ["train", "test"]})).values())
+
+
+CLI_BUILD_WITH_A_BROKEN_PFP_BENCHMARK = """
+import dagster as dg
+import ebm_platform.defs.benchmark as benchmark
+from ebm_platform.benchmark import sources
+from ebm_platform.cli import run_all_partitions
+from ebm_platform.definitions import defs
+
+def broken(code, *args):
+    if code != "PFP":
+        return sources.frame([])
+    return sources.frame([sources.row(question_id="dup", condition=code, source="evidence_inference",
+                                      question=f"Question {n}?", exact_answer="a", split_kind="main",
+                                      gold_window_ids=["missing-window"]) for n in range(2)])
+
+benchmark.evidence_inference_rows = broken
+run_all_partitions(codes=["PFP", "MACL"], global_job="graph_global_job")
+splits = defs.resolve_job_def("global_job").execute_in_process(
+    instance=dg.DagsterInstance.get(), asset_selection=[dg.AssetKey("benchmark_splits")])
+print("BLOCKED", splits.get_asset_materialization_events()[0].materialization.metadata["conditions_blocked"].value)
+"""
+
+
+def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_splits(tmp_path, datasets_dir):
+    """The CLI path (`ebm demo`'s partition loop, then the global job) with PFP's benchmark broken:
+    the build reports PFP and carries on, MACL is built, PFP keeps its last good benchmark (none
+    yet) and benchmark_splits leaves it out."""
+    import os
+    import subprocess
+    import sys
+
+    from ebm_platform_tests.conftest import REPO
+
+    lake, home = tmp_path / "lake", tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text().replace("data_lake/.dagster",
+                                                                                  str(home / ".dagster")))
+    import_dataset("evidence-inference", datasets_dir, lake / "landing", load_catalogue(DEFAULT_CATALOGUE),
+                   ids={"PMC1562433", "PMC2249589"})
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake),
+           "EBM_DATASETS_DIR": str(datasets_dir), "EBM_BENCHMARK_SOURCES": "sr_rag_release,evidence_inference"}
+    done = subprocess.run([sys.executable, "-c", CLI_BUILD_WITH_A_BROKEN_PFP_BENCHMARK], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "PFP's benchmark failed benchmark_structure" in done.stdout and "[ 2/2] MACL" in done.stdout
+    assert "BLOCKED {'PFP': \"benchmark_structure's latest evaluation is FAILED\"}" in done.stdout
+    assert not (lake / "assets" / "benchmark_qa" / "PFP.parquet").exists()  # never passed: nothing promoted
+    assert pl.read_parquet(lake / "staging" / "benchmark_qa" / "PFP.parquet")["question_id"].to_list().count("dup") == 2
+    splits = pl.read_parquet(lake / "assets" / "benchmark_splits.parquet")
+    assert set(splits["condition"]) == {"MACL"}

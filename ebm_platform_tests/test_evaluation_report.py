@@ -227,3 +227,61 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     table = pl.read_parquet(eval_lake / "assets" / "evaluation_summary.parquet")
     assert set(table["scope"]) == {"overall", "condition", "source"} and set(table["group"]) >= {"ACL"}
     assert "PFP" not in set(table["group"])
+
+
+def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_failed(eval_lake, datasets_dir,
+                                                                                    monkeypatch):
+    """The sensor and on_cron path: automation over the real definitions, tick by tick. benchmark_qa
+    runs for real (its checks too); every other asset stands in as a runless materialisation (with
+    its unpartitioned checks passed). When PFP's benchmark fails its blocking check, the globals
+    refresh and ACL's report is requested again, PFP's is not."""
+    from datetime import datetime, timedelta
+
+    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_structure
+    from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.definitions import defs
+    from ebm_platform_tests.conftest import lake_resources
+
+    graph, instance = defs.resolve_asset_graph(), dg.DagsterInstance.ephemeral()
+    resources = lake_resources(eval_lake) | {
+        "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"])}
+
+    def bench(code: str) -> bool:
+        upstream = [source_documents, evidence_windows] if code == "ACL" else []  # ACL has no parquet in the lake
+        return dg.materialize([source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+                              selection=[*upstream, benchmark_qa, benchmark_structure], partition_key=code,
+                              resources=resources, instance=instance, raise_on_error=False).success
+
+    def runless(key: dg.AssetKey, partition: str | None) -> None:
+        instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+        if partition is None:
+            for check in graph.get_check_keys_for_assets({key}):
+                instance.report_runless_asset_event(dg.AssetCheckEvaluation(key, check.name, True))
+
+    for key in graph.toposorted_asset_keys:
+        if key.to_user_string() in ("landing_files", "landing_imports"):
+            continue
+        for code in ("PFP", "ACL") if graph.get(key).is_partitioned else (None,):
+            assert bench(code) if key == benchmark_qa.key else runless(key, code) is None
+
+    def settle(cursor, start: datetime, ticks: int):
+        requested = set()
+        for tick in range(ticks):
+            result = dg.evaluate_automation_conditions(defs, instance, evaluation_time=start + timedelta(minutes=tick),
+                                                       cursor=cursor)
+            cursor = result.cursor
+            for partition in [p for r in result.results for p in r.true_subset.expensively_compute_asset_partitions()]:
+                requested.add((partition.asset_key.to_user_string(), partition.partition_key))
+                runless(partition.asset_key, partition.partition_key)
+        return requested, cursor
+
+    idle, cursor = settle(None, datetime(2026, 11, 24, 12), 2)
+    assert idle == set()
+    monkeypatch.setattr("ebm_platform.defs.benchmark.evidence_inference_rows", lambda code, *args: sources.frame(
+        [sources.row(question_id="dup", condition=code, source="evidence_inference", question=f"Question {n}?",
+                     exact_answer="a", split_kind="main", gold_window_ids=["missing-window"]) for n in range(2)]))
+    assert not bench("PFP")
+    requested, _ = settle(cursor, datetime(2026, 11, 24, 13), 10)
+    assert {"benchmark_splits", "betr_parameters"} <= {a for a, p in requested if p is None}
+    assert ("evaluation_report", "ACL") in requested and ("evaluation_report", "PFP") not in requested
+    assert ("evaluation_summary", None) in requested

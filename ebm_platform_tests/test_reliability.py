@@ -353,8 +353,9 @@ def _ask_loop(env: dict[str, str], stop: Path, log: list[dict]) -> None:
         done = subprocess.run([ebm, "ask", question, "--json"], env=env, cwd=REPO, capture_output=True, text=True,
                               timeout=600)
         err = done.stderr.lower()
-        outcome = ("answered" if done.returncode == 0 and json.loads(done.stdout).get("answer") else
-                   "busy (clear retry error)" if "is being rebuilt" in err else f"failed: {done.stderr[-300:]}")
+        answered = done.returncode == 0 and bool(json.loads(done.stdout).get("core_answer"))
+        outcome = ("answered" if answered else "busy (clear retry error)" if "is being rebuilt" in err else
+                   f"failed: exit {done.returncode}: {(done.stderr or done.stdout)[-300:]}")
         log.append({"outcome": outcome, "lock_error": "lock" in err})
         n += 1
 

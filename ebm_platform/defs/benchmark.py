@@ -32,18 +32,33 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning, message="Specifyin
 STRUCTURE_CHECK = dg.AssetCheckKey(dg.AssetKey("benchmark_qa"), "benchmark_structure")
 
 
-def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
-    """None when benchmark_structure's latest evaluation of partition `code` passed and checked the
+def structure_verdicts(instance: dg.DagsterInstance, codes: list[str]) -> dict[str, str | None]:
+    """Per partition code: None when benchmark_structure's latest evaluation passed and checked the
     latest benchmark_qa[code]; else why the partition's benchmark must not be used."""
-    infos = instance.event_log_storage.get_asset_check_partition_info([STRUCTURE_CHECK], partition_keys=[code])
-    if not infos:
-        return "benchmark_structure has never run for this partition"
-    info = infos[0]
-    if info.latest_execution_status != AssetCheckExecutionRecordStatus.SUCCEEDED:
-        return f"benchmark_structure's latest evaluation is {info.latest_execution_status.value}"
-    if not info.is_current:
-        return "benchmark_qa was materialised again after benchmark_structure last passed"
-    return None
+    infos = {info.partition_key: info for info in
+             instance.event_log_storage.get_asset_check_partition_info([STRUCTURE_CHECK], partition_keys=codes)}
+    verdicts: dict[str, str | None] = {}
+    for code in codes:
+        info = infos.get(code)
+        verdicts[code] = (
+            "benchmark_structure has never run for this partition" if info is None else
+            f"benchmark_structure's latest evaluation is {info.latest_execution_status.value}"
+            if info.latest_execution_status != AssetCheckExecutionRecordStatus.SUCCEEDED else
+            "benchmark_qa was materialised again after benchmark_structure last passed" if not info.is_current else
+            None)
+    return verdicts
+
+
+def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
+    """structure_verdicts for one partition."""
+    return structure_verdicts(instance, [code])[code]
+
+
+def blocked_conditions(instance: dg.DagsterInstance, present: set[str]) -> dict[str, str]:
+    """Every condition whose benchmark must stay out: those with data in hand (`present`) that the
+    check has not passed, and those whose check ran and failed (their data never got promoted)."""
+    return {code: why for code, why in structure_verdicts(instance, conditions_partitions.get_partition_keys()).items()
+            if why and (code in present or "never run" not in why)}
 
 
 class BenchmarkResource(dg.ConfigurableResource):
@@ -168,8 +183,7 @@ def benchmark_splits(context: dg.AssetExecutionContext, bench: pl.DataFrame,
     """Query-grouped train / validation / test (60/20/20), stratified by condition and source, over
     the conditions whose current benchmark passed benchmark_structure (read from the instance, so
     this holds whichever run, backfill, sensor or CLI materialises it); the others are left out."""
-    conditions = sorted(bench["condition"].unique().to_list()) if bench.height else []
-    blocked = {code: why for code in conditions if (why := structure_verdict(context.instance, code))}
+    blocked = blocked_conditions(context.instance, set(bench["condition"].to_list()) if bench.height else set())
     for code, why in blocked.items():
         context.log.warning(f"benchmark_qa[{code}] left out of the splits: {why}")
     bench = bench.filter(~pl.col("condition").is_in(sorted(blocked))) if bench.height else bench

@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
-from ebm_platform.defs.benchmark import structure_verdict
+from ebm_platform.defs.benchmark import blocked_conditions, structure_verdict
 from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
@@ -101,8 +101,7 @@ def evaluation_summary(context: dg.AssetExecutionContext, reports: pl.DataFrame,
     intervals, sr_rag paired against each other strategy, the paper's Table 2 beside them; written
     as metadata, data_lake/reports/evaluation.html with PNG plots, and parquet (this asset). A
     partition whose benchmark is blocked now is left out, even if an older report of it exists."""
-    conditions = sorted(reports["condition"].unique().to_list()) if reports.height else []
-    blocked = {code: why for code in conditions if (why := structure_verdict(context.instance, code))}
+    blocked = blocked_conditions(context.instance, set(reports["condition"].to_list()) if reports.height else set())
     reports = reports.filter(~pl.col("condition").is_in(sorted(blocked))) if reports.height else reports
     if not reports.height:
         raise dg.Failure("no evaluation_report rows to summarise: materialise evaluation_report first",
