@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections import Counter
 import os
@@ -24,19 +25,6 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _show_asset_progress() -> None:
-    """Print the assets' progress lines (the `ebm.progress` logger) on stderr while runs execute."""
-    import logging
-
-    logger = logging.getLogger("ebm.progress")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("  %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     from ebm_platform.conditions import active_catalogue
     from ebm_platform.corpus.importers import import_dataset
@@ -49,6 +37,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+@functools.cache
 def _instance():
     """The DAGSTER_HOME instance when configured (runs show in the UI), else an ephemeral one."""
     from dagster import DagsterInstance
@@ -56,6 +45,26 @@ def _instance():
     if os.environ.get("DAGSTER_HOME"):
         return DagsterInstance.get()
     return DagsterInstance.ephemeral()
+
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _execute(name: str, instance, partition: str | None = None, selection: list | None = None):
+    """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
+    job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
+    enforced). With no instance configured (evaluation lakes keep out of the history) the run
+    executes in this process on an ephemeral instance."""
+    from dagster import build_reconstructable_job, execute_job
+
+    from ebm_platform.definitions import defs
+
+    if instance.is_ephemeral:
+        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, partition_key=partition,
+                                                             asset_selection=selection, raise_on_error=False)
+    job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
+    return execute_job(job, instance, run_config=QUIET, tags={"dagster/partition": partition} if partition else None,
+                       asset_selection=selection, raise_on_error=False)
 
 
 # Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
@@ -104,16 +113,15 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     from dagster import AssetKey
 
     from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.defs.progress import print_progress
     from ebm_platform.settings import get_settings
 
-    _show_asset_progress()
+    print_progress()
     instance = _instance()
     job = defs.resolve_job_def(partition_job)
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     summary: dict[str, dict[str, float]] = {}
     _say("training (or reusing) the PICO tagger and training the verdict model ...")
-    models = defs.resolve_job_def("models_job").execute_in_process(instance=instance, run_config=quiet,
-                                                                   raise_on_error=False)
+    models = _execute("models_job", instance)
     failed = {key.path[-1] for key, _ in failed_checks(models)}
     if "pico_tagger" in failed or not models.success:
         _say("the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
@@ -127,8 +135,7 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
         if resume and (done := already_built(get_settings().lake, code)):
             _say(f"resuming {code}: reusing {', '.join(done)}")
             selection = [key for key in job.asset_layer.executable_asset_keys if key.path[-1] not in done]
-        result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet,
-                                        asset_selection=selection, raise_on_error=False)
+        result = _execute(partition_job, instance, code, selection)
         blocked = only_benchmark_blocked(result)
         if not result.success and not blocked:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
@@ -153,8 +160,7 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
         reranker = selection == [AssetKey("reranker_model")]
         if reranker:
             _say("training the learned reranker on the benchmark's train questions ...")
-        result = glob.execute_in_process(instance=instance, run_config=quiet, asset_selection=selection,
-                                         raise_on_error=not reranker)
+        result = _execute(global_job, instance, selection=selection)
         if reranker and not result.success:
             _say("the learned reranker is not used (training failed or it did not beat the hand-set scorer on the "
                  "validation split; see the run in the Dagster UI): the hand-set fine scorer ranks")
@@ -166,26 +172,27 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
 def run_evaluation(codes: list[str] | None = None) -> list[str]:
     """evaluation_report for each partition (a partition whose benchmark failed its blocking check
     is reported and skipped), then evaluation_summary; returns the partitions left without a report."""
-    from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.definitions import conditions_partitions
+    from ebm_platform.defs.progress import print_progress
     from ebm_platform.settings import get_settings
 
     settings = get_settings()
+    print_progress()
     instance = _instance()
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    job = defs.resolve_job_def("evaluation_job")
     keys = codes or conditions_partitions.get_partition_keys()
     _say(f"evaluating strategies {settings.eval_strategies} on at most "
          f"{settings.eval_max_questions or 'all'} test questions per condition ...")
     skipped = []
     for n, code in enumerate(keys, 1):
         started = time.perf_counter()
-        result = job.execute_in_process(partition_key=code, instance=instance, run_config=quiet, raise_on_error=False)
+        result = _execute("evaluation_job", instance, code)
         if not result.success:
             skipped.append(code)
             _say(f"[{n:>2}/{len(keys)}] {code:<7} no evaluation report (blocked or failed; see the run in the UI)")
             continue
         _say(f"[{n:>2}/{len(keys)}] {code:<7} evaluation report ({time.perf_counter() - started:.1f}s)")
-    defs.resolve_job_def("evaluation_summary_job").execute_in_process(instance=instance, run_config=quiet)
+    if not _execute("evaluation_summary_job", instance).success:
+        raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")
     return skipped
 
 

@@ -1,5 +1,6 @@
 """The one Dagster entry point (workspace.yaml loads this module)."""
 
+import warnings
 
 import dagster as dg
 
@@ -43,9 +44,16 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 
 # One step at a time within a run: the embedder already uses every core the process may use, so
 # parallel steps would only oversubscribe the CPU (two queued runs may still overlap). Steps fork
-# from a forkserver that has imported the definitions once (importing them takes ~7 s per process).
+# from a forkserver that has imported the definitions (~6 s per process) and the three libraries
+# steps import lazily (GX, sentence-transformers, litellm: ~8 s together; they start no thread),
+# which halved a small partition's run (AT: 24 s -> 13 s; in process 5 s).
+# LanceDB warns in every child forked after its import that its runtime was reset (the step
+# processes; the daemon `ebm backfill` starts, which execs at once). The forkserver only imports
+# lancedb and never opens a table, so no LanceDB state is mid-operation when a step forks.
+warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 executor = dg.multiprocess_executor.configured(
-    {"max_concurrent": 1, "start_method": {"forkserver": {"preload_modules": ["ebm_platform.definitions"]}}})
+    {"max_concurrent": 1, "start_method": {"forkserver": {"preload_modules": [
+        "ebm_platform.definitions", "great_expectations", "sentence_transformers", "litellm"]}}})
 
 defs = dg.Definitions(
     assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS,
@@ -59,3 +67,8 @@ defs = dg.Definitions(
     resources=default_resources(),
     executor=executor,
 )
+
+
+def job_named(name: str) -> dg.JobDefinition:
+    """One of the jobs above by name: how `ebm` rebuilds a job in the executor's step processes."""
+    return defs.resolve_job_def(name)

@@ -230,12 +230,11 @@ def test_split_problems_name_repeated_ids_lost_questions_and_leaks():
                                                        "split": ["train", "test"]})).values())
 
 
-CLI_BUILD_WITH_A_BROKEN_PFP_BENCHMARK = """
-import dagster as dg
-import ebm_platform.defs.benchmark as benchmark
+# PFP's Evidence Inference questions replaced by two that fail benchmark_structure (a repeated id, a
+# gold window that does not exist). A sitecustomize, so that every process of the build has it: the
+# build itself, the executor's forkserver and its step processes.
+BROKEN_PFP_SOURCE = """
 from ebm_platform.benchmark import sources
-from ebm_platform.cli import run_all_partitions
-from ebm_platform.definitions import defs
 
 def broken(code, *args):
     if code != "PFP":
@@ -244,7 +243,14 @@ def broken(code, *args):
                                       question=f"Question {n}?", exact_answer="a", split_kind="main",
                                       gold_window_ids=["missing-window"]) for n in range(2)])
 
-benchmark.evidence_inference_rows = broken
+sources.evidence_inference_rows = broken
+"""
+
+CLI_BUILD = """
+import dagster as dg
+from ebm_platform.cli import run_all_partitions
+from ebm_platform.definitions import defs
+
 run_all_partitions(codes=["PFP", "MACL"], global_job="graph_global_job")
 splits = defs.resolve_job_def("global_job").execute_in_process(
     instance=dg.DagsterInstance.get(), asset_selection=[dg.AssetKey("benchmark_splits")])
@@ -253,7 +259,8 @@ print("BLOCKED", splits.get_asset_materialization_events()[0].materialization.me
 
 
 def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_splits(tmp_path, datasets_dir):
-    """The CLI path (`ebm demo`'s partition loop, then the global job) with PFP's benchmark broken:
+    """The CLI path (`ebm demo`'s partition loop through the instance and the multiprocess executor,
+    then the global job) with PFP's benchmark broken:
     the build reports PFP and carries on, MACL is built, PFP keeps its last good benchmark (none
     yet) and benchmark_splits leaves it out."""
     import os
@@ -268,9 +275,11 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
                                                                                   str(home / ".dagster")))
     import_dataset("evidence-inference", datasets_dir, lake / "landing", load_catalogue(DEFAULT_CATALOGUE),
                    ids={"PMC1562433", "PMC2249589"})
-    env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake),
+    (tmp_path / "patch").mkdir()
+    (tmp_path / "patch" / "sitecustomize.py").write_text(BROKEN_PFP_SOURCE)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'patch'}:{REPO}", "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake),
            "EBM_DATASETS_DIR": str(datasets_dir), "EBM_BENCHMARK_SOURCES": "sr_rag_release,evidence_inference"}
-    done = subprocess.run([sys.executable, "-c", CLI_BUILD_WITH_A_BROKEN_PFP_BENCHMARK], env=env, cwd=REPO,
+    done = subprocess.run([sys.executable, "-c", CLI_BUILD], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PFP's benchmark failed benchmark_structure" in done.stdout and "[ 2/2] MACL" in done.stdout
@@ -279,3 +288,10 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
     assert pl.read_parquet(lake / "staging" / "benchmark_qa" / "PFP.parquet")["question_id"].to_list().count("dup") == 2
     splits = pl.read_parquet(lake / "assets" / "benchmark_splits.parquet")
     assert set(splits["condition"]) == {"MACL"}
+    # both partition runs are in the instance and ran their steps in the multiprocess executor
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = {r.tags.get("dagster/partition"): r for r in instance.get_runs() if r.job_name == "conditions_job"}
+        assert set(runs) == {"PFP", "MACL"}
+        for run in runs.values():
+            engine = [e.message for e in instance.all_logs(run.run_id) if e.message]
+            assert any(m.startswith("Executing steps using multiprocess executor") for m in engine), engine[:5]

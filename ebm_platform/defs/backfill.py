@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,12 +50,10 @@ def submit(instance: dg.DagsterInstance, defs: dg.Definitions, job_name: str, pa
 def start_daemon(log: Path) -> subprocess.Popen:
     """`dagster-daemon run` over the workspace, in its own process group, logging to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():  # lancedb warns about any fork; this one execs dagster-daemon at once
-        warnings.filterwarnings("ignore", message="lancedb fork support", category=RuntimeWarning)
-        return subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(WORKSPACE)],
-                                cwd=WORKSPACE.parent, env=os.environ.copy(), start_new_session=True,
-                                stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    return subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(WORKSPACE)],
+                            cwd=WORKSPACE.parent, env=os.environ.copy(), start_new_session=True,
+                            stdout=log.open("ab"), stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 def stop_daemon(daemon: subprocess.Popen) -> None:
