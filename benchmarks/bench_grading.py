@@ -1,8 +1,10 @@
-"""Grader confusion on known designs: every Evidence Inference article is a randomised trial
-report. Same run, same articles: the corpus grader (grade A-E from metadata, then the first
-matching rule over title and abstract) against the document types the seed strategies read
-(retrieval/evidence_levels.py: JATS article-type, title, abstract without the guideline rule,
-then random-allocation language in the full text)."""
+"""Grader confusion on documents of known design.
+
+1. Every Evidence Inference article is a randomised trial report: the grader's grades and types
+   over all 982, beside the majority-class baseline (call everything an RCT).
+2. A hand-labelled sample of 50 other documents (PubMedQA abstracts, the first 50 PMIDs of the
+   dev set; labels in ebm_platform_tests/data/grading_sample.tsv): the confusion of the grader's
+   type against the label, beside the majority-label baseline."""
 
 from __future__ import annotations
 
@@ -10,33 +12,51 @@ import time
 from collections import Counter
 
 from benchmarks.common import datasets_dir
+from ebm_platform.corpus.grading import grade_of_type
 from ebm_platform.corpus.readers import read_jats
-from ebm_platform.retrieval.evidence_levels import document_type
+from ebm_platform.corpus.sample import graded_sample
 
 
-def run() -> None:
+def _evidence_inference() -> None:
     files = sorted((datasets_dir() / "evidence_inference" / "xml").glob("*.nxml"))
     grades, types, bases = Counter(), Counter(), Counter()
     started = time.perf_counter()
     for path in files:
         doc = read_jats(path.read_bytes(), path.name)
-        grades[f"{doc.grade} ({doc.study_design})"] += 1
-        design, basis = document_type(doc.article_type, doc.title, doc.text, doc.study_design)
-        types[design] += 1
-        bases[basis.split(":")[0]] += 1
+        grades[doc.grade] += 1
+        types[doc.study_design] += 1
+        bases[doc.grade_basis.split(":")[0]] += 1
     n = len(files)
-    print(f"{n} Evidence Inference articles (all randomised trial reports), graded in {time.perf_counter() - started:.1f}s")
-    print("corpus grader (baseline):")
-    for label, count in grades.most_common():
-        print(f"  {label:<40}{count:>6}{count / n:>8.1%}")
-    print("document type (seed strategies):")
-    for label, count in types.most_common():
-        print(f"  {label:<40}{count:>6}{count / n:>8.1%}")
-    print("  decided by: " + ", ".join(f"{b} {c}" for b, c in bases.most_common()))
-    rct_grader = sum(c for label, c in grades.items() if label.startswith("C"))
-    print(f"read as a randomised trial: grader {rct_grader / n:.1%} (grade C), "
-          f"document type {types['randomised controlled trial'] / n:.1%}; majority-class baseline "
-          f"(call everything an RCT) 100.0% on this all-RCT set")
+    print(f"{n} Evidence Inference articles (all randomised trial reports), graded in "
+          f"{time.perf_counter() - started:.1f}s")
+    print("  grade:         " + ", ".join(f"{g} {grades[g]} ({grades[g] / n:.1%})" for g in "ABCDE"))
+    print("  document type: " + ", ".join(f"{t} {c} ({c / n:.1%})" for t, c in types.most_common()))
+    print("  decided by:    " + ", ".join(f"{b} {c}" for b, c in bases.most_common()))
+    trials = types["randomised controlled trial"] + types["non-randomised trial"]
+    print(f"  read as an RCT {types['randomised controlled trial'] / n:.1%} (grade C {grades['C'] / n:.1%}), as a "
+          f"trial {trials / n:.1%}; majority-class baseline (everything an RCT) 100.0% on this all-RCT set")
+
+
+def _hand_labelled() -> None:
+    rows = graded_sample(datasets_dir())
+    n = len(rows)
+    labels = Counter(label for label, _ in rows)
+    majority, majority_n = labels.most_common(1)[0]
+    type_hits = sum(label == got for label, got in rows)
+    grade_hits = sum(grade_of_type(label) == grade_of_type(got) for label, got in rows)
+    print(f"{n} hand-labelled PubMedQA documents: type accuracy {type_hits / n:.0%}, grade accuracy "
+          f"{grade_hits / n:.0%}; majority-label baseline ({majority}) {majority_n / n:.0%}")
+    confusion = Counter(rows)
+    width = max(len(t) for t in labels) + 2
+    print(f"  {'label':<{width}}-> grader's type (count)")
+    for label, _ in labels.most_common():
+        got = ", ".join(f"{t} {c}" for (l, t), c in confusion.most_common() if l == label)
+        print(f"  {label:<{width}}-> {got}")
+
+
+def run() -> None:
+    _evidence_inference()
+    _hand_labelled()
 
 
 if __name__ == "__main__":

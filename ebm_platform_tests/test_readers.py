@@ -24,7 +24,7 @@ def test_markdown_front_matter():
     doc = read_markdown(GUIDELINE, "x.md")
     assert (doc.title, doc.grade, doc.year, doc.conditions) == (
         "Hip and knee exercise for patellofemoral pain", "A", 2019, ["PFP"])
-    assert doc.grade_basis == "metadata:evidence_grade"
+    assert doc.grade_basis.startswith("metadata:evidence_grade") and doc.study_design == "guideline"
     assert len(doc.doc_id) == 16 and doc.doc_id == read_markdown(GUIDELINE, "y.md").doc_id
 
 
@@ -47,7 +47,17 @@ def test_grading_rules_in_priority_order():
     assert grade_document(None, "", "Exercise for back pain", "Patients were randomly assigned")[0] == "C"
     assert grade_document(None, "", "Running injuries: a prospective cohort", "")[0] == "D"
     assert grade_document(None, "", "Case report", "")[0] == "E"
-    assert grade_document("b", "", "anything", "")[:1] == ("B",)
+    assert grade_document("b", "", "anything", "") == ("B", "systematic review",
+                                                      "metadata:evidence_grade; type none:no design stated (lowest level)")
+
+
+def test_guidelines_in_an_abstract_do_not_make_a_trial_a_guideline():
+    text = "Following current guidelines, 80 patients were randomized to hip or knee exercise."
+    assert grade_document(None, "research-article", "Hip exercise for knee pain", text) == \
+        ("C", "randomised controlled trial", "abstract:randomised controlled trial")
+    assert grade_document(None, "", "Clinical practice guideline for knee pain", text)[:2] == ("A", "guideline")
+    # an explicit grade wins for the grade; the type still comes from the text
+    assert grade_document("A", "", "Knee pain", text)[:2] == ("A", "randomised controlled trial")
 
 
 def test_jats_reader_on_a_real_article(datasets_dir):

@@ -5,7 +5,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ebm_platform.retrieval.evidence_levels import document_type, evidence_rank, publication_tier
+from ebm_platform.corpus.grading import document_type, evidence_rank, publication_tier
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.retrieval.ask import ask
 from ebm_platform.retrieval.claims import claims_offline, layers, merge_entities, summarise_offline, suppress_neighbours, Claim

@@ -35,8 +35,8 @@ class Document:
     year: int | None = None
     licence: str = "unknown"
     grade: str = "E"
-    grade_basis: str = "rule:other"
-    study_design: str = "other"
+    grade_basis: str = "none:no design stated (lowest level)"
+    study_design: str = "expert opinion"
     conditions: list[str] = field(default_factory=list)
     article_type: str = ""
     path: str = ""

@@ -29,11 +29,6 @@ def decode_text(data: bytes) -> str:
         raise DocumentError(f"not valid UTF-8 text (byte {exc.start}: {exc.reason})") from exc
 
 
-def _abstract_of(markdown: str) -> str:
-    """The first ~4,000 characters after the title: what grading and tagging read as abstract."""
-    return markdown[:4000]
-
-
 def read_markdown(data: bytes, path: str = "") -> Document:
     """A landing file: markdown with YAML front matter (title, evidence_grade, conditions, ...)."""
     text = decode_text(data)
@@ -52,9 +47,7 @@ def read_markdown(data: bytes, path: str = "") -> Document:
     body = match.group(2).strip()
     if not body:
         raise DocumentError("document body is empty")
-    grade, design, basis = grade_document(
-        meta.get("evidence_grade"), str(meta.get("article_type", "")), title, _abstract_of(body)
-    )
+    grade, design, basis = grade_document(meta.get("evidence_grade"), str(meta.get("article_type", "")), title, body)
     conditions = meta.get("conditions") or []
     if isinstance(conditions, str):
         conditions = [c.strip() for c in conditions.split(",") if c.strip()]
@@ -233,7 +226,7 @@ def parse_jats(data: bytes) -> JatsArticle:
 def read_jats(data: bytes, path: str = "") -> Document:
     """A JATS XML file as a graded Document (conditions are tagged by the caller)."""
     article = parse_jats(data)
-    grade, design, basis = grade_document(None, article.article_type, article.title, article.abstract)
+    grade, design, basis = grade_document(None, article.article_type, article.title, article.markdown)
     return Document(
         title=article.title,
         text=article.markdown,
@@ -260,8 +253,7 @@ def pubmedqa_document(pmid: str, record: dict) -> Document:
         parts.append(f"## {str(label).strip().title()}")
         parts.append(str(context).strip())
     markdown = "\n\n".join(parts)
-    abstract = " ".join(str(c) for c in contexts)
-    grade, design, basis = grade_document(None, "", question, abstract)
+    grade, design, basis = grade_document(None, "", question, markdown)
     year = str(record.get("YEAR", "")).strip()
     return Document(
         title=question,
@@ -293,7 +285,7 @@ def read_pdf(data: bytes, path: str = "") -> Document:
     title = meta_title.strip() or text.strip().splitlines()[0][:200]
     paragraphs = [re.sub(r"\s*\n\s*", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
     markdown = f"# {title}\n\n" + "\n\n".join(p for p in paragraphs if p)
-    grade, design, basis = grade_document(None, "", title, markdown[:4000])
+    grade, design, basis = grade_document(None, "", title, markdown)
     return Document(
         title=title, text=markdown, source=f"pdf:{path}", grade=grade, grade_basis=basis,
         study_design=design, path=path,

@@ -9,7 +9,7 @@
    (scored_candidates), top COARSE_K.
 4. Fine score F(x) = f_h(x) * f_g(x) * (1 + alpha * f_u(x)), alpha = 1. f_h = 10 - e with e the
    document's rank on the 9-level hierarchy (1 meta-analysis ... 9 expert opinion), so a
-   meta-analysis scores 9 and expert opinion 1 (retrieval/evidence_levels.py document_type). f_g = the
+   meta-analysis scores 9 and expert opinion 1 (corpus/grading.py document_type). f_g = the
    window's probability mass on the 16 general document categories (Table 5) that the question
    type expects (the paper's Fig. 8 projection: factual-like questions -> argumentation,
    definition, description, explanation, purpose, narration; directive/opinion/procedural ->
@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ebm_platform.retrieval.evidence_levels import evidence_rank
+from ebm_platform.corpus.grading import evidence_rank
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
 from ebm_platform.retrieval.verdict import VerdictModel
 

@@ -4,7 +4,7 @@
    window's RRF score over dense + full text; scored_candidates).
 2. Reliability r = a*Date + b*Pub + c*Exp. Date: 1 for articles within DATE_TIER_YEARS of the
    pool's newest, then DATE_STEP less per further tier (the paper's extra point for the most
-   recent, decreasing in tiers). Pub: publication-type tier 7..1 (retrieval/evidence_levels.py
+   recent, decreasing in tiers). Pub: publication-type tier 7..1 (corpus/grading.py
    publication_tier). Exp: the paper's three limitation questions (ethnic or biological
    limitation? particular regional population? limitations clearly stated?), one point per
    reassuring answer (no, no, yes): LLM when set, offline by rules over the article's limitation
@@ -29,7 +29,7 @@ from collections import defaultdict
 import numpy as np
 
 from ebm_platform.llm.prompts import fill
-from ebm_platform.retrieval.evidence_levels import publication_tier
+from ebm_platform.corpus.grading import publication_tier
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.retrieval.graph_reads import document_entities, entity_vectors
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates

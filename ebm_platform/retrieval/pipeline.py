@@ -29,12 +29,12 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.betr.model import BetrParameters, parameters_path
+from ebm_platform.corpus.grading import EVIDENCE_LEVELS, document_type
 from ebm_platform.graph.channel import GraphChannel, open_graph
 from ebm_platform.graph.pico_rules import Anchors, question_anchors
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.retrieval.evidence_levels import document_type
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
@@ -48,7 +48,7 @@ from ebm_platform.versions import read_consistent
 
 MAX_QUESTION_CHARS = 2000
 GRADE_POOLS = {"A": ("A",), "B-E": ("B", "C", "D", "E")}
-DOCUMENT_COLUMNS = ("doc_id", "title", "year", "grade", "study_design", "article_type", "text")
+DOCUMENT_COLUMNS = ("doc_id", "title", "year", "grade", "grade_basis", "study_design", "article_type", "text")
 
 
 class QuestionError(ValueError):
@@ -233,8 +233,11 @@ class Retriever:
 
     @cached_property
     def document_types(self) -> dict[str, tuple[str, str]]:
-        """doc_id -> (document type on Med-R2's 9-level hierarchy, basis) (retrieval/evidence_levels.py)."""
-        return {doc_id: document_type(d["article_type"] or "", d["title"] or "", d["text"] or "", d["study_design"] or "other")
+        """doc_id -> (document type on Med-R2's 9-level hierarchy, basis) as the corpus grader stored
+        it (corpus/grading.py); typed again from the text for a lake written before types were stored."""
+        stored = {design for design, *_ in EVIDENCE_LEVELS}
+        return {doc_id: (d["study_design"], d["grade_basis"] or "") if d["study_design"] in stored
+                else document_type(d["article_type"] or "", d["title"] or "", d["text"] or "")
                 for doc_id, d in self.documents.items()}
 
 
