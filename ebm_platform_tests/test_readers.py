@@ -1,10 +1,16 @@
 import json
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from ebm_platform.corpus.grading import grade_document
+from ebm_platform.corpus.grading import document_type, grade_document
 from ebm_platform.corpus.model import DocumentError
 from ebm_platform.corpus.readers import parse_jats, pubmedqa_document, read_markdown
+from ebm_platform.evaluation.grading_sample import graded_sample
+
+SAMPLE = Path(__file__).parent / "data" / "grading_sample.tsv"
+RCT = "randomised controlled trial"
 
 GUIDELINE = b"""---
 title: Hip and knee exercise for patellofemoral pain
@@ -58,6 +64,33 @@ def test_guidelines_in_an_abstract_do_not_make_a_trial_a_guideline():
     assert grade_document(None, "", "Clinical practice guideline for knee pain", text)[:2] == ("A", "guideline")
     # an explicit grade wins for the grade; the type still comes from the text
     assert grade_document("A", "", "Knee pain", text)[:2] == ("A", "randomised controlled trial")
+
+
+def test_design_words_that_name_a_topic_or_cite_other_work_are_not_the_design():
+    # real Evidence Inference titles and abstract phrasing: a guideline as a trial's topic, a
+    # meta-analysis cited in the background, a non-randomised study
+    assert document_type("", "Implementing a guideline for the treatment of type 2 diabetics: results of a Cluster- "
+                             "Randomized Controlled Trial (C-RCT)", "")[0] == RCT
+    background = "A previous meta-analysis suggested benefit. Sixty patients were randomized to massage or usual care."
+    assert document_type("", "Massage for sleep", background)[0] == RCT
+    assert document_type("", "Meta-analyses of exercise", "We searched MEDLINE and Embase for randomized trials.")[0] \
+        == "meta-analysis"
+    assert document_type("", "Delayed gastric emptying", "This prospective, non-randomized study of 51 patients")[0] \
+        == "non-randomised trial"
+    assert document_type("", "Gallbladder carcinoma", "We present the case of a 45-year-old female.")[0] == "case report"
+    assert document_type("", "Knee pain", "Knee pain is common. Exercise may help.")[0] == "expert opinion"
+
+
+def test_grader_against_hand_labelled_documents(datasets_dir):
+    graded = graded_sample(datasets_dir, SAMPLE)
+    held_out = [(label, got) for part, label, got in graded if part == "held-out"]
+    assert len(held_out) == 50 and len(graded) == 100
+    accuracy = sum(label == got for label, got in held_out) / len(held_out)
+    majority = Counter(label for label, _ in held_out).most_common(1)[0][1] / len(held_out)
+    assert accuracy > majority, (accuracy, majority)  # better than calling everything the commonest design
+    # every labelled randomised trial reads as one; no primary study is promoted to a guideline or review
+    assert all(got == RCT for _, label, got in graded if label == RCT)
+    assert not any(got in ("guideline", "systematic review", "meta-analysis") for _, _, got in graded)
 
 
 def test_jats_reader_on_a_real_article(datasets_dir):
