@@ -1,6 +1,8 @@
 """The four other seed systems (Med-R2, META-RAG, CLAIMS, KG refinement): every formula on a
 hand-computed case, the document-type grader, and each strategy end to end on a real small lake."""
 
+import random
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -201,6 +203,34 @@ def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake
     details = ask(QUESTION, strategy="meta_rag", explain=True, lake=small_lake)["explain_strategy"]
     values = [v for a in details["articles"] for v in a["T_parts"].values()]
     assert values and all(0.0 <= v <= 1.0 for v in values) and max(values) == 1.0  # clipped, not rejected
+
+
+def test_meta_rag_constants_re_rank_the_same_evidence_and_tuning_picks_the_best(small_lake):
+    """rank_articles over evidence read once equals a full meta_rag run with the same constants; the
+    tuner scores every grid point on the same evidence and returns the best by MRR."""
+    from ebm_platform.evaluation.meta_rag_tuning import GRID, choose_constants, tuning_items
+    from ebm_platform.evaluation.retrieval_eval import TRAIN_QUESTIONS
+    from ebm_platform.retrieval.ask import retriever_for
+    from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, meta_rag, rank_articles
+
+    retriever = retriever_for(str(small_lake))
+    settings = MetaRagConstants.from_settings()
+    evidence = gather_evidence(retriever, QUESTION, ["PFP"])
+    direct = [c.window_id for c in meta_rag(retriever, QUESTION, ["PFP"], settings).candidates]
+    assert [c.window_id for c in rank_articles(evidence, settings, retriever.params.budget, "offline").candidates] \
+        == direct
+    # a question whose gold is the last window META-RAG returns: constants that move it up score higher
+    items = [{"question": QUESTION, "gold": {direct[-1]}}]
+    result = choose_constants(retriever, items, settings, progress=lambda _: None)
+    assert result["grid_points"] == int(np.prod([len(v) for v in GRID.values()]))
+    assert result["chosen"]["MRR"] == max(row["MRR"] for row in result["top"]) >= result["baseline"]["MRR"]
+    assert result["worst"]["MRR"] <= result["baseline"]["MRR"]
+    # the tuning questions never overlap the reranker's seeded training sample (ensure_reranker's)
+    train = [{"id": str(i)} for i in range(1000)]
+    reranker_sample = list(train)
+    random.Random(13).shuffle(reranker_sample)
+    tuned = {x["id"] for x in tuning_items(train, 300)}
+    assert len(tuned) == 300 and not tuned & {x["id"] for x in reranker_sample[:TRAIN_QUESTIONS]}
 
 
 def test_med_r2_runs_its_llm_steps_through_the_client(small_lake, server, tmp_path):

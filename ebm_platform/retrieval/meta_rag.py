@@ -19,28 +19,30 @@
    cosine between the anchor and the article's own entities of that type in the knowledge graph
    (LLM when set); with no anchor, the cosine of question and title. S = r^2 * T.
 5. Windows of the kept articles ranked by S, then by the fine score.
+Steps 1-4 gather what the articles say (gather_evidence); the constants a, b, c, v, M, R_c
+(MetaRagConstants, from Settings) apply only in rank_articles, so tuning them re-ranks without
+re-reading the articles.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
-from ebm_platform.llm.prompts import fill
 from ebm_platform.corpus.grading import publication_tier
 from ebm_platform.corpus.windows import flatten
+from ebm_platform.llm.prompts import fill
+from ebm_platform.retrieval.features import QueryView
 from ebm_platform.retrieval.graph_reads import document_entities, entity_vectors
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, read_verdict
+from ebm_platform.settings import Settings, get_settings
 
 POOL_ARTICLES = 15
-WEIGHTS = (1.0, 0.5, 0.5)  # a (Date), b (Pub), c (Exp): r lies in [0.5, 6]
 DATE_TIER_YEARS, DATE_STEP = 5, 0.25
-VARIANCE = 0.05  # v: constant per-study variance (the articles report no standard errors)
-MAX_CONTRIBUTION = 0.5  # M
-MIN_RELIABILITY = 4.5  # R_c
 CLAIMS = (INCREASED, DECREASED, NO_DIFFERENCE)
 STANCE_SENTENCES = 3
 
@@ -77,8 +79,29 @@ def leave_one_out(y: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray]:
     return tau2, np.array(deltas)
 
 
-def heterogeneity_filter(stances: list[str], reliability: list[float], v: float = VARIANCE,
-                         m: float = MAX_CONTRIBUTION, r_c: float = MIN_RELIABILITY) -> tuple[list[bool], list[dict]]:
+@dataclass(frozen=True)
+class MetaRagConstants:
+    """The paper gives no values (methods.md section 3): r = a*Date + b*Pub + c*Exp; v, the constant
+    per-study variance (the articles report no standard errors); M, the largest leave-one-out
+    contribution Delta_i an article may make; R_c, the reliability that keeps it anyway. Defaults
+    in Settings (EBM_META_RAG_A ... EBM_META_RAG_R_C) were chosen on Evidence Inference train
+    questions by `ebm eval tune-meta-rag` (evaluation/meta_rag_tuning.py)."""
+
+    a: float
+    b: float
+    c: float
+    v: float
+    m: float
+    r_c: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> MetaRagConstants:
+        s = settings or get_settings()
+        return cls(s.meta_rag_a, s.meta_rag_b, s.meta_rag_c, s.meta_rag_v, s.meta_rag_m, s.meta_rag_r_c)
+
+
+def heterogeneity_filter(stances: list[str], reliability: list[float], v: float, m: float,
+                         r_c: float) -> tuple[list[bool], list[dict]]:
     """Algorithm 1: per claim, y and Delta_i; an article is kept when some claim keeps it
     (Delta_i < M, or Delta_i >= M and r_i > R_c). Returns keep flags and each article's trace."""
     keep = [stance not in CLAIMS for stance in stances]  # no stance on any claim: not part of the test
@@ -104,7 +127,7 @@ def date_score(year: int | None, newest: int | None) -> float:
     return max(1.0 - DATE_STEP * ((newest - year) // DATE_TIER_YEARS), 0.0)
 
 
-def reliability(date: float, pub: float, exp: float, weights: tuple[float, float, float] = WEIGHTS) -> float:
+def reliability(date: float, pub: float, exp: float, weights: tuple[float, float, float]) -> float:
     """r = a*Date + b*Pub + c*Exp."""
     a, b, c = weights
     return a * date + b * pub + c * exp
@@ -210,7 +233,24 @@ def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], tit
     return out
 
 
-def meta_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
+@dataclass
+class ArticleEvidence:
+    """What META-RAG reads about a question's pool, before any of its constants apply."""
+
+    question: str
+    view: QueryView
+    scorer: str
+    laps: Laps
+    pool: dict[str, list[Candidate]]
+    titles: dict[str, str]
+    parts: dict[str, dict]  # doc_id -> Date, Pub, Exp and their inputs
+    stances: list[str]
+    t_parts: dict[str, dict[str, float]]
+    modes: set[str]
+
+
+def gather_evidence(r: Retriever, question: str, conditions: list[str] | None) -> ArticleEvidence:
+    """Steps 1-4 up to the constants: the pool, each article's Date, Pub, Exp, stance and T parts."""
     laps = Laps()
     ranked, view, scorer = scored_candidates(r, question, conditions, laps)
     pool = _article_pool(ranked)
@@ -219,7 +259,7 @@ def meta_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retri
     titles = {d: docs[d].get("title") or pool[d][0].row["title"] for d in doc_ids}
     years = {d: docs[d].get("year") or pool[d][0].row.get("year") for d in doc_ids}
     newest = max((y for y in years.values() if y), default=None)
-    rel, stances, parts, modes = [], [], {}, set()
+    stances, parts, modes = [], {}, set()
     for d in doc_ids:
         design = r.document_types.get(d, ("expert opinion", ""))[0]
         text = docs[d].get("text") or " ".join(c.row["text"] for c in pool[d])
@@ -228,37 +268,53 @@ def meta_rag(r: Retriever, question: str, conditions: list[str] | None) -> Retri
                                          fill(EXP_PROMPT, {"title": titles[d], "text": " ".join(limitations)[:3000]}),
                                          EXP_SCHEMA, offline=lambda: experiment_answers_offline(text, limitations))
         modes.add(answers.mode)
-        date, pub, exp = date_score(years[d], newest), float(publication_tier(design)), experiment_score(answers.data)
-        rel.append(reliability(date, pub, exp))
         stance, mode = _stance(r, question, view.vector, pool[d])
         modes.add(mode)
         stances.append(stance)
-        parts[d] = {"date": date, "pub": pub, "publication_type": design, "exp": exp, "exp_answers": answers.data}
+        parts[d] = {"date": date_score(years[d], newest), "pub": float(publication_tier(design)),
+                    "publication_type": design, "exp": experiment_score(answers.data), "exp_answers": answers.data}
     laps.lap("reliability and stance")
-    keep, trace = heterogeneity_filter(stances, rel)
     t_parts = _extrapolation(r, question, view.anchors, doc_ids, titles, view.vector)
-    laps.lap("heterogeneity and extrapolation")
+    laps.lap("extrapolation")
+    return ArticleEvidence(question, view, scorer, laps, pool, titles, parts, stances, t_parts, modes)
+
+
+def rank_articles(evidence: ArticleEvidence, constants: MetaRagConstants, budget: int,
+                  model: str) -> Retrieval:
+    """Step 2's r, step 3's filter and step 5's ranking under `constants`; `model` names the LLM
+    the judgements came from when any did."""
+    e, k = evidence, constants
+    doc_ids = list(e.pool)
+    rel = [reliability(e.parts[d]["date"], e.parts[d]["pub"], e.parts[d]["exp"], (k.a, k.b, k.c)) for d in doc_ids]
+    keep, trace = heterogeneity_filter(e.stances, rel, k.v, k.m, k.r_c)
     articles, considered = [], []
     for i, d in enumerate(doc_ids):
-        t = extrapolation(t_parts[d])
+        t = extrapolation(e.t_parts[d])
         s = ranking_score(rel[i], t)
-        record = {"doc_id": d, "title": titles[d], "r": round(rel[i], 3), **parts[d], **trace[i],
-                  "T_parts": {k: round(v, 3) for k, v in t_parts[d].items()}, "T": round(t, 4), "S": round(s, 4),
-                  "kept": keep[i]}
+        record = {"doc_id": d, "title": e.titles[d], "r": round(rel[i], 3), **e.parts[d], **trace[i],
+                  "T_parts": {name: round(v, 3) for name, v in e.t_parts[d].items()}, "T": round(t, 4),
+                  "S": round(s, 4), "kept": keep[i]}
         articles.append(record)
-        for c in pool[d]:
+        for c in e.pool[d]:
             c.final = s if keep[i] else 0.0
-            c.scores.update(r=record["r"], stance=stances[i], delta=trace[i]["delta"], T=record["T"], S=record["S"],
-                            kept=keep[i])
+            c.scores.update(r=record["r"], stance=e.stances[i], delta=trace[i]["delta"], T=record["T"],
+                            S=record["S"], kept=keep[i])
             considered.append(c)
     chosen = sorted((c for c in considered if c.scores["kept"]), key=lambda c: (-c.final, -(c.s or 0.0), c.window_id))
-    laps.lap("rank")
-    return Retrieval(question, "meta_rag", view.vector, view.anchors, chosen[: r.params.budget], considered,
-                     laps.timings,
-                     {"fine_scorer": f"S = r^2 * T per article, then {scorer} within the article",
+    e.laps.lap("heterogeneity and rank")
+    return Retrieval(e.question, "meta_rag", e.view.vector, e.view.anchors, chosen[:budget], considered,
+                     e.laps.timings,
+                     {"fine_scorer": f"S = r^2 * T per article, then {e.scorer} within the article",
                       "betr": "not applied (META-RAG grades by reliability r)",
-                      "judgements": "offline rules and verdict" if modes <= {"offline"} else f"llm:{r.client.model}",
+                      "judgements": "offline rules and verdict" if e.modes <= {"offline"} else f"llm:{model}",
                       "articles": f"{sum(keep)} of {len(doc_ids)} kept by the heterogeneity filter"},
                      details={"articles": sorted(articles, key=lambda a: -a["S"]),
-                              "settings": {"a_b_c": WEIGHTS, "v": VARIANCE, "M": MAX_CONTRIBUTION, "R_c": MIN_RELIABILITY,
+                              "settings": {"a_b_c": (k.a, k.b, k.c), "v": k.v, "M": k.m, "R_c": k.r_c,
                                            "pool_articles": POOL_ARTICLES}})
+
+
+def meta_rag(r: Retriever, question: str, conditions: list[str] | None,
+             constants: MetaRagConstants | None = None) -> Retrieval:
+    """META-RAG over the lake, with the constants from Settings unless given."""
+    return rank_articles(gather_evidence(r, question, conditions), constants or MetaRagConstants.from_settings(),
+                         r.params.budget, r.client.model)
