@@ -604,27 +604,27 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_tune_meta_rag(args: argparse.Namespace) -> int:
-    from ebm_platform.evaluation.meta_rag_tuning import GRID, choose_constants, tuning_items
-    from ebm_platform.retrieval.meta_rag import MetaRagConstants
+def cmd_eval_tune(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.constant_tuning import TUNABLE, choose_constants, tuning_items
 
+    tunable = TUNABLE[args.strategy]
     retriever, items, _, _, header = _evaluation_setup(args)
     items = tuning_items(items, args.questions)
-    _progress(f"choosing META-RAG's a, b, c, v, M, R_c on {len(items)} train questions "
-              f"({'x'.join(str(len(v)) for v in GRID.values())} grid points) ...")
-    result = choose_constants(retriever, items, MetaRagConstants.from_settings(), progress=_progress)
+    names = list(tunable.grid)
+    _progress(f"choosing {args.strategy}'s {', '.join(names)} on {len(items)} train questions "
+              f"({'x'.join(str(len(v)) for v in tunable.grid.values())} grid points) ...")
+    result = choose_constants(args.strategy, retriever, items, tunable.constants.from_settings(), progress=_progress)
     if args.json:
         _say(json.dumps({**header, "questions_kept": len(items), **result}, indent=2))
         return 0
-    names = list(GRID)
-    _say(f"{'':<12}" + "".join(f"{n:>7}" for n in names) + f"{'MRR':>8}{'R@10':>8}{'Hit@10':>8}")
+    _say(f"{'':<12}" + "".join(f"{n:>12}" for n in names) + f"{'MRR':>8}{'R@10':>8}{'Hit@10':>8}")
     labelled = [("chosen", result["chosen"])] + [(f"top {i}", row) for i, row in enumerate(result["top"][1:], 2)] + \
         [("settings", result["baseline"]), ("worst", result["worst"])]
     for label, row in labelled:
-        _say(f"{label:<12}" + "".join(f"{row[n]:>7g}" for n in names)
+        _say(f"{label:<12}" + "".join(f"{row[n]:>12g}" for n in names)
              + f"{row['MRR']:>8.3f}{row['R@10']:>8.3f}{row['Hit@10']:>8.3f}")
-    chosen = result["chosen"]
-    _say("\nto use the chosen values: " + " ".join(f"EBM_META_RAG_{n.upper()}={chosen[n]:g}" for n in names))
+    prefix = f"EBM_{args.strategy.upper()}_"
+    _say("\nto use the chosen values: " + " ".join(f"{prefix}{n.upper()}={result['chosen'][n]:g}" for n in names))
     return 0
 
 
@@ -882,14 +882,15 @@ def build_parser() -> argparse.ArgumentParser:
                            help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
-    tune = evaluation.add_parser("tune-meta-rag", help="choose META-RAG's a, b, c, v, M, R_c on Evidence Inference "
-                                                       "train questions (the reranker's own excluded)")
+    tune = evaluation.add_parser("tune", help="choose a seed strategy's open constants on Evidence Inference train "
+                                              "questions (those the lake's reranker trained on excluded)")
+    tune.add_argument("--strategy", required=True, choices=["meta_rag", "med_r2"])
     tune.add_argument("--questions", type=int, default=300, help="train questions to score each grid point on")
     tune.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
     tune.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     tune.add_argument("--json", action="store_true")
-    tune.set_defaults(func=cmd_eval_tune_meta_rag, benchmark="evidence-inference", split="train", limit=None,
-                      corpus="all", strategies="meta_rag")
+    tune.set_defaults(func=cmd_eval_tune, benchmark="evidence-inference", split="train", limit=None, corpus="all",
+                      strategies="sr_rag")
     answers = evaluation.add_parser(
         "answers", help="answer metrics: the platform's benchmark (default; the evaluation_summary table) or answer "
                         "correctness (verdict) against Evidence Inference / PubMedQA gold in an evaluation lake")

@@ -205,24 +205,27 @@ def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake
     assert values and all(0.0 <= v <= 1.0 for v in values) and max(values) == 1.0  # clipped, not rejected
 
 
-def test_meta_rag_constants_re_rank_the_same_evidence_and_tuning_picks_the_best(small_lake):
-    """rank_articles over evidence read once equals a full meta_rag run with the same constants; the
-    tuner scores every grid point on the same evidence and returns the best by MRR."""
-    from ebm_platform.evaluation.meta_rag_tuning import GRID, choose_constants, tuning_items
+@pytest.mark.parametrize("strategy", ["meta_rag", "med_r2"])
+def test_constants_re_rank_the_same_evidence_and_tuning_picks_the_best(small_lake, strategy):
+    """Ranking what was gathered once equals a full run with the same constants; the tuner scores
+    every grid point on the same evidence and returns the best by MRR."""
+    from ebm_platform.evaluation.constant_tuning import TUNABLE, choose_constants, tuning_items
     from ebm_platform.evaluation.retrieval_eval import TRAIN_QUESTIONS
     from ebm_platform.retrieval.ask import retriever_for
-    from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, meta_rag, rank_articles
+    from ebm_platform.retrieval.med_r2 import med_r2
+    from ebm_platform.retrieval.meta_rag import meta_rag
 
     retriever = retriever_for(str(small_lake))
-    settings = MetaRagConstants.from_settings()
-    evidence = gather_evidence(retriever, QUESTION, ["PFP"])
-    direct = [c.window_id for c in meta_rag(retriever, QUESTION, ["PFP"], settings).candidates]
-    assert [c.window_id for c in rank_articles(evidence, settings, retriever.params.budget, "offline").candidates] \
-        == direct
-    # a question whose gold is the last window META-RAG returns: constants that move it up score higher
+    tunable = TUNABLE[strategy]
+    settings = tunable.constants.from_settings()
+    run = {"meta_rag": meta_rag, "med_r2": lambda r, q, c, k: med_r2(r, q, c, None, k)}[strategy]
+    direct = [c.window_id for c in run(retriever, QUESTION, None, settings).candidates]
+    gathered = tunable.gather(retriever, QUESTION)
+    assert [c.window_id for c in tunable.rank(retriever, gathered, settings)] == direct
+    # a question whose gold is the last window the strategy returns: constants that move it up score higher
     items = [{"question": QUESTION, "gold": {direct[-1]}}]
-    result = choose_constants(retriever, items, settings, progress=lambda _: None)
-    assert result["grid_points"] == int(np.prod([len(v) for v in GRID.values()]))
+    result = choose_constants(strategy, retriever, items, settings, progress=lambda _: None)
+    assert result["grid_points"] == int(np.prod([len(v) for v in tunable.grid.values()]))
     assert result["chosen"]["MRR"] == max(row["MRR"] for row in result["top"]) >= result["baseline"]["MRR"]
     assert result["worst"]["MRR"] <= result["baseline"]["MRR"]
     # the tuning questions never overlap the reranker's seeded training sample (ensure_reranker's)

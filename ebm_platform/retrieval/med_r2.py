@@ -6,7 +6,7 @@
 2. Category-specific reformulation (Table 4): offline the question plus the category's own
    search terms (what Table 4 tells the reformulator to specify); LLM when set.
 3. Dense + sparse retrieval of the reformulated query, coarse rerank by the fine scorer
-   (scored_candidates), top COARSE_K.
+   (scored_candidates), top coarse_k (MedR2Constants).
 4. Fine score F(x) = f_h(x) * f_g(x) * (1 + alpha * f_u(x)), alpha = 1. f_h = 10 - e with e the
    document's rank on the 9-level hierarchy (1 meta-analysis ... 9 expert opinion), so a
    meta-analysis scores 9 and expert opinion 1 (corpus/grading.py document_type). f_g = the
@@ -16,7 +16,7 @@
    purpose, instruction, command, problem-solving; comparative/evaluative/verification ->
    comparison, evaluation, classification; hypothetical -> condition, prediction, cause and
    effect). The category probabilities come from the window vector against embedding
-   prototypes of Table 5's descriptions (softmax, temperature CATEGORY_TEMPERATURE). f_u needs
+   prototypes of Table 5's descriptions (softmax, MedR2Constants.temperature). f_u needs
    the gold answer, so it is 0 when answering; `ebm eval retrieval --oracle-utility` computes it
    (oracle_utility: the lake's verdict classifier as the paper's small proxy model, f_u = the drop
    in its loss on the gold answer when it reads the window). Coarse relevance does not enter F: it
@@ -24,6 +24,10 @@
 5. Evidence fills a TOKEN_BUDGET (4K word pieces) in F order. LLM mode iterates (T <= 5): a
    chain-of-thought step proposes a refined query; its candidates join the pool and F is
    re-applied, until the chosen set changes by less than ALTERATION or no query is proposed.
+The paper leaves coarse_k and the prototype temperature open: both are in Settings
+(EBM_MED_R2_COARSE_K, EBM_MED_R2_TEMPERATURE), chosen on Evidence Inference train questions by
+`ebm eval tune --strategy med_r2` (evaluation/constant_tuning.py); steps 1-3 are gathered once
+(gather_candidates) and step 4-5 re-applied per constant (choose).
 """
 
 from __future__ import annotations
@@ -37,15 +41,15 @@ from functools import lru_cache
 import numpy as np
 
 from ebm_platform.corpus.grading import evidence_rank
+from ebm_platform.retrieval.features import QueryView
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
 from ebm_platform.retrieval.verdict import VerdictModel
+from ebm_platform.settings import Settings, get_settings
 
 ALPHA = 1.0
-COARSE_K = 20
 TOKEN_BUDGET = 4096
 MAX_ROUNDS = 5
 ALTERATION = 0.2  # stop iterating when under a fifth of the chosen windows changed
-CATEGORY_TEMPERATURE = 0.05
 Utility = Callable[[str], float]  # f_u of a window's text
 
 EBM_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -156,8 +160,7 @@ def fill_budget(tokens: list[int], budget: int = TOKEN_BUDGET) -> int:
     return len(tokens)
 
 
-def category_probabilities(vectors: np.ndarray, prototypes: np.ndarray,
-                           temperature: float = CATEGORY_TEMPERATURE) -> np.ndarray:
+def category_probabilities(vectors: np.ndarray, prototypes: np.ndarray, temperature: float) -> np.ndarray:
     """Softmax over cosine with each category prototype (rows: documents; columns: categories)."""
     logits = (vectors @ prototypes.T) / temperature
     logits -= logits.max(axis=1, keepdims=True)
@@ -248,12 +251,52 @@ def oracle_utility(model: VerdictModel, gold: str) -> Utility:
     return lambda text: max(without - loss(text), 0.0)
 
 
-def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...],
+@dataclass(frozen=True)
+class MedR2Constants:
+    """What the paper leaves open: how many coarse candidates F re-orders, and the softmax
+    temperature of the document-category prototypes behind f_g."""
+
+    coarse_k: int
+    temperature: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> MedR2Constants:
+        s = settings or get_settings()
+        return cls(s.med_r2_coarse_k, s.med_r2_temperature)
+
+
+@dataclass
+class CoarseCandidates:
+    """Steps 1-3 for one question: its classes, the rewritten query and the coarse ranking."""
+
+    question: str
+    kind: QueryClass
+    query: str
+    rewrite_mode: str
+    expected: tuple[str, ...]
+    ranked: list[Candidate]
+    view: QueryView
+    scorer: str
+    laps: Laps
+
+
+def gather_candidates(r: Retriever, question: str, conditions: list[str] | None) -> CoarseCandidates:
+    """Classification, reformulation and the coarse ranking of the hybrid channels."""
+    laps = Laps()
+    kind = classify(r, question)
+    query, rewrite_mode = reformulate(r, question, kind.category)
+    laps.lap("classify")
+    ranked, view, scorer = scored_candidates(r, query, conditions, laps)
+    return CoarseCandidates(question, kind, query, rewrite_mode, PROJECTION[QUESTION_GROUP[kind.question_type]],
+                            ranked, view, scorer, laps)
+
+
+def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...], temperature: float,
              utility: Utility | None = None) -> list[Candidate]:
     """Score each candidate with F and order by F, ties by coarse (fine-scorer) order."""
     types = r.document_types
     vectors = np.stack([np.asarray(c.row["vector"], dtype=np.float32) for c in pool])
-    probs = category_probabilities(vectors, _prototypes(r.encoder, "document"))
+    probs = category_probabilities(vectors, _prototypes(r.encoder, "document"), temperature)
     names = list(DOCUMENT_CATEGORIES)
     for c, p in zip(pool, probs):
         design, basis = types.get(c.row["doc_id"], ("expert opinion", "document not in the corpus table"))
@@ -268,19 +311,26 @@ def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...],
     return sorted(pool, key=lambda c: (-c.final, -(c.s or 0.0), c.window_id))
 
 
-def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: Utility | None = None) -> Retrieval:
-    """Med-R2; `utility` is the evaluation-only oracle f_u (oracle_utility), else f_u = 0."""
-    laps = Laps()
-    kind = classify(r, question)
-    query, rewrite_mode = reformulate(r, question, kind.category)
-    expected = PROJECTION[QUESTION_GROUP[kind.question_type]]
-    laps.lap("classify")
-    ranked, view, scorer = scored_candidates(r, query, conditions, laps)
-    pool = ranked[:COARSE_K]
+def choose(r: Retriever, pool: list[Candidate], expected: tuple[str, ...], constants: MedR2Constants,
+           utility: Utility | None = None) -> tuple[list[Candidate], list[Candidate]]:
+    """Steps 4-5 over `pool`: (all ordered by F, those that fill the token budget)."""
+    if not pool:
+        return [], []
+    ordered = _apply_f(r, pool, expected, constants.temperature, utility)
+    return ordered, ordered[:fill_budget(_tokens(r, ordered))]
+
+
+def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: Utility | None = None,
+           constants: MedR2Constants | None = None) -> Retrieval:
+    """Med-R2; `utility` is the evaluation-only oracle f_u (oracle_utility), else f_u = 0; the
+    constants come from Settings unless given."""
+    k = constants or MedR2Constants.from_settings()
+    coarse = gather_candidates(r, question, conditions)
+    laps, expected = coarse.laps, coarse.expected
+    pool = coarse.ranked[:k.coarse_k]
     for rank, c in enumerate(pool, 1):
         c.scores["coarse_rank"] = rank
-    ordered = _apply_f(r, pool, expected, utility) if pool else []
-    chosen = ordered[:fill_budget(_tokens(r, ordered))] if ordered else []
+    ordered, chosen = choose(r, pool, expected, k, utility)
     rounds, thoughts = 1, []
     while not r.client.offline and chosen and rounds < MAX_ROUNDS:
         evidence = "\n".join(f"[{n}] {c.row['text'][:600]}" for n, c in enumerate(chosen, 1))
@@ -294,24 +344,25 @@ def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: U
             break
         more, _, _ = scored_candidates(r, refined, conditions, laps)
         seen = {c.window_id for c in pool}
-        pool += [c for c in more[:COARSE_K] if c.window_id not in seen]
-        ordered = _apply_f(r, pool, expected, utility)
+        pool += [c for c in more[:k.coarse_k] if c.window_id not in seen]
         before = {c.window_id for c in chosen}
-        chosen = ordered[:fill_budget(_tokens(r, ordered))]
+        ordered, chosen = choose(r, pool, expected, k, utility)
         rounds += 1
         if len(before ^ {c.window_id for c in chosen}) / (2 * max(len(before), 1)) < ALTERATION:
             break
     laps.lap("fine (F) and budget")
-    return Retrieval(question, "med_r2", view.vector, view.anchors, chosen, ordered, laps.timings,
-                     {"fine_scorer": f"F = f_h * f_g * (1 + {ALPHA} f_u) over the top {COARSE_K} by {scorer}",
+    kind = coarse.kind
+    return Retrieval(question, "med_r2", coarse.view.vector, coarse.view.anchors, chosen, ordered, laps.timings,
+                     {"fine_scorer": f"F = f_h * f_g * (1 + {ALPHA} f_u) over the top {k.coarse_k} by {coarse.scorer}",
                       "f_u": "oracle: the verdict model's loss on the gold answer (evaluation only)" if utility
                       else "0 (needs the gold answer; `ebm eval retrieval --oracle-utility` sets it)",
                       "betr": "not applied (Med-R2 grades by f_h)", "classification": kind.basis,
-                      "reformulation": rewrite_mode,
+                      "reformulation": coarse.rewrite_mode,
                       "iterations": f"{rounds} round(s)" + ("" if not r.client.offline else " (offline: no CoT loop)")},
                      details={"ebm_category": kind.category, "question_type": kind.question_type,
-                              "expected_document_categories": list(expected), "query": query,
-                              "token_budget": TOKEN_BUDGET, "reasoning": thoughts})
+                              "expected_document_categories": list(expected), "query": coarse.query,
+                              "token_budget": TOKEN_BUDGET, "reasoning": thoughts,
+                              "settings": {"coarse_k": k.coarse_k, "temperature": k.temperature}})
 
 
 def _tokens(r: Retriever, candidates: list[Candidate]) -> list[int]:

@@ -85,7 +85,7 @@ class MetaRagConstants:
     per-study variance (the articles report no standard errors); M, the largest leave-one-out
     contribution Delta_i an article may make; R_c, the reliability that keeps it anyway. Defaults
     in Settings (EBM_META_RAG_A ... EBM_META_RAG_R_C) were chosen on Evidence Inference train
-    questions by `ebm eval tune-meta-rag` (evaluation/meta_rag_tuning.py)."""
+    questions by `ebm eval tune --strategy meta_rag` (evaluation/constant_tuning.py)."""
 
     a: float
     b: float

@@ -1,0 +1,69 @@
+"""The seed strategies' open constants chosen on training questions: META-RAG's a, b, c, v, M, R_c
+(methods.md section 3 gives no values) and Med-R2's coarse_k and prototype temperature (the paper
+names neither). What a strategy reads per question is gathered once (meta_rag.gather_evidence,
+med_r2.gather_candidates); every point of its grid then only re-ranks it and is scored by MRR, then
+R@10, on the same questions. The questions are Evidence Inference train prompts the lake's learned
+reranker was not trained on, so the fine score the strategies lean on is out of sample there."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ebm_platform.evaluation.retrieval_eval import TRAIN_QUESTIONS, ranked_metrics
+from ebm_platform.retrieval.med_r2 import MedR2Constants, choose, gather_candidates
+from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, rank_articles
+from ebm_platform.retrieval.pipeline import Candidate, Retriever
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A strategy's grid, its constants type, what it reads once per question and how it ranks that."""
+
+    grid: dict[str, tuple]
+    constants: type
+    gather: Callable[[Retriever, str], object]
+    rank: Callable[[Retriever, object, object], list[Candidate]]
+
+
+TUNABLE = {
+    # a, b, c > 0: the method's premise is that every reliability term counts; scaling all three
+    # together only moves r against R_c, whose own range covers that
+    "meta_rag": Tunable({"a": (0.5, 1.0, 2.0), "b": (0.25, 0.5, 1.0), "c": (0.25, 0.5, 1.0), "v": (0.05, 0.25),
+                         "m": (0.25, 0.5, 1.0), "r_c": (2.0, 3.0, 4.5, 6.0)}, MetaRagConstants,
+                        lambda r, q: gather_evidence(r, q, None),
+                        lambda r, e, k: rank_articles(e, k, r.params.budget, "offline").candidates),
+    "med_r2": Tunable({"coarse_k": (10, 20, 30, 40), "temperature": (0.02, 0.05, 0.1, 0.2)}, MedR2Constants,
+                      lambda r, q: gather_candidates(r, q, None),
+                      lambda r, e, k: choose(r, e.ranked[:k.coarse_k], e.expected, k)[1]),
+}
+
+
+def tuning_items(train_items: list[dict], limit: int) -> list[dict]:
+    """`limit` train questions after the reranker's seeded sample (retrieval_eval.ensure_reranker)."""
+    items = list(train_items)
+    random.Random(13).shuffle(items)
+    return items[TRAIN_QUESTIONS: TRAIN_QUESTIONS + limit]
+
+
+def choose_constants(strategy: str, retriever: Retriever, items: list[dict], baseline: object,
+                     progress: Callable[[str], None] = print) -> dict:
+    """Every grid point of `strategy` scored on `items`; the best by (MRR, R@10), the worst, and
+    the `baseline` constants (today's settings) on the same questions."""
+    tunable = TUNABLE[strategy]
+    gathered = []
+    for n, item in enumerate(items, 1):
+        gathered.append(tunable.gather(retriever, item["question"]))
+        if n % 50 == 0:
+            progress(f"{strategy} tuning: read {n}/{len(items)} questions")
+
+    def metrics(constants: object) -> dict[str, float]:
+        return ranked_metrics([[c.window_id for c in tunable.rank(retriever, g, constants)] for g in gathered], items)
+
+    rows = [{**dict(zip(tunable.grid, values)), **metrics(tunable.constants(*values))}
+            for values in itertools.product(*tunable.grid.values())]
+    rows.sort(key=lambda row: (-row["MRR"], -row["R@10"]))
+    return {"strategy": strategy, "questions": len(items), "grid_points": len(rows), "chosen": rows[0],
+            "top": rows[:5], "baseline": {**baseline.__dict__, **metrics(baseline)}, "worst": rows[-1]}
