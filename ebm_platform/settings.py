@@ -55,14 +55,14 @@ class Settings(BaseSettings):
     # the seed strategies' open constants (retrieval/meta_rag.py MetaRagConstants, med_r2.py
     # MedR2Constants): chosen on Evidence Inference train questions by `ebm eval tune --strategy X`;
     # see README "The five seed systems"
-    meta_rag_a: float = Field(default=1.0, ge=0, description="META-RAG r = a*Date + b*Pub + c*Exp: a")
-    meta_rag_b: float = Field(default=0.5, ge=0, description="META-RAG reliability weight b of Pub")
-    meta_rag_c: float = Field(default=0.5, ge=0, description="META-RAG reliability weight c of Exp")
+    meta_rag_a: float = Field(default=0.5, ge=0, description="META-RAG r = a*Date + b*Pub + c*Exp: a")
+    meta_rag_b: float = Field(default=1.0, ge=0, description="META-RAG reliability weight b of Pub")
+    meta_rag_c: float = Field(default=0.25, ge=0, description="META-RAG reliability weight c of Exp")
     meta_rag_v: float = Field(default=0.05, gt=0, description="META-RAG constant per-study variance v")
     meta_rag_m: float = Field(default=0.5, description="META-RAG largest leave-one-out contribution M")
     meta_rag_r_c: float = Field(default=4.5, description="META-RAG reliability R_c that keeps a dissenter")
-    med_r2_coarse_k: int = Field(default=20, ge=1, description="Med-R2 coarse candidates F re-orders")
-    med_r2_temperature: float = Field(default=0.05, gt=0, description="Med-R2 softmax temperature of the "
+    med_r2_coarse_k: int = Field(default=10, ge=1, description="Med-R2 coarse candidates F re-orders")
+    med_r2_temperature: float = Field(default=0.2, gt=0, description="Med-R2 softmax temperature of the "
                                                                       "document-category prototypes (f_g)")
 
     @property
