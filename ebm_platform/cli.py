@@ -884,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.set_defaults(func=cmd_eval_retrieval)
     tune = evaluation.add_parser("tune", help="choose a seed strategy's open constants on Evidence Inference train "
                                               "questions (those the lake's reranker trained on excluded)")
-    tune.add_argument("--strategy", required=True, choices=["meta_rag", "med_r2"])
+    tune.add_argument("--strategy", required=True, choices=["meta_rag", "med_r2", "claims"])
     tune.add_argument("--questions", type=int, default=300, help="train questions to score each grid point on")
     tune.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
     tune.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")

@@ -61,6 +61,7 @@ class Settings(BaseSettings):
     meta_rag_v: float = Field(default=0.05, gt=0, description="META-RAG constant per-study variance v")
     meta_rag_m: float = Field(default=0.5, description="META-RAG largest leave-one-out contribution M")
     meta_rag_r_c: float = Field(default=4.5, description="META-RAG reliability R_c that keeps a dissenter")
+    claims_windows: int = Field(default=10, ge=1, description="CLAIMS: the best retrieved windows claims come from")
     med_r2_coarse_k: int = Field(default=10, ge=1, description="Med-R2 coarse candidates F re-orders")
     med_r2_temperature: float = Field(default=0.2, gt=0, description="Med-R2 softmax temperature of the "
                                                                       "document-category prototypes (f_g)")

@@ -205,20 +205,21 @@ def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake
     assert values and all(0.0 <= v <= 1.0 for v in values) and max(values) == 1.0  # clipped, not rejected
 
 
-@pytest.mark.parametrize("strategy", ["meta_rag", "med_r2"])
+@pytest.mark.parametrize("strategy", ["meta_rag", "med_r2", "claims"])
 def test_constants_re_rank_the_same_evidence_and_tuning_picks_the_best(small_lake, strategy):
     """Ranking what was gathered once equals a full run with the same constants; the tuner scores
     every grid point on the same evidence and returns the best by MRR."""
     from ebm_platform.evaluation.constant_tuning import TUNABLE, choose_constants, tuning_items
     from ebm_platform.evaluation.retrieval_eval import TRAIN_QUESTIONS
     from ebm_platform.retrieval.ask import retriever_for
+    from ebm_platform.retrieval.claims import claims
     from ebm_platform.retrieval.med_r2 import med_r2
     from ebm_platform.retrieval.meta_rag import meta_rag
 
     retriever = retriever_for(str(small_lake))
     tunable = TUNABLE[strategy]
     settings = tunable.constants.from_settings()
-    run = {"meta_rag": meta_rag, "med_r2": lambda r, q, c, k: med_r2(r, q, c, None, k)}[strategy]
+    run = {"meta_rag": meta_rag, "med_r2": lambda r, q, c, k: med_r2(r, q, c, None, k), "claims": claims}[strategy]
     direct = [c.window_id for c in run(retriever, QUESTION, None, settings).candidates]
     gathered = tunable.gather(retriever, QUESTION)
     assert [c.window_id for c in tunable.rank(retriever, gathered, settings)] == direct

@@ -1,6 +1,6 @@
 """The seed strategies' open constants chosen on training questions: META-RAG's a, b, c, v, M, R_c
-(methods.md section 3 gives no values) and Med-R2's coarse_k and prototype temperature (the paper
-names neither). What a strategy reads per question is gathered once (meta_rag.gather_evidence,
+(methods.md section 3 gives no values), Med-R2's coarse_k and prototype temperature and CLAIMS'
+window count (the papers name none of them). What a strategy reads per question is gathered once (meta_rag.gather_evidence,
 med_r2.gather_candidates); every point of its grid then only re-ranks it and is scored by MRR, then
 R@10, on the same questions. The questions are Evidence Inference train prompts the lake's learned
 reranker was not trained on, so the fine score the strategies lean on is out of sample there."""
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ebm_platform.evaluation.retrieval_eval import TRAIN_QUESTIONS, ranked_metrics
+from ebm_platform.retrieval.claims import ClaimsConstants, claim_graph, gather_claims
 from ebm_platform.retrieval.med_r2 import MedR2Constants, choose, gather_candidates
 from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, rank_articles
 from ebm_platform.retrieval.pipeline import Candidate, Retriever
@@ -38,6 +39,8 @@ TUNABLE = {
     "med_r2": Tunable({"coarse_k": (10, 20, 30, 40), "temperature": (0.02, 0.05, 0.1, 0.2)}, MedR2Constants,
                       lambda r, q: gather_candidates(r, q, None),
                       lambda r, e, k: choose(r, e.ranked[:k.coarse_k], e.expected, k)[1]),
+    "claims": Tunable({"windows": (10, 20, 30)}, ClaimsConstants, lambda r, q: gather_claims(r, q, None, 30),
+                      lambda r, e, k: claim_graph(r, e, k).candidates),
 }
 
 

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,8 +75,12 @@ def _die_with_parent() -> None:
 
 def spawn_builder(command: list[str], env: dict[str, str]) -> subprocess.Popen:
     """Start a lake builder whose output is read line by line and which dies with its parent."""
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    with warnings.catch_warnings():
+        # the child execs the builder at once, so LanceDB's warning about its runtime in a forked child
+        # (printed into the builder's output otherwise) does not apply
+        warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
+        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
 
 
 @contextmanager

@@ -1,6 +1,8 @@
 """CLAIMS (seeds/claims.txt; methods.md section 4): a per-question claim graph.
 
-1. Retrieve CLAIM_WINDOWS windows (scored_candidates). Extract atomic claims: with an LLM two
+1. Retrieve the best ClaimsConstants.windows windows (scored_candidates; the paper leaves the
+   number open: EBM_CLAIMS_WINDOWS, chosen on Evidence Inference train questions by `ebm eval
+   tune --strategy claims`). Extract atomic claims: with an LLM two
    gleaning passes per window (extract, then "what did you miss"); offline, clause-level claims
    from the windows' result and conclusion sentences (sentences that report a comparison, split at
    ';' and at ', whereas / while / but').
@@ -20,13 +22,15 @@
    core answer is the root summaries, cited. Ranked windows = the provenance of the kept claims
    in rank order, then the windows their summaries quote. Source diversity = distinct articles /
    kept claims.
+Steps 1 and the claim scores of step 4 are gathered once (gather_claims); the graph, ranking and
+summaries are built per window count (claim_graph), so tuning the count re-reads nothing.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -34,11 +38,11 @@ import numpy as np
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.prompts import data_block, fill
-from ebm_platform.retrieval.features import FEATURES
+from ebm_platform.retrieval.features import FEATURES, QueryView
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, scored_candidates
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, NO_DIFFERENCE, offline_verdict
+from ebm_platform.settings import Settings, get_settings
 
-CLAIM_WINDOWS = 20
 TOP_CLAIMS = 10
 MERGE_SIMILARITY = 0.8
 SUMMARY_LAYERS = 3  # at most this many claims carried into a root's summary (root included)
@@ -192,11 +196,35 @@ def _score(r: Retriever, question: str, qvec: np.ndarray, texts: list[str]) -> l
     return r.reranker.fine(question, texts, features, learned=False)
 
 
-def claims(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
+@dataclass(frozen=True)
+class ClaimsConstants:
+    """What the paper leaves open: how many of the best retrieved windows claims come from."""
+
+    windows: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> ClaimsConstants:
+        return cls((settings or get_settings()).claims_windows)
+
+
+@dataclass
+class ClaimPool:
+    """Steps 1 and 4's scores for one question: the retrieved windows in rank order and every
+    claim extracted from them, scored against the question."""
+
+    question: str
+    view: QueryView
+    laps: Laps
+    windows: list[Candidate]
+    claims: list[Claim]
+    modes: set[str]
+
+
+def gather_claims(r: Retriever, question: str, conditions: list[str] | None, depth: int) -> ClaimPool:
+    """The best `depth` windows of the hybrid channels and their scored claims."""
     laps = Laps()
     ranked, view, _ = scored_candidates(r, question, conditions, laps)
-    windows = ranked[:CLAIM_WINDOWS]
-    by_id = {c.window_id: c for c in windows}
+    windows = ranked[:depth]
     found: list[Claim] = []
     modes = set()
     for c in windows:
@@ -204,13 +232,31 @@ def claims(r: Retriever, question: str, conditions: list[str] | None) -> Retriev
         modes.add(mode)
         found += [Claim(x["claim"], c.window_id, c.row["doc_id"], x["subject"], x["predicate"], x["object"])
                   for x in extracted]
+    for claim, score in zip(found, _score(r, question, view.vector, [x.text for x in found]) if found else []):
+        claim.score = score
     laps.lap("claims")
+    return ClaimPool(question, view, laps, windows, found, modes)
+
+
+def claims(r: Retriever, question: str, conditions: list[str] | None,
+           constants: ClaimsConstants | None = None) -> Retrieval:
+    """CLAIMS over the lake, with the window count from Settings unless given."""
+    k = constants or ClaimsConstants.from_settings()
+    return claim_graph(r, gather_claims(r, question, conditions, k.windows), k)
+
+
+def claim_graph(r: Retriever, pool: ClaimPool, constants: ClaimsConstants) -> Retrieval:
+    """Steps 2-5 over the claims of the pool's best `constants.windows` windows."""
+    question, view, laps, modes = pool.question, pool.view, pool.laps, pool.modes
+    windows = pool.windows[:constants.windows]
+    for c in windows:
+        c.scores.pop("claims", None)  # a pool ranked again (tuning) starts from clean explain rows
+    by_id = {c.window_id: c for c in windows}
+    found = [replace(x) for x in pool.claims if x.window_id in by_id]
     if not found:
         return Retrieval(question, "claims", view.vector, view.anchors, [], windows, laps.timings,
                          {"fine_scorer": "claims ranked by the fine scorer", "betr": "not applied",
                           "claims": "no result claim in the retrieved windows"})
-    for claim, s in zip(found, _score(r, question, view.vector, [x.text for x in found])):
-        claim.score = s
     names = sorted({n for x in found for n in (x.subject, x.object)})
     labels = merge_entities(names, r._embed_short(names))
     label_of = dict(zip(names, labels))
