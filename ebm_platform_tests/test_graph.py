@@ -12,7 +12,7 @@ import pytest
 
 from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.normalise import merge_entities, mostly_numeric, normalise
-from ebm_platform.graph.pico_rules import extract, question_anchors
+from ebm_platform.graph.pico_rules import clean_name, extract, question_anchors
 from ebm_platform.graph.release import load_into_kuzu, read_edges, two_hop_kuzu, two_hop_networkx
 from ebm_platform.graph.schema import load_schema, validate
 from ebm_platform.graph.store import GraphStore
@@ -38,6 +38,13 @@ def test_offline_rules_find_pico_elements():
             ("sample_size", "60"), ("followup_weeks", "12.0"), ("baseline_severity", "chronic")} <= attrs
     relations = {(r["source"], r["relation"], r["target"]) for r in found.relations}
     assert ("motor control exercise", "compares_to", "general exercise") in relations
+
+
+def test_clean_name_keeps_compound_heads():
+    assert clean_name("side effects") == "side effects" and clean_name("the adverse effect of") == "adverse effect"
+    assert clean_name("the effects") == "" and clean_name("pain effects") == "pain"
+    found = extract("Side effects were mild. Adverse effects were rare in both groups.")
+    assert {e["name"].lower() for e in found.entities if e["type"] == "AdverseEvent"} == {"side effects", "adverse effects"}
 
 
 def test_question_anchors_never_invent_missing_fields():

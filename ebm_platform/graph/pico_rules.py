@@ -199,9 +199,14 @@ def clean_name(text: str) -> str:
     words = text.split()
     while words and words[0].lower() in STOP_LEFT:
         words.pop(0)
-    while words and words[-1].lower() in STOP_LEFT:
+    while words and words[-1].lower() in STOP_LEFT and not _compound_head(words):
         words.pop()
     return " ".join(words)[:MAX_NAME]
+
+
+def _compound_head(words: list[str]) -> bool:
+    """The name ends in a compound whose last word is never stripped ("side effects", "adverse effect")."""
+    return len(words) > 1 and words[-1].lower() in ("effect", "effects") and words[-2].lower() in ("side", "adverse")
 
 
 def _head_phrase(text: str, match: re.Match) -> str:
