@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     store_wait_s: float = Field(default=30.0, ge=0, description="how long a reader waits for a store being "
                                                                 "rewritten before it reports 'being rebuilt'")
     # the seed strategies' open constants (retrieval/meta_rag.py MetaRagConstants, med_r2.py
-    # MedR2Constants): chosen on Evidence Inference train questions by `ebm eval tune --strategy X`;
+    # MedR2Constants, claims.py ClaimsConstants): chosen on Evidence Inference train questions by `ebm eval tune --strategy X`;
     # see README "The five seed systems"
     meta_rag_a: float = Field(default=0.5, ge=0, description="META-RAG r = a*Date + b*Pub + c*Exp: a")
     meta_rag_b: float = Field(default=1.0, ge=0, description="META-RAG reliability weight b of Pub")

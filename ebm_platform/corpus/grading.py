@@ -27,6 +27,15 @@ EVIDENCE_LEVELS: tuple[tuple[str, int, int, str], ...] = (
     ("randomised controlled trial", 4, 6, "C"), ("non-randomised trial", 5, 5, "D"), ("cohort study", 6, 5, "D"),
     ("case series", 7, 3, "E"), ("case report", 8, 3, "E"), ("expert opinion", 9, 2, "E"),
 )
+
+
+class _Level(NamedTuple):
+    rank: int
+    tier: int
+    grade: str
+
+
+_LEVEL_OF = {design: _Level(rank, tier, grade) for design, rank, tier, grade in EVIDENCE_LEVELS}
 _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (  # strongest design words first
     ("meta-analysis", re.compile(r"\bmeta-?analy[sz]?[ei]s\b|\bmeta-?analyses\b", re.I)),
     ("systematic review", re.compile(r"\bsystematic(?:al)? review|\bumbrella review|\bscoping review", re.I)),
@@ -118,7 +127,7 @@ def document_type(article_type: str, title: str, text: str) -> tuple[str, str]:
 
 def grade_of_type(design: str) -> str:
     """The corpus grade A-E of a document type."""
-    return {d: g for d, _, _, g in EVIDENCE_LEVELS}[design]
+    return _LEVEL_OF[design].grade
 
 
 def grade_document(explicit: object | None, article_type: str, title: str, text: str) -> Grading:
@@ -136,9 +145,9 @@ def grade_document(explicit: object | None, article_type: str, title: str, text:
 
 def evidence_rank(design: str) -> int:
     """Med-R2's evidence rank e of a document type (1 meta-analysis ... 9 expert opinion)."""
-    return {d: e for d, e, _, _ in EVIDENCE_LEVELS}[design]
+    return _LEVEL_OF[design].rank
 
 
 def publication_tier(design: str) -> int:
     """META-RAG's publication-type score (7 systematic review / meta-analysis ... 1 other)."""
-    return {d: t for d, _, t, _ in EVIDENCE_LEVELS}[design]
+    return _LEVEL_OF[design].tier

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ from ebm_platform.retrieval.claims import ClaimsConstants, claim_graph, gather_c
 from ebm_platform.retrieval.med_r2 import MedR2Constants, choose, gather_candidates
 from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, rank_articles
 from ebm_platform.retrieval.pipeline import Candidate, Retriever
+
+
+_CLAIMS_WINDOWS = (10, 20, 30)
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,8 @@ TUNABLE = {
     "med_r2": Tunable({"coarse_k": (10, 20, 30, 40), "temperature": (0.02, 0.05, 0.1, 0.2)}, MedR2Constants,
                       lambda r, q: gather_candidates(r, q, None),
                       lambda r, e, k: choose(r, e.ranked[:k.coarse_k], e.expected, k)[1]),
-    "claims": Tunable({"windows": (10, 20, 30)}, ClaimsConstants, lambda r, q: gather_claims(r, q, None, 30),
+    "claims": Tunable({"windows": _CLAIMS_WINDOWS}, ClaimsConstants,
+                      lambda r, q: gather_claims(r, q, None, max(_CLAIMS_WINDOWS)),
                       lambda r, e, k: claim_graph(r, e, k).candidates),
 }
 
@@ -66,8 +71,14 @@ def choose_constants(strategy: str, retriever: Retriever, items: list[dict], bas
     def metrics(constants: object) -> dict[str, float]:
         return ranked_metrics([[c.window_id for c in tunable.rank(retriever, g, constants)] for g in gathered], items)
 
-    rows = [{**dict(zip(tunable.grid, values)), **metrics(tunable.constants(*values))}
-            for values in itertools.product(*tunable.grid.values())]
+    points = list(itertools.product(*tunable.grid.values()))
+    rows, started = [], time.perf_counter()
+    for n, values in enumerate(points, 1):
+        rows.append({**dict(zip(tunable.grid, values)), **metrics(tunable.constants(*values))})
+        if n % 25 == 0 or n == len(points):
+            rate = n / max(time.perf_counter() - started, 1e-9)
+            progress(f"{strategy} tuning: scored {n}/{len(points)} grid points ({rate:.1f}/s, "
+                     f"{(len(points) - n) / rate:.0f} s left)")
     # ties (a constant the questions cannot tell apart) keep the baseline's value: change only what the data asks
     rows.sort(key=lambda row: (-row["MRR"], -row["R@10"], sum(row[n] != getattr(baseline, n) for n in tunable.grid)))
     return {"strategy": strategy, "questions": len(items), "grid_points": len(rows), "chosen": rows[0],
