@@ -20,19 +20,19 @@ from ebm_platform.index.embeddings import Encoder
 from ebm_platform.pico.distant import Example, split_examples
 from ebm_platform.pico.extractors import entity_labels, rule_entities
 from ebm_platform.pico.spans import token_scores
-from ebm_platform.pico.tagger import PicoTagger, TaggerParams, features
+from ebm_platform.pico.tagger import PicoTagger, Rarity, TaggerParams, features
 
 HEADLINE = ("I", "O")
 
 
-def example_features(examples: list[Example], encoder: Encoder,
+def example_features(examples: list[Example], encoder: Encoder, rarity: Rarity,
                      progress: Callable[[str], None] | None = None) -> list[np.ndarray]:
     """Features of each example from one forward pass of the embedder (batches of 64 texts)."""
     out: list[np.ndarray] = []
     for start in range(0, len(examples), 64):
         batch = examples[start:start + 64]
         encoded = encoder.encode_windows([e.words.text for e in batch], prefixes=[e.prefix for e in batch])
-        out += [features(e.words, enc.tokens, enc.offsets) for e, enc in zip(batch, encoded)]
+        out += [features(e.words, enc.tokens, enc.offsets, rarity) for e, enc in zip(batch, encoded)]
         if progress:
             progress(f"encoded {len(out)}/{len(examples)} articles")
     return out
@@ -70,9 +70,10 @@ def train_and_validate(datasets_dir: Path, encoder: Encoder, params: TaggerParam
     valid, _ = split_examples(datasets_dir, "validation", projector, limit=limit, progress=progress)
     if not train or not valid:
         raise ValueError("no Evidence Inference articles with prompts in the train or validation split")
-    train_x = example_features(train, encoder, progress)
-    tagger = PicoTagger.train(train_x, [e.labels for e in train], params, progress)
-    report = validation_report(tagger, valid, example_features(valid, encoder, progress))
+    rarity = Rarity(dict(projector.df), projector.documents)
+    train_x = example_features(train, encoder, rarity, progress)
+    tagger = PicoTagger.train(train_x, [e.labels for e in train], rarity, params, progress)
+    report = validation_report(tagger, valid, example_features(valid, encoder, rarity, progress))
     labels = np.concatenate([e.labels for e in train])
     report.update({
         "train_articles": len(train), "train_tokens": int(labels.size),
@@ -111,7 +112,7 @@ def token_evaluation(datasets_dir: Path, settings, split: str = "validation", li
     examples, _ = split_examples(datasets_dir, split, projector, limit=limit, progress=progress)
     encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
     others = dict([llm_extractor(settings)]) if llm else {}
-    report = validation_report(tagger, examples, example_features(examples, encoder, progress), others)
+    report = validation_report(tagger, examples, example_features(examples, encoder, tagger.rarity, progress), others)
     report.update({"split": split, "tagger": str(folder), "tagger_trained_at": read_meta(folder).get("trained_at"),
                    "encoder": encoder.description})
     return report
