@@ -34,8 +34,11 @@ def abbreviations(text: str) -> dict[str, str]:
 def entity_name(text: str, type_: str, known: dict[str, str] | None = None) -> str:
     """The name a tagged span gets in the graph: trimmed like the rules' names, a lone defined
     abbreviation replaced by its long form, doses dropped from interventions and counts from
-    populations (so '90 mg etoricoxib' arms and '120 patients with X' cohorts merge)."""
+    populations (so '90 mg etoricoxib' arms and '120 patients with X' cohorts merge); a span
+    without a letter (a count or a dose the tagger marked alone) names nothing."""
     name = clean_name(text)
+    if not re.search(r"[^\W\d_]", name):
+        return ""
     if known and name in known:
         name = clean_name(known[name])
     if type_ in ("Intervention", "Comparator"):
