@@ -12,7 +12,7 @@ from ebm_platform.pico.distant import Projector, label_article, name_words, popu
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
-from ebm_platform.pico.tagger import PicoTagger, read_meta, tagger_path
+from ebm_platform.pico.tagger import SALIENCE, PicoTagger, Rarity, read_meta, salience, tagger_path
 
 TEXT = ("Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
         "randomized to hip and knee exercise (HKE) or knee exercise alone. Pain intensity on a visual analogue "
@@ -66,6 +66,7 @@ def test_names_expand_abbreviations_drop_doses_and_counts():
     assert entity_name("CQ", "Intervention", known) == "chloroquine"
     assert entity_name("etoricoxib 90 mg once daily", "Intervention") == "etoricoxib"
     assert entity_name("120 adults with neck pain", "Population") == "adults with neck pain"
+    assert entity_name("2", "Intervention") == "" and entity_name("(0.5)", "Comparator") == ""
     assert is_verb_phrase("randomized into two treatment") and not is_verb_phrase("hip strengthening")
     assert is_lone_abbreviation("MR") and not is_lone_abbreviation("chloroquine")
 
@@ -81,6 +82,20 @@ def test_token_scores_and_located_names():
     empty = token_scores([labels], [np.zeros_like(labels)])
     assert empty["I"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "gold_tokens": 6}
     assert {e["type"] for e in rule_entities(TEXT)} >= {"Population", "Outcome"}
+
+
+def test_salience_reads_what_the_text_repeats_and_where():
+    words = Words.of("Pain after surgery. Abstract. Pain was lower with ice (p < 0.05). Sleep was similar.")
+    rarity = Rarity({"pain": 9, "ice": 0}, 9)
+    table = dict(zip(words.tokens, salience(words, rarity)))  # a word's last occurrence wins
+    pain, ice, sleep = table["Pain"], table["ice"], table["Sleep"]
+    assert pain[0] == pytest.approx(np.log1p(2) / 3) and ice[0] == pytest.approx(np.log1p(1) / 3)
+    assert pain[2] == 1 and ice[2] == 0  # the title (first sentence) holds "pain", not "ice"
+    assert ice[4] == 1 and sleep[4] == 0  # "p < 0.05" makes a result sentence
+    assert pain[5] == pytest.approx(np.log1p(1) / 3) and sleep[5] == 0
+    assert table["with"][6] == 1 and ice[6] == 0
+    assert pain[7] == pytest.approx(0.0) and ice[7] == pytest.approx(1.0)  # in every / no training article
+    assert salience(Words.of(""), rarity).shape == (0, SALIENCE)
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +142,8 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 
-    def untrained(cls, xs, ys, params=tagger_module.TaggerParams(), progress=None):
-        return cls(tagger_module._network(xs[0].shape[1], params), params, {})
+    def untrained(cls, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None):
+        return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
     lake = tmp_path / "lake"
