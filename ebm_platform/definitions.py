@@ -42,8 +42,10 @@ corpus_index_job = dg.define_asset_job(
     "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
 graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree))
 
-# One step at a time within a run: the embedder already uses every core the process may use, so
-# parallel steps would only oversubscribe the CPU (two queued runs may still overlap). Steps fork
+# Two steps at a time within a run: after window_index a partition run has two branches
+# (benchmark_qa and its checks; pico_extractions -> knowledge_graph), and one branch's process
+# start-up and single-threaded Python overlap the other's work; the writer pools still admit one
+# writer per store. Steps fork
 # from a forkserver that has imported the definitions (~6 s per process) and the three libraries
 # steps import lazily (GX, sentence-transformers, litellm: ~8 s together; they start no thread),
 # which halved a small partition's run (AT: 24 s -> 13 s; in process 5 s).
@@ -52,7 +54,7 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 # lancedb and never opens a table, so no LanceDB state is mid-operation when a step forks.
 warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 executor = dg.multiprocess_executor.configured(
-    {"max_concurrent": 1, "start_method": {"forkserver": {"preload_modules": [
+    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": [
         "ebm_platform.definitions", "great_expectations", "sentence_transformers", "litellm"]}}})
 
 defs = dg.Definitions(
