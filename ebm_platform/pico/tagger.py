@@ -6,8 +6,9 @@ offline rules (the word lies in a rule Intervention, Comparator, Outcome, Condit
 name), four shape flags and eight features of where the word stands in its text (`salience`: how
 often it and its stem recur, whether the title holds it, how often it recurs in sentences that
 report a result, its rarity in the training articles): which of an abstract's outcomes and arms
-a trial is about shows in what the abstract repeats, which a word's own context does not see. A small convolutional head reads the words of a text and
-gives one of none/P/I/O per word (the EBM-NLP classes); runs of one class are the spans.
+the trial is about shows in what the abstract repeats, which a word's own context does not see.
+A small convolutional head reads the words of a text and gives one of none/P/I/O per word (the
+EBM-NLP classes); runs of one class are the spans.
 The head is a linear layer and two residual convolutions (a BiGRU reached a similar dev F1 after
 six epochs at 2.5 times the time per epoch on two cores). Training
 uses the distant labels of `distant.py` (Evidence Inference train split only); the epoch count is
