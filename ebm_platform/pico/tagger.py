@@ -102,15 +102,16 @@ def salience(words: Words, rarity: Rarity) -> np.ndarray:
     and its idf over the training articles."""
     lower = [t.lower() for t in words.tokens]
     n = len(lower)
-    sentence = np.cumsum([0] + [t in _SENTENCE_END for t in words.tokens[:-1]]) if n else np.zeros(0, int)
-    bounds = {}
-    for i, k in enumerate(sentence.tolist()):
-        bounds[k] = (bounds.get(k, (i, i))[0], i)
-    reports = {k: bool(_RESULT.search(words.text[words.starts[a]:words.ends[b]])) for k, (a, b) in bounds.items()}
-    in_result = [reports[k] for k in sentence.tolist()]
+    sentence = np.cumsum([0] + [t in _SENTENCE_END for t in words.tokens[:-1]]).tolist() if n else []
+    first, last = {}, {}
+    for i, k in enumerate(sentence):
+        first.setdefault(k, i)
+        last[k] = i
+    reports = {k: bool(_RESULT.search(words.text[words.starts[first[k]]:words.ends[last[k]]])) for k in first}
+    in_result = [reports[k] for k in sentence]
     count, stems = Counter(lower), Counter(w[:5] for w in lower)
     result_count = Counter(w for w, r in zip(lower, in_result) if r)
-    title = {w for w, k in zip(lower, sentence.tolist()) if k == 0}
+    title = {w for w, k in zip(lower, sentence) if k == 0}
     return np.array([[math.log1p(count[w]) / 3, math.log1p(stems[w[:5]]) / 3, w in title, i / n, r,
                       math.log1p(result_count[w]) / 3, w in INNER, rarity.idf(w)]
                      for i, (w, r) in enumerate(zip(lower, in_result))], dtype=np.float32).reshape(-1, SALIENCE)
