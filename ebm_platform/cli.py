@@ -50,21 +50,24 @@ def _instance():
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _execute(name: str, instance, partition: str | None = None, selection: list | None = None):
+def _execute(name: str, instance, partition: str | tuple[str, str] | None = None, selection: list | None = None):
     """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
     job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
     enforced). With no instance configured (evaluation lakes keep out of the history) the run
-    executes in this process on an ephemeral instance."""
+    executes in this process on an ephemeral instance. `partition`: one key, or (first, last) for
+    one run over that range of partitions."""
     from dagster import build_reconstructable_job, execute_job
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     from ebm_platform.definitions import defs
 
+    tags = None if partition is None else {"dagster/partition": partition} if isinstance(partition, str) else \
+        {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
     if instance.is_ephemeral:
-        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, partition_key=partition,
+        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, tags=tags,
                                                              asset_selection=selection, raise_on_error=False)
     job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
-    return execute_job(job, instance, run_config=QUIET, tags={"dagster/partition": partition} if partition else None,
-                       asset_selection=selection, raise_on_error=False)
+    return execute_job(job, instance, run_config=QUIET, tags=tags, asset_selection=selection, raise_on_error=False)
 
 
 # Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
@@ -169,10 +172,24 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     return summary
 
 
+def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
+    """The runs of consecutive `codes` with no blocked code between them."""
+    ranges: list[list[str]] = [[]]
+    for code in codes:
+        if code in blocked:
+            ranges.append([])
+        else:
+            ranges[-1].append(code)
+    return [r for r in ranges if r]
+
+
 def run_evaluation(codes: list[str] | None = None) -> list[str]:
-    """evaluation_report for each partition (a partition whose benchmark failed its blocking check
-    is reported and skipped), then evaluation_summary; returns the partitions left without a report."""
+    """evaluation_report for the partitions (one run per range of partitions with no blocked
+    benchmark between them: the lake is opened once per run; a partition whose benchmark failed
+    its blocking check is reported and skipped), then evaluation_summary; returns the partitions
+    left without a report."""
     from ebm_platform.definitions import conditions_partitions
+    from ebm_platform.defs.benchmark import structure_verdicts
     from ebm_platform.defs.progress import print_progress
     from ebm_platform.settings import get_settings
 
@@ -182,15 +199,20 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
     keys = codes or conditions_partitions.get_partition_keys()
     _say(f"evaluating strategies {settings.eval_strategies} on at most "
          f"{settings.eval_max_questions or 'all'} test questions per condition ...")
-    skipped = []
-    for n, code in enumerate(keys, 1):
+    verdicts = structure_verdicts(instance, keys)
+    skipped = [code for code in keys if verdicts.get(code)]
+    for code in skipped:
+        _say(f"        {code:<7} no evaluation report: {verdicts[code]} (see benchmark_qa's check in the UI)")
+    order = conditions_partitions.get_partition_keys()
+    for chosen in unblocked_ranges(order, set(order) - set(keys) | set(skipped)):
         started = time.perf_counter()
-        result = _execute("evaluation_job", instance, code)
+        result = _execute("evaluation_job", instance, chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]))
         if not result.success:
-            skipped.append(code)
-            _say(f"[{n:>2}/{len(keys)}] {code:<7} no evaluation report (blocked or failed; see the run in the UI)")
+            skipped += chosen
+            _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")
             continue
-        _say(f"[{n:>2}/{len(keys)}] {code:<7} evaluation report ({time.perf_counter() - started:.1f}s)")
+        _say(f"        evaluation reports for {len(chosen)} partition(s) {chosen[0]}..{chosen[-1]} "
+             f"({time.perf_counter() - started:.1f}s)")
     if not _execute("evaluation_summary_job", instance).success:
         raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")
     return skipped

@@ -14,14 +14,14 @@ from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extrac
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
-from ebm_platform.defs.retrieval import (reranker_beats_hand_set, reranker_model, verdict_model,
+from ebm_platform.defs.retrieval import (fused_candidates, reranker_beats_hand_set, reranker_model, verdict_model,
                                          verdict_model_beats_baselines)
 from ebm_platform.defs.resources import default_resources
 
 CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
 PARTITIONED_ASSETS = [*CORPUS_INDEX_ASSETS, benchmark_qa]
-GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, reranker_model, candidate_pools, betr_parameters,
-                 betr_report]
+GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, fused_candidates, reranker_model, candidate_pools,
+                 betr_parameters, betr_report]
 
 conditions_job = dg.define_asset_job(
     "conditions_job", selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),

@@ -168,8 +168,8 @@ def test_one_changed_condition_runs_its_chain_then_each_global_once_and_empty_co
     assert {k for k in requested if k[1] is not None} == {
         (a, "ACL") for a in ("evidence_windows", "pico_extractions", "knowledge_graph", "window_index", "benchmark_qa")}
     assert {a for a, p in requested if p is None} == {  # every global, although 21 conditions were never built
-        "corpus_report", "knowledge_tree", "benchmark_splits", "reranker_model", "candidate_pools", "betr_parameters",
-        "betr_report"}
+        "corpus_report", "knowledge_tree", "benchmark_splits", "fused_candidates", "reranker_model", "candidate_pools",
+        "betr_parameters", "betr_report"}
     assert all(len(ticks) == 1 for ticks in requested.values()), requested  # each ran once ...
     tick = {a: ticks[0] for (a, _), ticks in requested.items()}
     for asset in tick:  # ... and after everything upstream of it (a partition's chain shares one run)

@@ -183,10 +183,23 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     check = next(e.asset_check_evaluation_data for e in first.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION")
     assert check.check_name == "splits_unique_across_conditions" and check.passed
     assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL", "PFP"}
+    ranged = {"dagster/asset_partition_range_start": "ACL", "dagster/asset_partition_range_end": "AT"}
+    refused = dg.materialize(assets, selection=[evaluation_report], tags=ranged, resources=resources, instance=instance,
+                             raise_on_error=False)  # one run over ACL..AT: AT's benchmark was never built
+    failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "[AT] benchmark_structure has never run" in failure.event_specific_data.error.message
+    assert not (eval_lake / "assets" / "evaluation_report").exists()  # nothing written, ACL's included
     for code in ("ACL", "PFP"):
         result = run([evaluation_report], code)
         assert f"evaluation_report[{code}]" in _materialised(result)
     report = pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "PFP.parquet")
+    run([source_documents, evidence_windows, benchmark_qa], "AT")
+    alone = pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "ACL.parquet")
+    both = dg.materialize(assets, selection=[evaluation_report], tags=ranged, resources=resources, instance=instance)
+    assert _materialised(both) == {"evaluation_report[ACL]", "evaluation_report[AT]"}  # one run, a file each
+    assert pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "ACL.parquet").drop("seconds").equals(
+        alone.drop("seconds"))
+    assert set(pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "AT.parquet")["condition"]) <= {"AT"}
     assert report.height == 6 and set(report["strategy"]) == {"sr_rag", "naive"}
     meta = result.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
     assert meta["dagster/row_count"].value == 6  # the IO manager's operator metadata
@@ -213,7 +226,7 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     resplit = run([benchmark_splits])  # a path with no check in its run: the splits still leave PFP out
     meta = resplit.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
     assert list(meta["conditions_blocked"].value) == ["PFP"]
-    assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL"}
+    assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL", "AT"}
 
     summary = run([evaluation_summary])
     meta = summary.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
@@ -285,3 +298,12 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     assert {"benchmark_splits", "betr_parameters"} <= {a for a, p in requested if p is None}
     assert ("evaluation_report", "ACL") in requested and ("evaluation_report", "PFP") not in requested
     assert ("evaluation_summary", None) in requested
+
+
+def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run():
+    from ebm_platform.cli import unblocked_ranges
+
+    codes = ["A", "B", "C", "D", "E", "F"]
+    assert unblocked_ranges(codes, set()) == [codes]
+    assert unblocked_ranges(codes, {"A", "C", "D"}) == [["B"], ["E", "F"]]
+    assert unblocked_ranges(codes, set(codes)) == []

@@ -367,7 +367,7 @@ def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
             for n, (window_id, text) in enumerate(windows.select("window_id", "text").iter_rows()) if len(text.split()) > 20]
     bench = pl.DataFrame(rows)
     splits = bench.select("question_id", "condition", "source").with_columns(
-        pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit("train")).otherwise(pl.lit("validation")).alias("split"))
+        pl.int_range(pl.len()).mod(4).replace_strict([0, 1, 2, 3], ["train", "train", "validation", "test"]).alias("split"))
     return bench, splits
 
 
@@ -376,8 +376,10 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     from ebm_platform.defs.betr import candidate_pools
     from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_splits
     from ebm_platform.defs.graph import knowledge_tree
-    from ebm_platform.defs.retrieval import reranker_beats_hand_set, reranker_model
+    from ebm_platform.defs.retrieval import fused_candidates, reranker_beats_hand_set, reranker_model
+    from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+    from ebm_platform.retrieval.pipeline import Retriever
 
     bench, splits = _window_questions(small_lake)
     (small_lake / "assets" / "benchmark_qa").mkdir(parents=True, exist_ok=True)
@@ -386,8 +388,8 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     if gate == "refuse":
         monkeypatch.setattr("ebm_platform.defs.retrieval.beats_hand_set", lambda learned, hand: False)
     assets = [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_splits, knowledge_tree,
-              window_index, knowledge_graph, reranker_model, reranker_beats_hand_set, candidate_pools]
-    result = dg.materialize(assets, selection=dg.AssetSelection.assets(reranker_model, candidate_pools),
+              window_index, knowledge_graph, fused_candidates, reranker_model, reranker_beats_hand_set, candidate_pools]
+    result = dg.materialize(assets, selection=dg.AssetSelection.assets(fused_candidates, reranker_model, candidate_pools),
                             raise_on_error=False,
                             resources=lake_resources(small_lake) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))},
                             instance=dg.DagsterInstance.ephemeral())
@@ -404,6 +406,17 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     else:
         assert check.passed == model.usable
         assert ("candidate_pools" in materialised) == check.passed
+        pools = pl.read_parquet(small_lake / "assets" / "candidate_pools.parquet")
+        assert set(pools["split"]) == {"train", "validation", "test"}
+        retriever = Retriever(small_lake, client_from_settings())
+        retriever.betr = None
+        for question_id, question in bench.sample(5, seed=3).select("question_id", "question").iter_rows():
+            # the stored candidates scored by the chosen fine scorer = the query path before BETR
+            expected = [(c.window_id, c.s) for c in retriever.retrieve(question, "sr_rag").considered]
+            pool = pools.filter(pl.col("question_id") == question_id)
+            assert pool["window_id"].to_list() == [w for w, _ in expected]
+            assert pool["s"].to_list() == pytest.approx([s for _, s in expected], abs=1e-12)
+            assert pool["scorer"][0] == retriever.reranker.fine_name()
 
 
 def test_ranking_metrics_on_a_hand_computed_example():

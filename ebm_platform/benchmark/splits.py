@@ -16,6 +16,7 @@ import networkx as nx
 import polars as pl
 
 RATIOS = (0.6, 0.2, 0.2)
+SPLITS = ("train", "validation", "test")
 
 
 def _text(question: str) -> str:
@@ -51,7 +52,7 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
         ordered = sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest())
         cut_train, cut_val = round(len(ordered) * RATIOS[0]), round(len(ordered) * (RATIOS[0] + RATIOS[1]))
         for i, group in enumerate(ordered):
-            split = "train" if i < cut_train else "validation" if i < cut_val else "test"
+            split = SPLITS[0] if i < cut_train else SPLITS[1] if i < cut_val else SPLITS[2]
             split_of.update(dict.fromkeys(group, split))
     return pl.DataFrame([{"question_id": q, "condition": c, "source": s, "split": split_of[q]}
                          for q, (c, s) in stratum_of.items()],

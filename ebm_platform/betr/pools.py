@@ -7,29 +7,30 @@ from collections.abc import Callable
 
 import polars as pl
 
-from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.features import FEATURES
+from ebm_platform.retrieval.rerank import Reranker
 
 POOL_SCHEMA = {"question_id": pl.String, "condition": pl.String, "window_id": pl.String, "s": pl.Float64,
-               "grade": pl.String, "gold": pl.Boolean, "scorer": pl.String}
+               "grade": pl.String, "gold": pl.Boolean, "scorer": pl.String, "split": pl.String}
 
 
-def candidate_pools(retriever: Retriever, questions: pl.DataFrame,
-                    progress: Callable[[str], None] | None = None) -> pl.DataFrame:
-    """Pools for every question with gold windows (BETR is switched off while generating them), over
-    every condition as `ebm ask` runs by default; `scorer` names the fine scorer that gave s."""
-    saved, retriever.betr = retriever.betr, None
-    rows = []
-    try:
-        items = questions.filter(pl.col("gold_window_ids").list.len() > 0)
-        for n, q in enumerate(items.iter_rows(named=True), 1):
-            result = retriever.retrieve(q["question"], "sr_rag")
-            gold = set(q["gold_window_ids"])
-            rows += [{"question_id": q["question_id"], "condition": q["condition"], "window_id": c.window_id,
-                      "s": float(c.s), "grade": c.grade, "gold": c.window_id in gold,
-                      "scorer": result.notes["fine_scorer"]}
-                     for c in result.considered if c.s is not None]
-            if progress and n % 25 == 0:
-                progress(f"candidate pools: {n}/{items.height} questions")
-    finally:
-        retriever.betr = saved
-    return pl.DataFrame(rows, schema=POOL_SCHEMA) if rows else pl.DataFrame(schema=POOL_SCHEMA)
+def candidate_pools(candidates: pl.DataFrame, questions: pl.DataFrame, reranker: Reranker,
+                    texts: Callable[[list[str]], list[str]]) -> pl.DataFrame:
+    """Pools from `candidates` (reranker_data.candidate_rows: SR-RAG's fused candidates, over every
+    condition as `ebm ask` runs by default, in the pipeline's order) scored by `reranker`'s fine
+    scorer, exactly as the query path scores them before BETR; `texts` reads windows' texts (only
+    a cross-encoder reads them). `scorer` names the fine scorer that gave s."""
+    if not candidates.height:
+        return pl.DataFrame(schema=POOL_SCHEMA)
+    asked = dict(questions.select("question_id", "question").iter_rows())
+    condition = dict(questions.select("question_id", "condition").iter_rows())
+    scorer = reranker.fine_name()
+    frames = []
+    for (question_id,), group in candidates.group_by("question_id", maintain_order=True):
+        ids = group["window_id"].to_list()
+        s = reranker.fine(asked[question_id], texts(ids) if reranker.cross_encoder else [],
+                          group.select(FEATURES).to_numpy())
+        frames.append(group.select("question_id", "window_id", "grade", "gold", "split").with_columns(
+            condition=pl.lit(condition[question_id], pl.String), s=pl.Series(s, dtype=pl.Float64),
+            scorer=pl.lit(scorer, pl.String)))
+    return pl.concat(frames).select(list(POOL_SCHEMA))

@@ -1,4 +1,5 @@
-"""BETR assets: candidate_pools -> betr_parameters (checked) -> betr_report."""
+"""BETR assets: candidate_pools (fused_candidates scored by the fine scorer) -> betr_parameters
+(checked) -> betr_report."""
 
 import base64
 import io
@@ -15,26 +16,31 @@ from ebm_platform.betr.fit import GRADES, build_pairs, select_tau
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.betr.pools import candidate_pools as build_pools
 from ebm_platform.defs.partitions import AFTER_DEPS
-from ebm_platform.defs.progress import reporter
-from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import EmbedderResource, LakeResource
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
-from ebm_platform.retrieval.pipeline import PipelineParams, Retriever
+from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+from ebm_platform.retrieval.pipeline import PipelineParams
+from ebm_platform.retrieval.rerank import Reranker
 
 
-@dg.asset(group_name="betr", kinds={"polars"}, deps=["knowledge_tree", "window_index", "reranker_model"],
+@dg.asset(group_name="betr", kinds={"polars"}, deps=["window_index", "reranker_model"],
           automation_condition=AFTER_DEPS,
-          ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
-               "splits": dg.AssetIn("benchmark_splits")})
-def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame,
-                    lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+          ins={"candidates": dg.AssetIn("fused_candidates"),
+               "bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping())})
+def candidate_pools(candidates: pl.DataFrame, bench: pl.DataFrame, lake: LakeResource,
+                    embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
     """Cand(q) before BETR for every benchmark question with gold windows, with s(q, d), grade,
-    gold flag and the question's split, from the same pipeline and fine scorer the query path runs
-    (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
-    names = tuple(c.name.lower() for c in lake.catalogue().conditions)
-    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, embedder.cross_encoder, names,
-                          embedding_backend=embedder.backend)
-    pools = build_pools(retriever, bench, progress=reporter(context))
-    pools = pools.join(splits.select("question_id", "split"), on="question_id", how="left")
+    gold flag and the question's split: fused_candidates scored by the fine scorer the query path
+    runs (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
+    reranker = Reranker(embedder.cross_encoder, None, LearnedReranker.load(reranker_path(Path(lake.root))))
+    index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+
+    def texts(window_ids: list[str]) -> list[str]:
+        text = dict(index.rows_for_windows(window_ids).select("window_id", "text").iter_rows())
+        return [text[w] for w in window_ids]
+
+    pools = build_pools(candidates, bench, reranker, texts)
     queries = pools.select("question_id", "split").unique()
     return dg.Output(pools, metadata={
         "questions": dg.MetadataValue.int(queries.height),
@@ -42,7 +48,7 @@ def candidate_pools(context: dg.AssetExecutionContext, bench: pl.DataFrame, spli
         "candidates": dg.MetadataValue.int(pools.height),
         "gold_candidates": dg.MetadataValue.int(int(pools["gold"].sum()) if pools.height else 0),
         "grades_in_pools": dg.MetadataValue.json(dict(pools.group_by("grade").len().sort("grade").iter_rows()) if pools.height else {}),
-        "fine_scorer": dg.MetadataValue.text(retriever.reranker.fine_name()),
+        "fine_scorer": dg.MetadataValue.text(reranker.fine_name()),
     })
 
 

@@ -65,25 +65,37 @@ def _means(long: pl.DataFrame) -> dg.MetadataValue:
           & dg.AutomationCondition.all_deps_blocking_checks_passed())
 def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFrame, splits: pl.DataFrame,
                       lake: LakeResource, llm: LLMResource, embedder: EmbedderResource,
-                      evaluation: EvaluationResource) -> dg.Output[pl.DataFrame]:
+                      evaluation: EvaluationResource) -> dg.Output:
     """Every strategy in EBM_EVAL_STRATEGIES on this condition's test questions: one row per
-    (question, strategy) with the ranked windows, the answer, its verdict and every metric."""
-    code = context.partition_key
-    blocked = structure_verdict(context.instance, code)
+    (question, strategy) with the ranked windows, the answer, its verdict and every metric. A run
+    over a range of partitions (as `ebm demo` launches it) opens the lake once and writes one file
+    per partition; it runs only when no partition in it is blocked."""
+    codes = context.partition_keys
+    blocked = {code: why for code in codes if (why := structure_verdict(context.instance, code))}
     if blocked:
-        raise dg.Failure(description=f"evaluation_report[{code}] not run: {blocked} (see the check on benchmark_qa)",
-                         metadata={"blocked_by": dg.MetadataValue.text(blocked)})
+        raise dg.Failure(description="evaluation_report not run: " + "; ".join(
+            f"[{code}] {why}" for code, why in blocked.items()) + " (see the check on benchmark_qa)",
+                         metadata={"blocked_by": dg.MetadataValue.json(blocked)})
     test = benchmark_qa.join(splits.filter(pl.col("split") == "test").select("question_id"), on="question_id") \
         if benchmark_qa.height else benchmark_qa
-    questions = pick_questions(test, evaluation.max_questions, evaluation.seed)
     strategies = evaluation.strategy_names()
     retriever = _retriever(lake, llm, embedder)
     before = retriever.client.usage.as_metadata()
-    rows = evaluate(retriever, questions, strategies, retriever.client, progress=reporter(context))
+    progress = reporter(context)
+    reports, counts = {}, {}
+    for code in codes:
+        mine = test.filter(pl.col("condition") == code) if test.height else test
+        questions = pick_questions(mine, evaluation.max_questions, evaluation.seed)
+        reports[code] = evaluate(retriever, questions, strategies, retriever.client,
+                                 progress=lambda line, code=code: progress(f"{code}: {line}"))
+        counts[code] = {"test_questions": mine.height, "questions_answered": questions.height}
     usage = {k: v - before[k] for k, v in retriever.client.usage.as_metadata().items()}
-    return dg.Output(rows, metadata={
-        "test_questions": dg.MetadataValue.int(test.height),
-        "questions_answered": dg.MetadataValue.int(questions.height),
+    rows = pl.concat(list(reports.values()))
+    per_partition = {name: dg.MetadataValue.int(value) if len(codes) == 1 else
+                     dg.MetadataValue.json({code: count[name] for code, count in counts.items()})
+                     for name, value in counts[codes[0]].items()}
+    return dg.Output(reports[codes[0]] if len(codes) == 1 else reports, metadata={
+        **per_partition,
         "strategies": dg.MetadataValue.json(strategies),
         "answer_modes": dg.MetadataValue.json(sorted(set(rows["mode"].to_list())) if rows.height else []),
         "means": _means(summary_table(rows, None, evaluation.seed)),

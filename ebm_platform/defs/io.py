@@ -47,19 +47,29 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
     def _base(self, key: dg.AssetKey) -> Path:
         return Path(self.root, "assets", *key.path)
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame]) -> None:
+        """One frame per run, or, from a run over a range of partitions, {partition: frame}: one file each."""
         if obj is None:
             return
-        path = asset_file(self.root, "/".join(context.asset_key.path),
-                          context.asset_partition_key if context.has_asset_partitions else None,
-                          staging=bool(getattr(staged := context.definition_metadata.get(STAGED), "value", staged)))
+        staging = bool(getattr(staged := context.definition_metadata.get(STAGED), "value", staged))
+        if isinstance(obj, dict):
+            if set(obj) != set(context.asset_partition_keys):
+                raise ValueError(f"{context.asset_key.to_user_string()}: frames for {sorted(obj)}, but the run "
+                                 f"materialises {sorted(context.asset_partition_keys)}")
+            frames = obj
+        else:
+            frames = {context.asset_partition_key if context.has_asset_partitions else None: obj}
         version = context.output_metadata.get(PARTITION_VERSION)
-        write_parquet(obj, path, None if version is None else str(getattr(version, "value", version)))  # old file or new, never half
+        paths = []
+        for partition, frame in frames.items():
+            paths.append(path := asset_file(self.root, "/".join(context.asset_key.path), partition, staging=staging))
+            write_parquet(frame, path, None if version is None else str(getattr(version, "value", version)))  # old file or new, never half
+        first = next(iter(frames.values()))
         context.add_output_metadata({
-            "dagster/row_count": dg.MetadataValue.int(obj.height),
+            "dagster/row_count": dg.MetadataValue.int(sum(f.height for f in frames.values())),
             "dagster/column_schema": dg.TableSchema(
-                columns=[dg.TableColumn(name, str(dtype)) for name, dtype in obj.schema.items()]),
-            "parquet": dg.MetadataValue.path(str(path)),
+                columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]),
+            "parquet": dg.MetadataValue.path(str(paths[0]) if len(paths) == 1 else str(paths[0].parent)),
         })
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:

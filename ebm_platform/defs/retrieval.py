@@ -1,5 +1,6 @@
-"""Retrieval assets: reranker_model (checked), the learned fine scorer of this lake, and
-verdict_model (checked), the learned verdict of the answers."""
+"""Retrieval assets: fused_candidates (every benchmark question's SR-RAG candidates with their
+features) -> reranker_model (checked), the learned fine scorer of this lake; verdict_model
+(checked), the learned verdict of the answers."""
 
 from datetime import datetime, timezone
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from ebm_platform.benchmark.splits import SPLITS
 from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
@@ -19,21 +21,40 @@ from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import verdict_path
 
 
-@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
+@dg.asset(group_name="retrieval", kinds={"polars"}, automation_condition=AFTER_DEPS,
           deps=["window_index", "knowledge_graph", "knowledge_tree"],
           ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
                "splits": dg.AssetIn("benchmark_splits")})
-def reranker_model(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame, lake: LakeResource,
-                   llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
-    """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), trained on the
-    benchmark's train questions, compared with the hand-set scorer on its validation questions;
-    kept in <lake>/models/reranker and used by the query path only when it beat the hand-set scorer."""
+def fused_candidates(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame,
+                     lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+    """SR-RAG up to the fine scorer for every benchmark question with gold windows, each split: the
+    fused candidates with their features and gold flags. The reranker trains on the train and
+    validation rows; candidate_pools scores all of them with the fine scorer it chose, so the
+    retrieval pipeline runs once per question for both."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, embedder.cross_encoder, names,
                           embedding_backend=embedder.backend)
     progress = reporter(context)
-    train = candidate_rows(retriever, benchmark_items(bench, splits, "train"), "train", progress)
-    validation = candidate_rows(retriever, benchmark_items(bench, splits, "validation"), "validation", progress)
+    rows = pl.concat([candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress)
+                      for split in SPLITS])
+    questions = rows.select("question_id", "split").unique()
+    return dg.Output(rows, metadata={
+        "questions": dg.MetadataValue.int(questions.height),
+        "by_split": dg.MetadataValue.json(dict(questions.group_by("split").len().iter_rows()) if questions.height else {}),
+        "candidates": dg.MetadataValue.int(rows.height),
+        "gold_candidates": dg.MetadataValue.int(int(rows["gold"].sum()) if rows.height else 0),
+    })
+
+
+@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
+          ins={"candidates": dg.AssetIn("fused_candidates")})
+def reranker_model(context: dg.AssetExecutionContext, candidates: pl.DataFrame,
+                   lake: LakeResource) -> dg.Output[pl.DataFrame]:
+    """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), trained on the
+    benchmark's train questions, compared with the hand-set scorer on its validation questions;
+    kept in <lake>/models/reranker and used by the query path only when it beat the hand-set scorer."""
+    train = candidates.filter(pl.col("split") == "train")
+    validation = candidates.filter(pl.col("split") == "validation")
     if not train.height or not train["gold"].any():
         raise dg.Failure("no training question has a gold window among its candidates: nothing to learn from",
                          metadata={"train_rows": train.height})
