@@ -152,3 +152,17 @@ def test_quarantine_rows_follow_the_documents_parquet_on_disk(lake, datasets_dir
     with duckdb.connect(str(lake / "warehouse.duckdb")) as conn:
         assert current_rows(conn, documents) == []
         assert conn.execute("SELECT count(DISTINCT version) FROM quarantine").fetchone()[0] == 1  # old runs pruned
+
+
+def test_a_large_import_runs_in_worker_processes_and_writes_what_one_process_writes(tmp_path, datasets_dir, monkeypatch):
+    import ebm_platform.corpus.importers as importers
+
+    ids = {p.stem for p in sorted((datasets_dir / "evidence_inference" / "xml").glob("PMC*.nxml"))[:120]}
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    pooled = import_dataset("evidence-inference", datasets_dir, tmp_path / "pooled", catalogue, ids=ids)
+    monkeypatch.setattr(importers, "PARALLEL_FROM", 10 ** 6)  # the same import in this process
+    serial = import_dataset("evidence-inference", datasets_dir, tmp_path / "serial", catalogue, ids=ids)
+    assert pooled.as_dict() == serial.as_dict() and pooled.written > 0
+    files = sorted(p.relative_to(tmp_path / "serial") for p in (tmp_path / "serial").rglob("*.md"))
+    assert files == sorted(p.relative_to(tmp_path / "pooled") for p in (tmp_path / "pooled").rglob("*.md"))
+    assert all((tmp_path / "pooled" / f).read_bytes() == (tmp_path / "serial" / f).read_bytes() for f in files)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
@@ -14,6 +17,7 @@ from ebm_platform.corpus.landing import landing_markdown, write_atomic
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import pubmedqa_document, read_jats
 from ebm_platform.corpus.tagging import tag_conditions
+from ebm_platform.index.embeddings import cores
 
 DATASETS = ("evidence-inference", "pubmedqa")
 
@@ -58,7 +62,11 @@ def _evidence_inference(root: Path, ids: set[str] | None) -> Iterator[tuple[str,
         raise FileNotFoundError(f"no Evidence Inference XML folder at {folder}")
     for path in sorted(folder.glob("PMC*.nxml")):
         if ids is None or path.stem in ids:
-            yield path.stem, lambda p=path: read_jats(p.read_bytes(), str(p))
+            yield path.stem, partial(_read_jats_file, path)
+
+
+def _read_jats_file(path: Path) -> Document:
+    return read_jats(path.read_bytes(), str(path))
 
 
 def _pubmedqa(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
@@ -68,7 +76,7 @@ def _pubmedqa(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[
     records = json.loads(path.read_text(encoding="utf-8"))
     for pmid, record in records.items():
         if ids is None or pmid in ids:
-            yield pmid, lambda p=pmid, r=record: pubmedqa_document(p, r)
+            yield pmid, partial(pubmedqa_document, pmid, record)
 
 
 SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa)}
@@ -88,6 +96,27 @@ def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, repo
     return reports
 
 
+PARALLEL_FROM = 50  # documents: fewer are read in this process (a worker pool costs about a second to start)
+_catalogue: Catalogue | None = None  # a pool worker's catalogue (set once per worker)
+
+
+def _set_catalogue(catalogue: Catalogue) -> None:
+    global _catalogue
+    _catalogue = catalogue
+
+
+def _prepare(load: Callable[[], Document]) -> tuple[Document, str | None] | DocumentError:
+    """Read, grade and tag one document; its landing text when it matches a condition."""
+    try:
+        document = load()
+    except DocumentError as exc:
+        return exc
+    document.conditions = tag_conditions(
+        _catalogue, document.title, document.text[:4000], document.text, document.grade
+    )
+    return document, landing_markdown(document) if document.conditions else None
+
+
 def import_dataset(
     dataset: str,
     datasets_dir: Path,
@@ -96,30 +125,39 @@ def import_dataset(
     ids: set[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ImportReport:
-    """Read a dataset, grade and tag each document, write one landing file per tagged code."""
+    """Read a dataset, grade and tag each document (in a pool of one process per core when there
+    are many), write one landing file per tagged code, in the dataset's order."""
     if dataset not in SOURCES:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
     prefix, reader = SOURCES[dataset]
     report = ImportReport(dataset)
-    for n, (ident, load) in enumerate(reader(Path(datasets_dir), ids), 1):
-        try:
-            document = load()
-        except DocumentError as exc:
-            report.failed[ident] = str(exc)
-            continue
-        report.documents += 1
-        document.conditions = tag_conditions(
-            catalogue, document.title, document.text[:4000], document.text, document.grade
-        )
-        if not document.conditions:
-            report.untagged.append(ident)
-            continue
-        text = landing_markdown(document)
-        for code in document.conditions:
-            report.per_condition[code][document.grade] += 1
-            changed = write_atomic(landing_dir / code / f"{prefix}-{ident}.md", text)
-            report.written += changed
-            report.unchanged += not changed
-        if progress and n % 200 == 0:
-            progress(f"{dataset}: {n} records read")
+    items = list(reader(Path(datasets_dir), ids))
+    workers = min(cores(), len(items) // PARALLEL_FROM)
+    if workers > 1:  # spawned, not forked: the caller may hold threads (LanceDB, Dagster)
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _set_catalogue, (catalogue,))
+        results = pool.map(_prepare, [load for _, load in items], chunksize=16)
+    else:
+        pool = None
+        _set_catalogue(catalogue)
+        results = map(_prepare, [load for _, load in items])
+    try:
+        for n, ((ident, _), result) in enumerate(zip(items, results), 1):
+            if isinstance(result, DocumentError):
+                report.failed[ident] = str(result)
+                continue
+            document, text = result
+            report.documents += 1
+            if text is None:
+                report.untagged.append(ident)
+                continue
+            for code in document.conditions:
+                report.per_condition[code][document.grade] += 1
+                changed = write_atomic(landing_dir / code / f"{prefix}-{ident}.md", text)
+                report.written += changed
+                report.unchanged += not changed
+            if progress and n % 200 == 0:
+                progress(f"{dataset}: {n} records read")
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return report
