@@ -13,6 +13,7 @@ from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_fi
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
 from ebm_platform.defs.index import window_index
+from ebm_platform.defs import STEP_MODULES
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.retrieval import (fused_candidates, reranker_beats_hand_set, reranker_model, verdict_model,
                                          verdict_model_beats_baselines)
@@ -56,9 +57,7 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 # lancedb and never opens a table, so no LanceDB state is mid-operation when a step forks.
 warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 executor = dg.multiprocess_executor.configured(
-    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": [
-        "ebm_platform.definitions", "great_expectations", "sentence_transformers", "litellm", "openvino",
-        "dagster._core.storage.sqlite_storage", "dagster._core.storage.local_compute_log_manager"]}}})
+    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": list(STEP_MODULES)}}})
 
 defs = dg.Definitions(
     assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS,

@@ -28,7 +28,8 @@ import sys
 import tempfile
 import threading
 from collections import OrderedDict
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -138,6 +139,15 @@ def _transformer(spec: ModelSpec):
     return HiddenStates().eval()
 
 
+@contextmanager
+def _export_lock() -> Iterator[None]:
+    """Held by one process at a time: converting a model, or compiling one through the cache."""
+    export_dir().mkdir(parents=True, exist_ok=True)
+    with open(export_dir() / ".export.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def openvino_model(name: str = BUNDLED) -> Path:
     """The OpenVINO IR of the model's transformer, converted once (locked, atomic) and reused."""
     import openvino as ov
@@ -147,9 +157,7 @@ def openvino_model(name: str = BUNDLED) -> Path:
     xml = target / "model.xml"
     if xml.is_file():
         return xml
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".export.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _export_lock():
         if xml.is_file():
             return xml
         import torch
@@ -186,8 +194,13 @@ class _OpenVinoForward:
     def __init__(self, name: str) -> None:
         import openvino as ov
 
-        self.compiled = ov.Core().compile_model(str(openvino_model(name)), "CPU",
-                                                {"INFERENCE_NUM_THREADS": cores(), "PERFORMANCE_HINT": "LATENCY"})
+        xml = openvino_model(name)
+        # OpenVINO keeps the compiled model beside the IR (keyed by model, settings and CPU) and loads
+        # it in 0.06 s instead of compiling for 0.15 s in every step process; compiling under the
+        # lock means no process reads a cache entry another is still writing
+        with _export_lock():
+            self.compiled = ov.Core().compile_model(str(xml), "CPU", {
+                "INFERENCE_NUM_THREADS": cores(), "PERFORMANCE_HINT": "LATENCY", "CACHE_DIR": str(xml.parent / "compiled")})
         self.precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
