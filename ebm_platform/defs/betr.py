@@ -17,6 +17,7 @@ from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.betr.pools import candidate_pools as build_pools
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
+from ebm_platform.defs.retrieval import candidate_metadata
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
@@ -41,12 +42,8 @@ def candidate_pools(candidates: pl.DataFrame, bench: pl.DataFrame, lake: LakeRes
         return [text[w] for w in window_ids]
 
     pools = build_pools(candidates, bench, reranker, texts)
-    queries = pools.select("question_id", "split").unique()
     return dg.Output(pools, metadata={
-        "questions": dg.MetadataValue.int(queries.height),
-        "by_split": dg.MetadataValue.json(dict(queries.group_by("split").len().iter_rows()) if queries.height else {}),
-        "candidates": dg.MetadataValue.int(pools.height),
-        "gold_candidates": dg.MetadataValue.int(int(pools["gold"].sum()) if pools.height else 0),
+        **candidate_metadata(pools),
         "grades_in_pools": dg.MetadataValue.json(dict(pools.group_by("grade").len().sort("grade").iter_rows()) if pools.height else {}),
         "fine_scorer": dg.MetadataValue.text(reranker.fine_name()),
     })

@@ -37,13 +37,18 @@ def fused_candidates(context: dg.AssetExecutionContext, bench: pl.DataFrame, spl
     progress = reporter(context)
     rows = pl.concat([candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress)
                       for split in SPLITS])
+    return dg.Output(rows, metadata=candidate_metadata(rows))
+
+
+def candidate_metadata(rows: pl.DataFrame) -> dict[str, dg.MetadataValue]:
+    """Questions (per split), candidates and gold candidates of a (question, window) frame."""
     questions = rows.select("question_id", "split").unique()
-    return dg.Output(rows, metadata={
+    return {
         "questions": dg.MetadataValue.int(questions.height),
         "by_split": dg.MetadataValue.json(dict(questions.group_by("split").len().iter_rows()) if questions.height else {}),
         "candidates": dg.MetadataValue.int(rows.height),
         "gold_candidates": dg.MetadataValue.int(int(rows["gold"].sum()) if rows.height else 0),
-    })
+    }
 
 
 @dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
