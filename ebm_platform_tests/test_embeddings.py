@@ -29,6 +29,17 @@ def test_openvino_export_agrees_with_sentence_transformers(texts):
     assert np.allclose(torch_ours, reference[:8], atol=1e-4)  # the torch backend is the reference
 
 
+def test_a_new_model_cache_converts_compiles_and_agrees(texts, tmp_path, monkeypatch):
+    monkeypatch.setenv("EBM_MODEL_CACHE", str(tmp_path / "models"))  # as on a fresh machine
+    xml = openvino_model()
+    assert xml.is_file() and xml.is_relative_to(tmp_path)
+    fresh = Encoder(backend="openvino")
+    assert any((xml.parent / "compiled").iterdir())  # the compiled model is cached beside the IR
+    again = Encoder(backend="openvino")  # loaded from that cache
+    assert np.array_equal(fresh.embed(texts[:4]), again.embed(texts[:4]))
+    assert np.allclose(fresh.embed(texts[:4]), get_encoder(backend="openvino").embed(texts[:4]), atol=1e-6)
+
+
 def test_long_texts_are_embedded_in_segments_and_every_token_is_seen(texts):
     encoder = get_encoder()
     long = max(texts, key=len)

@@ -162,6 +162,7 @@ def openvino_model(name: str = BUNDLED) -> Path:
             return xml
         import torch
 
+        target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         try:
             example = {"input_ids": torch.ones((2, 8), dtype=torch.int64),
