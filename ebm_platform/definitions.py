@@ -4,6 +4,7 @@ import warnings
 
 import dagster as dg
 
+from ebm_platform.defs import STEP_MODULES
 from ebm_platform.defs.attributes import with_operator_attributes
 from ebm_platform.defs.automation import automation_sensor, landing_sensor
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
@@ -13,7 +14,6 @@ from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_fi
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
 from ebm_platform.defs.index import window_index
-from ebm_platform.defs import STEP_MODULES
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.retrieval import (fused_candidates, reranker_beats_hand_set, reranker_model, verdict_model,
                                          verdict_model_beats_baselines)

@@ -49,11 +49,6 @@ def structure_verdicts(instance: dg.DagsterInstance, codes: list[str]) -> dict[s
     return verdicts
 
 
-def structure_verdict(instance: dg.DagsterInstance, code: str) -> str | None:
-    """structure_verdicts for one partition."""
-    return structure_verdicts(instance, [code])[code]
-
-
 def blocked_conditions(instance: dg.DagsterInstance, present: set[str]) -> dict[str, str]:
     """Every condition whose benchmark must stay out: those with data in hand (`present`) that the
     check has not passed, and those whose check ran and failed (their data never got promoted)."""

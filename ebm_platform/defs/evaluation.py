@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 
 from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
-from ebm_platform.defs.benchmark import blocked_conditions, structure_verdict
+from ebm_platform.defs.benchmark import blocked_conditions, structure_verdicts
 from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
@@ -71,7 +71,7 @@ def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFr
     over a range of partitions (as `ebm demo` launches it) opens the lake once and writes one file
     per partition; it runs only when no partition in it is blocked."""
     codes = context.partition_keys
-    blocked = {code: why for code in codes if (why := structure_verdict(context.instance, code))}
+    blocked = {code: why for code, why in structure_verdicts(context.instance, codes).items() if why}
     if blocked:
         raise dg.Failure(description="evaluation_report not run: " + "; ".join(
             f"[{code}] {why}" for code, why in blocked.items()) + " (see the check on benchmark_qa)",
