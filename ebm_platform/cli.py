@@ -491,11 +491,13 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     tokens = result["token_level"]
     _say(f"Token-level PICO (EBM-NLP classes) on Evidence Inference {args.split}: {tokens['articles']} articles, "
          f"{tokens['tokens']} words; gold: {tokens['gold']}")
-    _say(f"{'extractor':<16}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
-    for name in ("learned", "rules", *(k for k in tokens if k.startswith("llm:")), "majority_class"):
+    _say(f"{'extractor':<20}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
+    names = ("learned", "learned_word_labels", "rules", *(k for k in tokens if k.startswith("llm:")), "majority_class")
+    for name in (n for n in names if n in tokens):
         for c, m in tokens[name]["classes"].items():
-            _say(f"{name:<16}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
-        _say(f"{name:<16}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}   (I, O; P* is a proxy, not in the macro)")
+            _say(f"{name:<20}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
+        _say(f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}   (I, O; P* is a proxy, not in the macro)")
+    _say("learned_word_labels: the tagger's head alone, without the entity selector (an ablation)")
     spans = result["span_overlap_rules"]
     _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
     _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")

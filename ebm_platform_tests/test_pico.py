@@ -12,7 +12,8 @@ from ebm_platform.pico.distant import Projector, label_article, name_words, popu
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
-from ebm_platform.pico.tagger import SALIENCE, PicoTagger, Rarity, read_meta, salience, tagger_path
+from ebm_platform.pico.selection import EntitySelector, candidates, decode
+from ebm_platform.pico.tagger import SALIENCE, PicoTagger, Rarity, read_meta, rule_flags, salience, shape_flags, tagger_path
 
 TEXT = ("Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
         "randomized to hip and knee exercise (HKE) or knee exercise alone. Pain intensity on a visual analogue "
@@ -98,6 +99,54 @@ def test_salience_reads_what_the_text_repeats_and_where():
     assert salience(Words.of(""), rarity).shape == (0, SALIENCE)
 
 
+def _trial(rng: np.random.Generator) -> tuple[Words, np.ndarray, np.ndarray, np.ndarray]:
+    """A made-up abstract whose tagger marks one mention each of two arms, a co-medication, the
+    outcome and a side measure; the gold marks where the arms' and the outcome's names occur."""
+    arm, other, extra = ("".join(rng.choice(list("bcdfgklmnprstvz"), 7)) + "ine" for _ in range(3))
+    text = (f"{arm.title()} versus {other} for knee pain. Abstract. Adults received {arm} or {other} for "
+            f"six weeks; some also took {extra}. Pain score fell more with {arm} than with {other} (p < 0.01). "
+            f"Sleep quality was recorded. {arm.title()} was well tolerated.")
+    words = Words.of(text)
+    lower = [t.lower() for t in words.tokens]
+    rarity = Rarity({}, 100)
+    x = np.hstack([np.zeros((len(words), 4), dtype=np.float32), rule_flags(words), shape_flags(words),
+                   salience(words, rarity)])
+    probs = np.tile(np.array([0.9, 0.0, 0.05, 0.05]), (len(words), 1))
+    gold = np.zeros(len(words), dtype=np.int64)
+    for name, label, is_gold in ((arm, 2, True), (other, 2, True), (extra, 2, False), ("pain score", 3, True),
+                                 ("sleep quality", 3, False)):
+        parts = name.split()
+        hits = [i for i in range(len(lower)) if lower[i:i + len(parts)] == parts]
+        first = hits[0] if name != "pain score" else hits[-1]
+        probs[first:first + len(parts)] = [0.2, 0.0, 0.8, 0.0] if label == 2 else [0.2, 0.0, 0.0, 0.8]
+        for i, j in rarity.projector().project(words, name, single=label == 2) if is_gold else []:
+            gold[i:j] = label  # the gold projects the doctor's names as label_article does
+    return words, x, probs, gold
+
+
+def test_entity_selection_marks_kept_names_wherever_they_occur_and_learns_which_to_keep(tmp_path):
+    rng = np.random.default_rng(3)
+    texts = [_trial(rng) for _ in range(40)]
+    projector = Rarity({}, 100).projector()
+    words, x, probs, gold = texts[0]
+    found = candidates(words, x, probs, projector)
+    assert sorted((CLASSES[c.label], int(c.where.sum())) for c in found) == \
+        [("I", 1), ("I", 3), ("I", 4), ("O", 2), ("O", 3)]  # the title's "pain" also names the outcome
+    every = decode(probs, found, [True] * len(found))
+    assert (every[gold == 2] == 2).all()  # each arm marked at all its mentions, not only the tagged first
+    selector = EntitySelector.fit(*zip(*[t[:3] for t in texts[:30]]), [t[3] for t in texts[:30]], projector)
+    selector.save(tmp_path / "selector.json")
+    loaded = EntitySelector.load(tmp_path / "selector.json")
+    held_out = texts[30:]
+    for w, xs, p, g in held_out:
+        assert (loaded.labels(w, xs, p, projector) == selector.labels(w, xs, p, projector)).all()
+    head = token_scores([t[3] for t in held_out], [t[2].argmax(1) for t in held_out])
+    selected = token_scores([t[3] for t in held_out], [loaded.labels(*t[:3], projector) for t in held_out])
+    assert head["I"]["recall"] < 0.5 and selected["I"]["f1"] == 1.0
+    assert selected["O"]["precision"] > head["O"]["precision"] and selected["O"]["f1"] == 1.0
+    assert selector.report["classes"]["I"]["selected_f1_out_of_fold"] == 1.0
+
+
 @pytest.fixture(scope="module")
 def trained_lake(tmp_path_factory, datasets_dir):
     """A lake whose pico_tagger was trained through Dagster on 40 articles per split."""
@@ -128,6 +177,8 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     (mat,) = [m.event_specific_data.materialization for m in again.get_asset_materialization_events()]
     assert mat.metadata["reused"].value is True
     tagger = PicoTagger.load(tagger_path(lake))
+    assert tagger.selector is not None and meta["selection"]["classes"].keys() == {"I", "O"}
+    assert report["learned_word_labels"]["macro_f1"] >= 0.0  # the head alone, reported beside the selection
     from ebm_platform.index.embeddings import get_encoder
 
     (entities,) = tagger.tag([TEXT], get_encoder())
@@ -142,7 +193,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 
-    def untrained(cls, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None):
+    def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None):
         return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))

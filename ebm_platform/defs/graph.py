@@ -33,9 +33,9 @@ class TaggerConfig(dg.Config):
 @dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
 def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: LakeResource,
                 embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
-    """The learned PICO span tagger, trained on Evidence Inference's train split (doctor-written
-    prompts projected onto titles and abstracts) and scored beside the offline rules on its
-    validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged,
+    """The learned PICO span tagger (a head over MiniLM token vectors and an entity selector),
+    trained on Evidence Inference's train split (doctor-written prompts projected onto titles and
+    abstracts) and scored beside the offline rules on its validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged,
     also from another lake of this environment (a passing tagger is kept beside the converted
     embedder, keyed by data, code, encoder and parameters)."""
     datasets, encoder = benchmark.root(), embedder.encoder()
@@ -60,7 +60,7 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
         if meta["beats_rules"]:  # only a tagger that passed its check serves other lakes
             copy_tagger(folder, cached)
     rows = [{"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
-            for extractor in ("learned", "rules", "majority_class")
+            for extractor in ("learned", "learned_word_labels", "rules", "majority_class") if extractor in report
             for c, scores in report[extractor]["classes"].items()]
     return dg.Output(pl.DataFrame(rows), metadata={
         "macro_f1_learned": dg.MetadataValue.float(report["learned"]["macro_f1"]),

@@ -8,11 +8,12 @@ often it and its stem recur, whether the title holds it, how often it recurs in 
 report a result, its rarity in the training articles): which of an abstract's outcomes and arms
 the trial is about shows in what the abstract repeats, which a word's own context does not see.
 A small convolutional head reads the words of a text and gives one of none/P/I/O per word (the
-EBM-NLP classes); runs of one class are the spans.
+EBM-NLP classes); runs of P are the population spans, and the runs of I and O are candidate names
+that `selection.EntitySelector` keeps or drops and marks wherever they occur.
 The head is a linear layer and two residual convolutions (a BiGRU reached a similar dev F1 after
 six epochs at 2.5 times the time per epoch on two cores). Training
 uses the distant labels of `distant.py` (Evidence Inference train split only); the epoch count is
-chosen on a tenth of the train articles held out from fitting.
+chosen, and the entity selector fitted, on a tenth of the train articles held out from fitting.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import numpy as np
 from ebm_platform.atomic import atomic_path, write_text_atomic
 from ebm_platform.graph import pico_rules
 from ebm_platform.index.embeddings import Encoder, export_dir
+from ebm_platform.pico.distant import Projector
+from ebm_platform.pico.selection import EntitySelector
 from ebm_platform.pico.spans import CLASSES, INNER, Words, name_spans, runs, token_scores, trim
 
 RULE_CLASSES = {"Intervention": 0, "Arm": 0, "Comparator": 1, "Outcome": 2, "Condition": 3, "Timepoint": 4}
@@ -39,7 +42,7 @@ SHAPES = 4
 SALIENCE = 8
 _RESULT = re.compile(r"signific|\bp\s*[<=>]|\d\s*%|\bci\b|differ", re.I)
 _SENTENCE_END = {".", "?", "!"}
-MODEL_FILE, RARITY_FILE, META_FILE = "model.pt", "rarity.json", "meta.json"
+MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE = "model.pt", "rarity.json", "selector.json", "meta.json"
 _BEFORE_COMPARATOR = re.compile(r"(?:versus|vs\.?|compared (?:with|to)|than|or)\s*(?:a |an |the |with )?$", re.I)
 
 
@@ -93,6 +96,10 @@ class Rarity:
     def idf(self, word: str) -> float:
         """Inverse document frequency scaled to [0, 1] (1: never seen in training)."""
         return math.log((self.documents + 1) / (1 + self.df.get(word, 0))) / math.log(self.documents + 1)
+
+    def projector(self) -> Projector:
+        """The training labels' projection, with the same document frequencies."""
+        return Projector(Counter(self.df), self.documents)
 
 
 def salience(words: Words, rarity: Rarity) -> np.ndarray:
@@ -169,15 +176,18 @@ def _batches(xs: Sequence[np.ndarray], size: int, order: Sequence[int]):
 class PicoTagger:
     """A trained head with its provenance; `tag` turns texts into typed character spans."""
 
-    def __init__(self, net, params: TaggerParams, meta: dict, rarity: Rarity) -> None:
-        self.net, self.params, self.meta, self.rarity = net, params, meta, rarity
+    def __init__(self, net, params: TaggerParams, meta: dict, rarity: Rarity,
+                 selector: EntitySelector | None = None) -> None:
+        self.net, self.params, self.meta, self.rarity, self.selector = net, params, meta, rarity, selector
+        self.projector = rarity.projector()
         self.net.eval()
 
     # ---- training --------------------------------------------------------------------------
     @classmethod
-    def train(cls, xs: list[np.ndarray], ys: list[np.ndarray], rarity: Rarity, params: TaggerParams = TaggerParams(),
-              progress: Callable[[str], None] | None = None) -> "PicoTagger":
-        """Fit on (features, labels) per text; the epoch with the best held-out dev macro F1 wins."""
+    def train(cls, words: list[Words], xs: list[np.ndarray], ys: list[np.ndarray], rarity: Rarity,
+              params: TaggerParams = TaggerParams(), progress: Callable[[str], None] | None = None) -> "PicoTagger":
+        """Fit on (words, features, labels) per text; the epoch with the best held-out dev macro F1
+        of the word labels wins, and the entity selector is fitted on the same dev texts."""
         import torch
 
         torch.manual_seed(params.seed)
@@ -203,7 +213,7 @@ class PicoTagger:
                 optimiser.step()
                 total += loss.item() * len(chosen)
             tagger = cls(net, params, {}, rarity)
-            scores = token_scores([ys[i] for i in dev], tagger.predict([xs[i] for i in dev]))
+            scores = token_scores([ys[i] for i in dev], [p.argmax(1) for p in tagger.probabilities([xs[i] for i in dev])])
             macro = float(np.mean([s["f1"] for s in scores.values()]))
             curve.append({"epoch": epoch, "loss": round(total / len(fit), 4), "dev_macro_f1": round(macro, 4)})
             if progress:
@@ -212,23 +222,45 @@ class PicoTagger:
             if macro > best:
                 best, best_state = macro, {k: v.clone() for k, v in net.state_dict().items()}
         net.load_state_dict(best_state)
-        return cls(net, params, {"curve": curve, "dev_articles": n_dev, "fit_articles": len(fit),
-                                 "best_dev_macro_f1": round(best, 4),
-                                 "best_epoch": max(curve, key=lambda c: c["dev_macro_f1"])["epoch"]}, rarity)
+        meta = {"curve": curve, "dev_articles": n_dev, "fit_articles": len(fit), "best_dev_macro_f1": round(best, 4),
+                "best_epoch": max(curve, key=lambda c: c["dev_macro_f1"])["epoch"]}
+        tagger = cls(net, params, meta, rarity)
+        try:
+            selector = EntitySelector.fit([words[i] for i in dev], [xs[i] for i in dev],
+                                          tagger.probabilities([xs[i] for i in dev]), [ys[i] for i in dev],
+                                          tagger.projector, params.seed)
+        except ValueError as error:  # too few dev texts: the tagger's own word labels stand
+            selector, meta["selection"] = None, f"no entity selector: {error}"
+        else:
+            meta["selection"] = selector.report
+            if progress:
+                progress("entity selector (dev, out of fold): " + ", ".join(
+                    f"{c} F1 {r['tagger_f1']:.3f} -> {r['selected_f1_out_of_fold']:.3f}"
+                    for c, r in selector.report["classes"].items()))
+        return cls(net, params, meta, rarity, selector)
 
     # ---- inference -------------------------------------------------------------------------
-    def predict(self, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Word labels (indices into CLASSES) per text."""
+    def probabilities(self, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """(n_words, len(CLASSES)) class probabilities per text."""
         import torch
 
-        out: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(xs)
+        out: list[np.ndarray] = [np.zeros((0, len(CLASSES)), dtype=np.float32)] * len(xs)
         order = sorted(range(len(xs)), key=lambda i: len(xs[i]))
         with torch.no_grad():
             for chosen, x in _batches(xs, 64, [i for i in order if len(xs[i])]):
-                labels = self.net(x).argmax(-1).numpy()
+                probs = torch.softmax(self.net(x), -1).numpy()
                 for row, i in enumerate(chosen):
-                    out[i] = labels[row, : len(xs[i])]
+                    out[i] = probs[row, : len(xs[i])]
         return out
+
+    def predict(self, words: Sequence[Words], xs: Sequence[np.ndarray], select: bool = True) -> list[np.ndarray]:
+        """Word labels (indices into CLASSES) per text: with the entity selector when there is one
+        and `select`, else the head's most probable class per word."""
+        probs = self.probabilities(xs)
+        if not (select and self.selector):
+            return [p.argmax(1) for p in probs]
+        return [self.selector.labels(w, x, p, self.projector) if len(w) else p.argmax(1)
+                for w, x, p in zip(words, xs, probs)]
 
     @staticmethod
     def entities(words: Words, labels: np.ndarray, start_char: int = 0) -> list[dict]:
@@ -253,7 +285,7 @@ class PicoTagger:
         """Entities of texts whose piece vectors are known: (text, tokens, offsets, start_char)."""
         words = [Words.of(text) for text, _, _, _ in items]
         xs = [features(w, tokens, offsets, self.rarity) for w, (_, tokens, offsets, _) in zip(words, items)]
-        return [self.entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(xs), items)]
+        return [self.entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(words, xs), items)]
 
     def tag(self, texts: Sequence[str], encoder: Encoder) -> list[list[dict]]:
         """Entities of raw texts (one forward pass of the embedder each)."""
@@ -262,12 +294,17 @@ class PicoTagger:
 
     # ---- persistence -----------------------------------------------------------------------
     def save(self, folder: Path, meta: dict) -> None:
-        """model.pt (the head's weights) and meta.json (parameters, provenance, metrics), atomically."""
+        """model.pt (the head's weights), rarity.json, selector.json (when fitted) and meta.json
+        (parameters, provenance, metrics), atomically."""
         import torch
 
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / MODEL_FILE) as tmp:
             torch.save(self.net.state_dict(), tmp)
+        if self.selector:
+            self.selector.save(folder / SELECTOR_FILE)
+        else:
+            (folder / SELECTOR_FILE).unlink(missing_ok=True)
         write_text_atomic(folder / RARITY_FILE, json.dumps({"documents": self.rarity.documents, "df": self.rarity.df}))
         self.meta = {**self.meta, **meta, "params": asdict(self.params), "classes": list(CLASSES),
                      "inputs": int(self.net.inp.in_features)}
@@ -292,7 +329,9 @@ class PicoTagger:
         net = _network(int(meta["inputs"]), params)
         net.load_state_dict(torch.load(model_path, weights_only=True))
         rarity = json.loads(rarity_path.read_text(encoding="utf-8"))
-        return cls(net, params, meta, Rarity(rarity["df"], rarity["documents"]))
+        selector_path = Path(folder) / SELECTOR_FILE
+        selector = EntitySelector.load(selector_path) if selector_path.is_file() else None
+        return cls(net, params, meta, Rarity(rarity["df"], rarity["documents"]), selector)
 
 
 def read_meta(folder: Path) -> dict:
@@ -305,7 +344,10 @@ def copy_tagger(source: Path, target: Path) -> None:
     """Copy a saved tagger's files (each replaced atomically; meta.json last, so a reader that sees
     the new key sees the new weights)."""
     target.mkdir(parents=True, exist_ok=True)
-    for name in (MODEL_FILE, RARITY_FILE, META_FILE):
+    for name in (MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE):
+        if not (source / name).is_file():
+            (target / name).unlink(missing_ok=True)
+            continue
         with atomic_path(target / name) as tmp:
             shutil.copyfile(source / name, tmp)
 

@@ -47,16 +47,18 @@ def summarise(scores: dict[str, dict[str, float]]) -> dict:
 
 def validation_report(tagger: PicoTagger, examples: list[Example], xs: list[np.ndarray],
                       others: dict[str, Callable[[str], list[dict]]] | None = None) -> dict:
-    """Learned tagger vs rules vs the majority class (no entity anywhere) on the same articles,
-    plus any `others` (name -> text-to-spans extractor, e.g. an LLM)."""
-    gold = [e.labels for e in examples]
-    learned = summarise(token_scores(gold, tagger.predict(xs)))
+    """Learned tagger (with its entity selector, and its head's word labels alone) vs rules vs the
+    majority class (no entity anywhere) on the same articles, plus any `others` (name -> text-to-spans
+    extractor, e.g. an LLM)."""
+    gold, words = [e.labels for e in examples], [e.words for e in examples]
+    learned = summarise(token_scores(gold, tagger.predict(words, xs)))
+    head = summarise(token_scores(gold, tagger.predict(words, xs, select=False)))
     extra = {name: summarise(token_scores(gold, [entity_labels(e.words, spans(e.words.text)) for e in examples]))
              for name, spans in {"rules": rule_entities, **(others or {})}.items()}
     majority = summarise(token_scores(gold, [np.zeros_like(g) for g in gold]))
     rules = extra["rules"]
     return {"articles": len(examples), "tokens": int(sum(len(g) for g in gold)),
-            "learned": learned, **extra, "majority_class": majority,
+            "learned": learned, "learned_word_labels": head, **extra, "majority_class": majority,
             "learned_minus_rules_macro_f1": round(learned["macro_f1"] - rules["macro_f1"], 4),
             "gold": "I and O projected from Evidence Inference's doctor-written prompts; P a pattern proxy"}
 
@@ -72,7 +74,7 @@ def train_and_validate(datasets_dir: Path, encoder: Encoder, params: TaggerParam
         raise ValueError("no Evidence Inference articles with prompts in the train or validation split")
     rarity = Rarity(dict(projector.df), projector.documents)
     train_x = example_features(train, encoder, rarity, progress)
-    tagger = PicoTagger.train(train_x, [e.labels for e in train], rarity, params, progress)
+    tagger = PicoTagger.train([e.words for e in train], train_x, [e.labels for e in train], rarity, params, progress)
     report = validation_report(tagger, valid, example_features(valid, encoder, rarity, progress))
     labels = np.concatenate([e.labels for e in train])
     report.update({
