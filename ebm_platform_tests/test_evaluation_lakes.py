@@ -43,6 +43,8 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert summary["results"]["naive"]["Hit@10"] == 1.0  # three abstracts: the gold one is always retrieved
     assert summary["lake"].startswith(str(lake / "eval" / "pubmedqa-"))
     assert _snapshot(lake) == before
+    first = json.loads((Path(summary["lake"]) / "COMPLETE.json").read_text())
+    assert first["resumed"] is False and first["encodings_reused"] is False  # built from empty
     assert main(args) == 0
     assert "reusing evaluation lake" in capsys.readouterr().err
 
@@ -57,7 +59,16 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert "resuming ALL: reusing source_documents, evidence_windows" in captured.err
     assert (eval_lake / "assets" / "pico_extractions" / "ALL.parquet").is_file()
     assert (eval_lake / "assets" / "evidence_windows" / "ALL.parquet").read_bytes() == windows_before
-    assert json.loads(captured.out)["questions_kept"] == 3 and (eval_lake / "COMPLETE.json").is_file()
+    assert json.loads(captured.out)["questions_kept"] == 3
+    assert json.loads((eval_lake / "COMPLETE.json").read_text())["resumed"] is True
+
+    # --rebuild recomputes every asset, but the window index copies the encodings it already holds:
+    # the record says so, so that bench_builds never calls that build one from empty
+    gc.collect()
+    assert main([*args, "--rebuild"]) == 0
+    capsys.readouterr()
+    rebuilt = json.loads((eval_lake / "COMPLETE.json").read_text())
+    assert rebuilt["resumed"] is False and rebuilt["encodings_reused"] is True
 
 
 HOLD_LOCK = """

@@ -120,6 +120,7 @@ def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progre
     """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
     resume = (lake / "assets").is_dir() and not rebuild  # an interrupted build: keep what it finished
+    stored = (lake / "stores").is_dir()  # a rebuild copies the encodings already indexed there
     env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
                EBM_DATASETS_DIR=str(datasets_dir))
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
@@ -142,4 +143,5 @@ def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progre
         raise RuntimeError(f"building the evaluation lake failed (exit {child.returncode}); see the output above")
     write_text_atomic(lake / MARKER, json.dumps({
         "benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1), "resumed": resume,
+        "encodings_reused": stored,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores(), "datasets_dir": str(datasets_dir)}))
