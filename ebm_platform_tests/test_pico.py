@@ -13,7 +13,8 @@ from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
-from ebm_platform.pico.tagger import SALIENCE, PicoTagger, Rarity, read_meta, rule_flags, salience, shape_flags, tagger_path
+from ebm_platform.pico.tagger import (SALIENCE, PicoTagger, Rarity, read_meta, rule_flags, salience, shape_flags,
+                                      tagger_path)
 
 TEXT = ("Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
         "randomized to hip and knee exercise (HKE) or knee exercise alone. Pain intensity on a visual analogue "

@@ -35,9 +35,10 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
                 embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
     """The learned PICO span tagger (a head over MiniLM token vectors and an entity selector),
     trained on Evidence Inference's train split (doctor-written prompts projected onto titles and
-    abstracts) and scored beside the offline rules on its validation split; kept in <lake>/models/pico_tagger. Reused while its inputs are unchanged,
-    also from another lake of this environment (a passing tagger is kept beside the converted
-    embedder, keyed by data, code, encoder and parameters)."""
+    abstracts) and scored beside the offline rules on its validation split; kept in
+    <lake>/models/pico_tagger. Reused while its inputs are unchanged, also from another lake of
+    this environment (a passing tagger is kept beside the converted embedder, keyed by data, code,
+    encoder and parameters)."""
     datasets, encoder = benchmark.root(), embedder.encoder()
     folder = tagger_path(lake.path)
     key = training_key(datasets, encoder.description, config.article_limit)

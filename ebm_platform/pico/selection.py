@@ -86,8 +86,8 @@ def candidates(words: Words, x: np.ndarray, probs: np.ndarray, projector: Projec
         rank = (-best).argsort().argsort()
         for (where, feats), r, b in zip(rows, rank, best):
             out.append(Candidate(label, where, np.array(
-                [*feats, r / len(rows), np.log1p(len(rows)), best.max() - b, float(r == 0), float(SELECTED[label] == "O")],
-                dtype=np.float64)))
+                [*feats, r / len(rows), np.log1p(len(rows)), best.max() - b, float(r == 0),
+                 float(SELECTED[label] == "O")], dtype=np.float64)))
     return out
 
 

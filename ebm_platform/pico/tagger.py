@@ -213,7 +213,8 @@ class PicoTagger:
                 optimiser.step()
                 total += loss.item() * len(chosen)
             tagger = cls(net, params, {}, rarity)
-            scores = token_scores([ys[i] for i in dev], [p.argmax(1) for p in tagger.probabilities([xs[i] for i in dev])])
+            dev_labels = [p.argmax(1) for p in tagger.probabilities([xs[i] for i in dev])]
+            scores = token_scores([ys[i] for i in dev], dev_labels)
             macro = float(np.mean([s["f1"] for s in scores.values()]))
             curve.append({"epoch": epoch, "loss": round(total / len(fit), 4), "dev_macro_f1": round(macro, 4)})
             if progress:
