@@ -6,6 +6,7 @@ import argparse
 import functools
 import json
 from collections import Counter
+from collections.abc import Iterator
 import os
 import sys
 import time
@@ -50,6 +51,14 @@ def _instance():
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
+def _tags(partition: str | tuple[str, str] | None) -> dict[str, str] | None:
+    """A run's partition tags: one key, or (first, last) for one run over that range."""
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    return None if partition is None else {"dagster/partition": partition} if isinstance(partition, str) else \
+        {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
+
+
 def _execute(name: str, instance, partition: str | tuple[str, str] | None = None, selection: list | None = None):
     """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
     job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
@@ -57,17 +66,102 @@ def _execute(name: str, instance, partition: str | tuple[str, str] | None = None
     executes in this process on an ephemeral instance. `partition`: one key, or (first, last) for
     one run over that range of partitions."""
     from dagster import build_reconstructable_job, execute_job
-    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
     from ebm_platform.definitions import defs
 
-    tags = None if partition is None else {"dagster/partition": partition} if isinstance(partition, str) else \
-        {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
     if instance.is_ephemeral:
-        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, tags=tags,
+        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, tags=_tags(partition),
                                                              asset_selection=selection, raise_on_error=False)
     job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
-    return execute_job(job, instance, run_config=QUIET, tags=tags, asset_selection=selection, raise_on_error=False)
+    return execute_job(job, instance, run_config=QUIET, tags=_tags(partition), asset_selection=selection,
+                       raise_on_error=False)
+
+
+def _outcome(result, started: float) -> dict:
+    """What the CLI needs of a finished run (picklable, so a worker process can return it)."""
+    counts: dict[str, float] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        for label in ("documents", "windows", "quarantined"):
+            if label in mat.metadata and mat.asset_key.path[-1] in ("source_documents", "evidence_windows"):
+                counts[f"{mat.asset_key.path[-1]}.{label}"] = mat.metadata[label].value
+    return {"success": result.success, "blocked": only_benchmark_blocked(result), "counts": counts,
+            "seconds": time.perf_counter() - started}
+
+
+def _start_worker(environment: dict[str, str]) -> None:
+    """A run worker takes the parent's EBM_* and DAGSTER_* settings (the forkserver it is forked
+    from may predate them)."""
+    from ebm_platform.defs.progress import TO_STDERR, print_progress
+    from ebm_platform.settings import get_settings
+
+    os.environ.update(environment)
+    get_settings.cache_clear()
+    if environment.get(TO_STDERR):
+        print_progress()
+
+
+def _worker_run(name: str, partition: str | tuple[str, str], selection: list | None) -> dict:
+    """One run in a worker process: recorded in the DAGSTER_HOME instance like any other, its steps
+    executed in this process one after another (they share the models the worker has loaded)."""
+    from ebm_platform.definitions import defs
+
+    started = time.perf_counter()
+    result = defs.resolve_job_def(name).execute_in_process(instance=_instance(), run_config=QUIET, tags=_tags(partition),
+                                                           asset_selection=selection, raise_on_error=False)
+    return _outcome(result, started)
+
+
+def run_many(name: str, requests: list[tuple[str | tuple[str, str], list | None]],
+             workers: int) -> Iterator[tuple[str | tuple[str, str], dict]]:
+    """The runs of job `name` for `requests` ((partition, asset selection) each), yielding each
+    (partition, outcome) as it finishes. With `workers` > 1 (see `_run_workers`) they run that
+    many at a time, each in a worker process forked from the step server (a partition chain
+    is mostly one step after another, so one run leaves a core idle); the writer pools and the
+    stores' file locks keep one writer per store. Otherwise they run one after another here."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    if workers < 2 or len(requests) < 2:
+        for partition, selection in requests:
+            started = time.perf_counter()
+            yield partition, _outcome(_execute(name, _instance(), partition, selection), started)
+        return
+    start_step_server()
+    environment = {k: v for k, v in os.environ.items() if k.startswith(("EBM_", "DAGSTER_"))}
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
+                               initializer=_start_worker, initargs=(environment,))
+    try:
+        futures = {pool.submit(_worker_run, name, partition, selection): partition for partition, selection in requests}
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except BrokenProcessPool as error:
+                raise RuntimeError(f"the worker process running {futures[future]} died ({error}); its run is "
+                                   "left as started in the Dagster UI") from error
+            yield futures[future], outcome
+    finally:  # after a failure the runs under way finish and the rest are not started
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_workers() -> int:
+    """How many runs `ebm` executes at once: EBM_RUN_WORKERS capped at the cores, and one with no
+    DAGSTER_HOME instance (an ephemeral instance has no pools shared between processes)."""
+    from ebm_platform.index.embeddings import cores
+    from ebm_platform.settings import get_settings
+
+    return 1 if _instance().is_ephemeral else max(1, min(get_settings().run_workers, cores()))
+
+
+def largest_first(codes: list[str], landing: Path) -> list[str]:
+    """Partitions ordered by the bytes of their landing files, largest first: with runs in parallel
+    the long ones start at once and the short ones fill the gaps."""
+    def size(code: str) -> int:
+        folder = landing / code
+        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
+
+    return sorted(codes, key=lambda code: (-size(code), codes.index(code)))
 
 
 # Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
@@ -132,27 +226,25 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     if "verdict_model" in failed:
         _say("the learned verdict did not beat the rules and the majority class: answers state the rules' verdict")
     keys = codes or conditions_partitions.get_partition_keys()
-    for n, code in enumerate(keys, 1):
-        started = time.perf_counter()
+    settings = get_settings()
+    requests = []
+    for code in largest_first(keys, settings.landing_dir):
         selection = None
-        if resume and (done := already_built(get_settings().lake, code)):
+        if resume and (done := already_built(settings.lake, code)):
             _say(f"resuming {code}: reusing {', '.join(done)}")
             selection = [key for key in job.asset_layer.executable_asset_keys if key.path[-1] not in done]
-        result = _execute(partition_job, instance, code, selection)
-        blocked = only_benchmark_blocked(result)
-        if not result.success and not blocked:
+        requests.append((code, selection))
+    workers = _run_workers()
+    if workers > 1:
+        _say(f"{workers} partition runs at a time, largest first")
+    for n, (code, outcome) in enumerate(run_many(partition_job, requests, workers), 1):
+        if not outcome["success"] and not outcome["blocked"]:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
-        counts: dict[str, float] = {}
-        for event in result.get_asset_materialization_events():
-            mat = event.event_specific_data.materialization
-            for label in ("documents", "windows", "quarantined"):
-                if label in mat.metadata and mat.asset_key.path[-1] in ("source_documents", "evidence_windows"):
-                    counts[f"{mat.asset_key.path[-1]}.{label}"] = mat.metadata[label].value
-        summary[code] = counts
+        counts = summary[code] = outcome["counts"]
         _say(f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
              f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
-             f"windows={counts.get('evidence_windows.windows', 0):>5}  ({time.perf_counter() - started:.1f}s)")
-        if blocked:
+             f"windows={counts.get('evidence_windows.windows', 0):>5}  ({outcome['seconds']:.1f}s)")
+        if outcome["blocked"]:
             _say(f"        {code}'s benchmark failed benchmark_structure: the last good one stays in place and "
                  f"{code} is kept out of the splits, BETR and evaluation (see the check in the Dagster UI)")
     glob = defs.resolve_job_def(global_job)

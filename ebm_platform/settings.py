@@ -48,6 +48,8 @@ class Settings(BaseSettings):
     eval_max_questions: int = Field(default=0, ge=0, description="test questions per condition evaluation_report "
                                                                  "answers (0: all)")
     eval_seed: int = 7
+    run_workers: int = Field(default=2, ge=1, description="partition runs `ebm demo` executes at once, each in its own "
+                                                          "process (capped at the cores; 1: one after another)")
     index_keep_versions_min: float = Field(default=60.0, ge=0, description="window-index table versions younger "
                                                                            "than this survive each write's cleanup")
     store_wait_s: float = Field(default=30.0, ge=0, description="how long a reader waits for a store being "

@@ -258,9 +258,19 @@ print("BLOCKED", splits.get_asset_materialization_events()[0].materialization.me
 """
 
 
+def test_partition_runs_start_with_the_largest_landing_folders(tmp_path):
+    from ebm_platform.cli import largest_first
+
+    for code, size in (("A", 10), ("B", 300), ("C", 0)):
+        (tmp_path / code).mkdir()
+        if size:
+            (tmp_path / code / "doc.md").write_bytes(b"x" * size)
+    assert largest_first(["A", "B", "C", "D"], tmp_path) == ["B", "A", "C", "D"]  # ties keep their order
+
+
 def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_splits(tmp_path, datasets_dir):
-    """The CLI path (`ebm demo`'s partition loop through the instance and the multiprocess executor,
-    then the global job) with PFP's benchmark broken:
+    """The CLI path (`ebm demo`'s partition runs through the instance, two at a time in worker
+    processes, then the global job) with PFP's benchmark broken:
     the build reports PFP and carries on, MACL is built, PFP keeps its last good benchmark (none
     yet) and benchmark_splits leaves it out."""
     import os
@@ -282,16 +292,18 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
     done = subprocess.run([sys.executable, "-c", CLI_BUILD], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "PFP's benchmark failed benchmark_structure" in done.stdout and "[ 2/2] MACL" in done.stdout
+    assert "PFP's benchmark failed benchmark_structure" in done.stdout and "2 partition runs at a time" in done.stdout
+    assert {line.split()[2] for line in done.stdout.splitlines() if line.startswith(("[ 1/2]", "[ 2/2]"))} == \
+        {"PFP", "MACL"}
     assert "BLOCKED {'PFP': \"benchmark_structure's latest evaluation is FAILED\"}" in done.stdout
     assert not (lake / "assets" / "benchmark_qa" / "PFP.parquet").exists()  # never passed: nothing promoted
     assert pl.read_parquet(lake / "staging" / "benchmark_qa" / "PFP.parquet")["question_id"].to_list().count("dup") == 2
     splits = pl.read_parquet(lake / "assets" / "benchmark_splits.parquet")
     assert set(splits["condition"]) == {"MACL"}
-    # both partition runs are in the instance and ran their steps in the multiprocess executor
+    # both partition runs are in the instance and executed their steps in a worker process
     with dg.DagsterInstance.from_config(str(home)) as instance:
         runs = {r.tags.get("dagster/partition"): r for r in instance.get_runs() if r.job_name == "conditions_job"}
         assert set(runs) == {"PFP", "MACL"}
         for run in runs.values():
             engine = [e.message for e in instance.all_logs(run.run_id) if e.message]
-            assert any(m.startswith("Executing steps using multiprocess executor") for m in engine), engine[:5]
+            assert any(m.startswith("Executing steps in process (pid: ") for m in engine), engine[:5]

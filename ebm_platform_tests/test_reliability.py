@@ -375,8 +375,8 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
     env = {**_env(), "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake), "EBM_DATASETS_DIR": str(datasets_dir),
            "EBM_STORE_WAIT_S": "30"}
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", SERIAL_BUILD], env=env, cwd=REPO, check=True, timeout=3600,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", SERIAL_BUILD], env={**env, "EBM_RUN_WORKERS": "1"}, cwd=REPO, check=True,
+                   timeout=3600, stdout=subprocess.DEVNULL)
     serial_s = time.monotonic() - started
     codes = conditions_partitions.get_partition_keys()
     serial = lake_counts(lake, codes)

@@ -175,6 +175,50 @@ def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path, monkeyp
     assert index.count() == 5 and index.count("Z") == 2
 
 
+def test_a_writer_encodes_outside_the_table_lock_and_commits_under_it(tmp_path):
+    """Two partitions' writers overlap: the second encodes while another process holds the table's
+    writer lock and commits once it is released; a dead writer's staging file is removed."""
+    import fcntl
+    import os
+    import subprocess
+    import threading
+    import time
+
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.index.window_index import WindowIndex
+
+    def windows(*ids: str) -> pl.DataFrame:
+        return pl.DataFrame({"window_id": list(ids), "doc_id": ["d"] * len(ids), "grade": ["C"] * len(ids),
+                             "title": ["Knee trial"] * len(ids), "year": [2020] * len(ids), "section": ["Results"] * len(ids),
+                             "text": [f"Pain fell more with exercise {i} than with rest." for i in ids]})
+
+    encoder = get_encoder()
+    WindowIndex(tmp_path / "lancedb").replace_partition("X", windows("w1"), encoder)
+    reader = WindowIndex(tmp_path / "lancedb")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = reader.path / f".staging.Y.{gone.pid}.0.arrow"
+    dead.write_bytes(b"left by a killed writer")
+    with open(reader.path / ".writer.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as another process's commit would
+        writer = threading.Thread(target=WindowIndex(tmp_path / "lancedb").replace_partition,
+                                  args=("Y", windows("w2", "w3"), encoder))
+        writer.start()
+        deadline, staged = time.monotonic() + 120, 0
+        while not staged and time.monotonic() < deadline:
+            for path in reader.path.glob(f".staging.Y.{os.getpid()}.*.arrow"):
+                try:
+                    staged = pa.ipc.open_file(str(path)).read_all().num_rows
+                except (pa.ArrowInvalid, OSError):  # still being written
+                    pass
+            time.sleep(0.05)
+        assert staged == 2 and reader.count("Y") == 0 and writer.is_alive()  # encoded; the commit waits
+        assert not dead.exists()
+    writer.join(120)
+    assert reader.count("Y") == 2 and reader.count() == 3
+    assert not list(reader.path.glob(".staging*.arrow"))
+
+
 def test_an_empty_partition_beside_an_existing_index_writes_nothing(small_lake):
     from ebm_platform.index.window_index import WindowIndex
 

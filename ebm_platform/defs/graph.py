@@ -125,7 +125,7 @@ def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.Dat
     })
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"kuzu"}, pool="kuzu_writer",
+@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"kuzu"},
           automation_condition=EAGER)
 def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.DataFrame,
                     evidence_windows: pl.DataFrame, pico_extractions: pl.DataFrame,

@@ -14,7 +14,7 @@ from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.settings import get_settings
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="index", kinds={"lancedb"}, pool="lancedb_writer",
+@dg.asset(partitions_def=conditions_partitions, group_name="index", kinds={"lancedb"},
           automation_condition=dg.AutomationCondition.eager())
 def window_index(context: dg.AssetExecutionContext, evidence_windows: pl.DataFrame, lake: LakeResource,
                  embedder: EmbedderResource) -> dg.MaterializeResult:

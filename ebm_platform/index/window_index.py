@@ -26,6 +26,7 @@ benchmark's comparison and the readiness check.
 from __future__ import annotations
 
 import fcntl
+import os
 import uuid
 import warnings
 from collections.abc import Callable
@@ -111,6 +112,18 @@ def _in(column: str, values) -> str:
     return f"{column} IN ({', '.join(_quote(v) for v in values)})"
 
 
+def remove_stale_staging(folder: Path) -> None:
+    """Delete the staging files of writers that died (their process id is gone)."""
+    for stale in folder.glob(".staging*.arrow"):
+        parts = stale.name.split(".")
+        try:
+            os.kill(int(parts[-3]), 0)
+        except (ValueError, IndexError, ProcessLookupError):
+            stale.unlink(missing_ok=True)
+        except PermissionError:  # alive, another user's
+            continue
+
+
 class WindowIndex:
     """The evidence-window table of one lake. `pinned`: every read sees the table version of the
     first read (a query path's several reads then come from one snapshot while a writer commits);
@@ -164,7 +177,8 @@ class WindowIndex:
         """Replace one condition's rows in one commit and rebuild the full-text index. Rows are
         prepared batch by batch (windows this encoder already indexed, in any partition, are
         copied; the rest encoded) into an Arrow staging file beside the table, which is then
-        streamed into that one commit: memory stays bounded however large the partition."""
+        streamed into that one commit: memory stays bounded however large the partition. Only the
+        commit holds the table's writer lock: another partition's writer encodes meanwhile."""
         data = windows.select(
             (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"), "window_id",
             pl.lit(condition).alias("condition"), "doc_id", "grade", "title", pl.col("year").cast(pl.Int64),
@@ -179,19 +193,18 @@ class WindowIndex:
             schema = schema.append(pa.field(name, type_))
 
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".writer.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer per table, whichever process or instance runs it
-            for stale in self.path.glob(".staging-*.arrow"):  # left by a killed writer
-                stale.unlink()
-            staging = self.path / f".staging-{condition}-{uuid.uuid4().hex}.arrow"
-            try:
-                with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-                    for start in range(0, data.height, ENCODE_BATCH):
-                        batch = data.slice(start, ENCODE_BATCH)
-                        writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
-                        if progress:
-                            progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
-                                     f"({counts['encoded']} encoded, {counts['reused']} reused)")
+        remove_stale_staging(self.path)
+        staging = self.path / f".staging.{condition}.{os.getpid()}.{uuid.uuid4().hex}.arrow"
+        try:
+            with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+                for start in range(0, data.height, ENCODE_BATCH):
+                    batch = data.slice(start, ENCODE_BATCH)
+                    writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
+                    if progress:
+                        progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
+                                 f"({counts['encoded']} encoded, {counts['reused']} reused)")
+            with open(self.path / ".writer.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # one commit per table, whichever process or instance runs it
                 with pa.memory_map(str(staging)) as source:
                     staged = pa.ipc.open_file(source)
                     reader = pa.RecordBatchReader.from_batches(
@@ -202,10 +215,10 @@ class WindowIndex:
                         self._add_search_text()
                         (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                          .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
-            finally:
-                staging.unlink(missing_ok=True)
-            self.rebuild_text_index()
-            counts["compacted"] = int(self.compact(keep_versions))
+                self.rebuild_text_index()
+                counts["compacted"] = int(self.compact(keep_versions))
+        finally:
+            staging.unlink(missing_ok=True)
         return counts
 
     def compact(self, keep_versions: timedelta) -> bool:
