@@ -42,7 +42,7 @@ demo: $(STAMP)
 test: $(STAMP) ui-deps
 	$(BIN)/python -m pytest -q -rs
 
-# Kills, readers during writes, load and a daemon backfill (46 minutes on 2 cores, 2026-11-24); prints the reliability table.
+# Kills, readers during writes, load and a daemon backfill (24 minutes on 2 cores, 2026-11-26); prints the reliability table.
 reliability: $(STAMP)
 	$(BIN)/python -m pytest -q -rs -m reliability ebm_platform_tests/test_reliability.py
 

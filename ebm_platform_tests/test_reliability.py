@@ -404,7 +404,7 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
                     **{column: sum(max(0, serial[c][k] - rebuilt[c][k]) for c in codes for k in keys)
                        for column, keys in BACKFILL_LOSS.items()},
                     "notes": [f"runs {outcome['runs']} in {outcome['seconds']:.0f} s (serial build, one run "
-                              f"at a time as `ebm demo` runs them, no ask loop, incl. import {serial_s:.0f} s); "
+                              f"at a time, EBM_RUN_WORKERS=1, no ask loop, incl. import {serial_s:.0f} s); "
                               f"asks {by_outcome}; lock errors {lock_errors}; "
                               f"partitions whose counts differ from the serial build: {differ or 'none'}"]
                     + failed_asks[:3]})
