@@ -151,17 +151,18 @@ def _run_workers() -> int:
     from ebm_platform.index.embeddings import cores
     from ebm_platform.settings import get_settings
 
-    return 1 if _instance().is_ephemeral else max(1, min(get_settings().run_workers, cores()))
+    return 1 if _instance().is_ephemeral else min(get_settings().run_workers, cores())  # both are >= 1
 
 
 def largest_first(codes: list[str], landing: Path) -> list[str]:
-    """Partitions ordered by the bytes of their landing files, largest first: with runs in parallel
-    the long ones start at once and the short ones fill the gaps."""
+    """Partitions ordered by the bytes of their landing files, largest first (ties keep their order:
+    the sort is stable): with runs in parallel the long ones start at once and the short ones fill
+    the gaps."""
     def size(code: str) -> int:
         folder = landing / code
         return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
 
-    return sorted(codes, key=lambda code: (-size(code), codes.index(code)))
+    return sorted(codes, key=size, reverse=True)
 
 
 # Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
