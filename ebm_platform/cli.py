@@ -344,6 +344,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = get_settings()
     started = time.perf_counter()
     if os.environ.get("DAGSTER_HOME"):  # runs go through the instance and its multiprocess executor
+        from ebm_platform.defs.progress import print_progress
+
+        print_progress()  # before the forkserver starts, so that its step processes print progress too
         start_step_server()
     if settings.datasets_dir and Path(settings.datasets_dir).is_dir():
         import_all(Path(settings.datasets_dir), settings.landing_dir, active_catalogue(), settings.lake / "reports",
@@ -527,10 +530,7 @@ def _pico_extractor(choice: str):
         folder = tagger_path(settings.lake)
         tagger = PicoTagger.usable(folder) if choice == "default" else PicoTagger.load(folder)
         if tagger is not None:
-            from ebm_platform.index.embeddings import get_encoder
-
-            encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
-            return "learned", lambda texts: tagger.tag(texts, encoder)
+            return "learned", tagger.tag
         _progress(f"no usable PICO tagger at {folder} (materialise pico_tagger: make demo); the rules extract")
     if choice == "llm":
         try:
