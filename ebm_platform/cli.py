@@ -530,7 +530,10 @@ def _pico_extractor(choice: str):
         folder = tagger_path(settings.lake)
         tagger = PicoTagger.usable(folder) if choice == "default" else PicoTagger.load(folder)
         if tagger is not None:
-            return "learned", tagger.tag
+            from ebm_platform.index.embeddings import get_encoder
+
+            encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+            return "learned", lambda texts: tagger.tag(texts, encoder)
         _progress(f"no usable PICO tagger at {folder} (materialise pico_tagger: make demo); the rules extract")
     if choice == "llm":
         try:

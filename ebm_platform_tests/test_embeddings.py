@@ -58,7 +58,7 @@ def test_every_segment_of_a_long_window_opens_with_its_title_and_section(texts):
     long = prefix + max(texts, key=len)
     ids = encoder.tokenizer(long, add_special_tokens=False)["input_ids"]
     head = len(encoder.tokenizer(prefix, add_special_tokens=False)["input_ids"])
-    segments = encoder.segments(ids, head)
+    segments = encoder._segments(ids, head)
     room = encoder.spec.max_length - 2
     assert len(segments) >= 2 and segments[0][1:-1] == ids[:room]  # the first is what truncation reads
     assert all(s[1:1 + head] == ids[:head] for s in segments[1:])
@@ -78,7 +78,7 @@ def test_sentence_vectors_pool_the_tokens_of_each_span(texts):
     assert window.sentence_vectors.shape == (len(spans), encoder.dim)
     start, end = spans[0]
     inside = (window.offsets[:, 0] >= start) & (window.offsets[:, 1] <= end)
-    hidden = encoder._hidden(encoder.segments(encoder.tokenizer(text, add_special_tokens=False)["input_ids"]))
+    hidden = encoder._hidden(encoder._segments(encoder.tokenizer(text, add_special_tokens=False)["input_ids"]))
     content = np.concatenate([h[1:-1] for h in hidden])[inside].mean(axis=0)
     expected = content / np.linalg.norm(content)
     assert np.allclose(window.sentence_vectors[0].astype(np.float32), expected, atol=2e-3)

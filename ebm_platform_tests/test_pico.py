@@ -13,8 +13,8 @@ from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
-from ebm_platform.pico.tagger import (SALIENCE, PicoTagger, Rarity, copy_tagger, read_meta, rule_flags, salience,
-                                      shape_flags, tagger_path)
+from ebm_platform.pico.tagger import (SALIENCE, PicoTagger, Rarity, read_meta, rule_flags, salience, shape_flags,
+                                      tagger_path)
 
 TEXT = ("Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
         "randomized to hip and knee exercise (HKE) or knee exercise alone. Pain intensity on a visual analogue "
@@ -148,29 +148,6 @@ def test_entity_selection_marks_kept_names_wherever_they_occur_and_learns_which_
     assert selector.report["classes"]["I"]["selected_f1_out_of_fold"] == 1.0
 
 
-def test_fine_tuning_reads_every_word_piece_once_in_the_encoders_segments():
-    """The fine-tuning's segments are the embedder's: each word piece of a long window is labelled
-    exactly once, with the word it lies in; [CLS], [SEP] and the repeated title/section are not."""
-    from ebm_platform.index.embeddings import get_encoder
-    from ebm_platform.pico.finetune import segments
-
-    encoder = get_encoder()
-    prefix = "Hip strengthening in women with patellofemoral pain. Results. "
-    text = prefix + " ".join([TEXT.split("Abstract. ")[1]] * 12)
-    words = Words.of(text)
-    cut = segments(encoder, [words], [len(prefix)])
-    ids = encoder.tokenizer(text, add_special_tokens=False)["input_ids"]
-    assert len(cut) >= 2 and all(t == 0 for t, _, _ in cut)
-    where = np.concatenate([w[w >= 0] for _, _, w in cut])
-    assert len(where) == len(ids)  # every piece once (all lie in words), none of the repeated prefix twice
-    assert np.all(np.diff(where) >= 0) and where[0] == 0 and where[-1] == len(words) - 1
-    context = len(encoder.tokenizer(prefix, add_special_tokens=False)["input_ids"])
-    for k, (_, segment, w) in enumerate(cut):
-        assert w[0] == w[-1] == -1 and len(segment) == len(w) <= encoder.spec.max_length
-        assert segment[1:1 + context] == ids[:context]  # every segment opens with the title and section ...
-        assert k == 0 or np.all(w[1:1 + context] == -1)  # ... which only the first one labels
-
-
 @pytest.fixture(scope="module")
 def trained_lake(tmp_path_factory, datasets_dir):
     """A lake whose pico_tagger was trained through Dagster on 40 articles per split."""
@@ -203,13 +180,9 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     tagger = PicoTagger.load(tagger_path(lake))
     assert tagger.selector is not None and meta["selection"]["classes"].keys() == {"I", "O"}
     assert report["learned_word_labels"]["macro_f1"] >= 0.0  # the head alone, reported beside the selection
-    tuning = meta["encoder_tuning"]
-    assert [c["epoch"] for c in tuning["curve"]] == [1, 2, 3] and 1 <= tuning["best_epoch"] <= 3
-    assert [p.name for p in tagger_path(lake).glob("*encoder-*")] == [meta["encoder"]]  # one encoder folder, the saved one
-    (entities,) = tagger.tag([TEXT])
-    copy = tagger_path(lake).parent / "copied"
-    copy_tagger(tagger_path(lake), copy)  # another lake of the environment: the encoder folder comes along
-    assert PicoTagger.load(copy).tag([TEXT]) == [entities]
+    from ebm_platform.index.embeddings import get_encoder
+
+    (entities,) = tagger.tag([TEXT], get_encoder())
     for e in entities:
         assert TEXT[e["start"]:e["end"]] == e["text"] and e["type"] in {"Population", "Intervention", "Comparator", "Outcome"}
 
@@ -221,8 +194,8 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 
-    def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None, encoder_dir=None):
-        return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity, encoder_dir=encoder_dir)
+    def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None):
+        return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
     lake = tmp_path / "lake"

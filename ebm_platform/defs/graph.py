@@ -2,6 +2,7 @@
 knowledge_tree."""
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -15,6 +16,7 @@ from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeRes
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
+from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.pico.tagger import PicoTagger, cache_path, copy_tagger, read_meta, tagger_path
 from ebm_platform.pico.training import HEADLINE, train_and_validate, training_key
 from ebm_platform.pico.windows import tag_windows
@@ -50,8 +52,7 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
     if reused:
         report = meta["validation"]
     else:
-        tagger, report = train_and_validate(datasets, encoder, folder, limit=config.article_limit,
-                                            progress=reporter(context))
+        tagger, report = train_and_validate(datasets, encoder, limit=config.article_limit, progress=reporter(context))
         meta = {"key": key, "validation": report, "beats_rules": report["learned_minus_rules_macro_f1"] > 0,
                 "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "training_data": "Evidence Inference train split (titles + abstracts), projected prompts"}
@@ -91,9 +92,9 @@ def pico_tagger_beats_rules(pico_tagger: pl.DataFrame) -> dg.AssetCheckResult:
 
 
 @dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"polars"}, automation_condition=EAGER,
-          deps=["pico_tagger"])
+          deps=["window_index", "pico_tagger"])
 def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.DataFrame, llm: LLMResource,
-                     graph: GraphResource, lake: LakeResource) -> dg.Output[pl.DataFrame]:
+                     graph: GraphResource, lake: LakeResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
     """Schema-bounded entities, relations and attributes per window: the LLM when one is set;
     offline, the learned tagger's P/I/C/O spans (when it passed its check) with the rules for
     the rest, or the rules alone. Anything out of schema is dropped and counted, never fatal."""
@@ -104,7 +105,8 @@ def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.Dat
     windows = evidence_windows.to_dicts()
     learned = client.offline and graph.pico_extractor == "learned"
     tagger = PicoTagger.usable(tagger_path(lake.path)) if learned else None
-    tagged = tag_windows(windows, tagger, reporter(context)) if tagger else None
+    tagged = tag_windows(windows, tagger, embedder.encoder(), WindowIndex(Path(lake.root) / "stores" / "lancedb"),
+                         reporter(context)) if tagger else None
     rows = extractor.windows(windows, progress=reporter(context), tagged=tagged)
     frame = pl.DataFrame(rows, schema=ELEMENT_SCHEMA) if rows else pl.DataFrame(schema=ELEMENT_SCHEMA)
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []

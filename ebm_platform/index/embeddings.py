@@ -107,10 +107,8 @@ class ModelSpec:
 
 
 def _weights_key(spec: ModelSpec) -> str:
-    """Identifies the installed weights (the folder's name, and the name, size and mtime of each
-    weight file): a copy that keeps its files' times (a trained tagger's encoder copied into
-    another lake) shares the conversion."""
-    parts = [Path(spec.path).name]
+    """Identifies the installed weights (name, size and mtime of each weight file)."""
+    parts = [spec.path]
     for f in sorted(Path(spec.path).glob("*.safetensors")) + sorted(Path(spec.path).glob("*.bin")):
         stat = f.stat()
         parts.append(f"{f.name}:{stat.st_size}:{int(stat.st_mtime)}")
@@ -295,7 +293,7 @@ class Encoder:
                     self._cache.popitem(last=False)
         return np.stack([known[t] for t in texts])
 
-    def segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
+    def _segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
         """Ids as segments that fit the model, each wrapped in [CLS] ... [SEP]: the first holds the
         first max_length - 2 ids (exactly what sentence-transformers reads when it truncates); the
         rest follow in balanced segments, each opened by the first `context` ids (a window's title
@@ -311,21 +309,6 @@ class Encoder:
             segments += [[cls, *head, *rest[i * size:(i + 1) * size], sep] for i in range(n)]
         return segments
 
-    def plan(self, texts: list[str], prefixes: list[int] | None = None) -> tuple[dict, list[list[int]], list[int], list[int]]:
-        """Texts as the model reads them: the tokenizer's output (ids and character offsets, no
-        special tokens), the segments (see `segments`), the text of each segment and each text's
-        context length in word pieces (the part of its prefix that opens every later segment)."""
-        encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-        segments, owner, contexts = [], [], []
-        for t, ids in enumerate(encoded["input_ids"]):
-            chars = prefixes[t] if prefixes else 0
-            context = min(sum(1 for _, end in encoded["offset_mapping"][t] if end <= chars), MAX_CONTEXT_TOKENS)
-            contexts.append(context)
-            for segment in self.segments(ids, context):
-                segments.append(segment)
-                owner.append(t)
-        return encoded, segments, owner, contexts
-
     def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None,
                        prefixes: list[int] | None = None) -> list[WindowEncoding]:
         """One forward pass per text (per segment for long texts): the sentence embedding (of the
@@ -335,7 +318,15 @@ class Encoder:
         prefix, which opens every later segment."""
         if not texts:
             return []
-        encoded, segments, owner, contexts = self.plan(texts, prefixes)
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        segments, owner, contexts = [], [], []
+        for t, ids in enumerate(encoded["input_ids"]):
+            chars = prefixes[t] if prefixes else 0
+            context = min(sum(1 for _, end in encoded["offset_mapping"][t] if end <= chars), MAX_CONTEXT_TOKENS)
+            contexts.append(context)
+            for segment in self._segments(ids, context):
+                segments.append(segment)
+                owner.append(t)
         hidden = self._hidden(segments)
         per_text: list[list[np.ndarray]] = [[] for _ in texts]
         for t, states in zip(owner, hidden):

@@ -109,8 +109,3 @@ def token_scores(gold: list[np.ndarray], predicted: list[np.ndarray]) -> dict[st
                           "f1": round(2 * prec * rec / (prec + rec), 3) if tp else 0.0,
                           "gold_tokens": int((g == c).sum())}
     return scores
-
-
-def macro_f1(scores: dict[str, dict[str, float]]) -> float:
-    """The mean F1 over the classes of `token_scores` (P, I and O: the tagger's dev criterion)."""
-    return float(np.mean([s["f1"] for s in scores.values()]))

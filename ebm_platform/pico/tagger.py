@@ -1,33 +1,28 @@
-"""The learned PICO span tagger: fine-tuned MiniLM token embeddings, rule and shape features, a convolutional head.
+"""The learned PICO span tagger: MiniLM token embeddings, rule and shape features, a convolutional head.
 
-Per word the features are the mean of its word pieces' contextual vectors from the bundled MiniLM
-fine-tuned on the distant labels (`finetune.py`; float16, L2-normalised, as `Encoder.encode_windows`
-gives them), five flags from the offline rules (the word lies in a rule Intervention, Comparator,
-Outcome, Condition or Timepoint name), four shape flags and eight features of where the word
-stands in its text (`salience`: how often it and its stem recur, whether the title holds it, how
-often it recurs in sentences that report a result, its rarity in the training articles): which of
-an abstract's outcomes and arms the trial is about shows in what the abstract repeats, which a
-word's own context does not see.
+Per word the features are the mean of its word pieces' contextual MiniLM vectors (the same
+float16, L2-normalised token embeddings the window index stores for MaxSim), five flags from the
+offline rules (the word lies in a rule Intervention, Comparator, Outcome, Condition or Timepoint
+name), four shape flags and eight features of where the word stands in its text (`salience`: how
+often it and its stem recur, whether the title holds it, how often it recurs in sentences that
+report a result, its rarity in the training articles): which of an abstract's outcomes and arms
+the trial is about shows in what the abstract repeats, which a word's own context does not see.
 A small convolutional head reads the words of a text and gives one of none/P/I/O per word (the
 EBM-NLP classes); runs of P are the population spans, and the runs of I and O are candidate names
 that `selection.EntitySelector` keeps or drops and marks wherever they occur.
 The head is a linear layer and two residual convolutions (a BiGRU reached a similar dev F1 after
 six epochs at 2.5 times the time per epoch on two cores). Training
-uses the distant labels of `distant.py` (Evidence Inference train split only); the epoch counts
-of the fine-tuning and of the head are chosen, and the entity selector fitted, on a tenth of the
-train articles held out from both.
+uses the distant labels of `distant.py` (Evidence Inference train split only); the epoch count is
+chosen, and the entity selector fitted, on a tenth of the train articles held out from fitting.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
-import tempfile
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -37,10 +32,10 @@ import numpy as np
 
 from ebm_platform.atomic import atomic_path, write_text_atomic
 from ebm_platform.graph import pico_rules
-from ebm_platform.index.embeddings import Encoder, export_dir, get_encoder
+from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico.distant import Projector
 from ebm_platform.pico.selection import EntitySelector
-from ebm_platform.pico.spans import CLASSES, INNER, Words, macro_f1, name_spans, runs, token_scores, trim
+from ebm_platform.pico.spans import CLASSES, INNER, Words, name_spans, runs, token_scores, trim
 
 RULE_CLASSES = {"Intervention": 0, "Arm": 0, "Comparator": 1, "Outcome": 2, "Condition": 3, "Timepoint": 4}
 SHAPES = 4
@@ -48,7 +43,6 @@ SALIENCE = 8
 _RESULT = re.compile(r"signific|\bp\s*[<=>]|\d\s*%|\bci\b|differ", re.I)
 _SENTENCE_END = {".", "?", "!"}
 MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE = "model.pt", "rarity.json", "selector.json", "meta.json"
-ENCODER_PREFIX = "encoder"
 _BEFORE_COMPARATOR = re.compile(r"(?:versus|vs\.?|compared (?:with|to)|than|or)\s*(?:a |an |the |with )?$", re.I)
 
 
@@ -56,23 +50,13 @@ _BEFORE_COMPARATOR = re.compile(r"(?:versus|vs\.?|compared (?:with|to)|than|or)\
 class TaggerParams:
     hidden: int = 128
     kernel: int = 5
-    epochs: int = 15  # the best dev epoch is kept (7 on the fine-tuned encoder's vectors; 31 on the bundled one's)
+    epochs: int = 40  # the best dev epoch is kept (31 of 40 with the salience features; 20 was still rising)
     class_weight: float = 3.0  # loss weight of P, I and O against none (distant labels under-mark)
     batch: int = 16
     learning_rate: float = 2e-3
     dropout: float = 0.2
     seed: int = 13
     dev_share: float = 0.1
-    encoder_epochs: int = 3  # MiniLM fine-tuning (dev F1 flat from the second of five epochs)
-    encoder_learning_rate: float = 5e-5
-    encoder_batch: int = 8  # segments of up to 256 word pieces
-
-
-def dev_split(n: int, params: TaggerParams) -> tuple[list[int], list[int]]:
-    """(dev, fit) indices of n training texts: a seeded `dev_share` of them is held out."""
-    order = np.random.default_rng(params.seed).permutation(n)
-    n_dev = max(1, int(n * params.dev_share))
-    return order[:n_dev].tolist(), order[n_dev:].tolist()
 
 
 def piece_words(words: Words, offsets: np.ndarray) -> np.ndarray:
@@ -140,15 +124,8 @@ def salience(words: Words, rarity: Rarity) -> np.ndarray:
                      for i, (w, r) in enumerate(zip(lower, in_result))], dtype=np.float32).reshape(-1, SALIENCE)
 
 
-def word_features(words: Words, rarity: Rarity) -> np.ndarray:
-    """(n_words, 17) float32: the rule, shape and salience features of each word."""
-    return np.hstack([rule_flags(words), shape_flags(words), salience(words, rarity)])
-
-
-def features(words: Words, tokens: np.ndarray, offsets: np.ndarray, rarity: Rarity,
-             extra: np.ndarray | None = None) -> np.ndarray:
-    """(n_words, dim + 17) float32 features of a text from its piece vectors and offsets (and its
-    `word_features` when already computed)."""
+def features(words: Words, tokens: np.ndarray, offsets: np.ndarray, rarity: Rarity) -> np.ndarray:
+    """(n_words, dim + 17) float32 features of a text from its piece vectors and offsets."""
     dim = tokens.shape[1]
     owner = piece_words(words, offsets)
     keep = owner >= 0
@@ -156,7 +133,7 @@ def features(words: Words, tokens: np.ndarray, offsets: np.ndarray, rarity: Rari
     np.add.at(sums, owner[keep], tokens[keep].astype(np.float32))
     counts = np.bincount(owner[keep], minlength=len(words)).astype(np.float32)[:, None]
     vectors = sums / np.maximum(counts, 1.0)
-    return np.hstack([vectors, word_features(words, rarity) if extra is None else extra])
+    return np.hstack([vectors, rule_flags(words), shape_flags(words), salience(words, rarity)])
 
 
 def _network(inputs: int, params: TaggerParams):
@@ -200,32 +177,24 @@ class PicoTagger:
     """A trained head with its provenance; `tag` turns texts into typed character spans."""
 
     def __init__(self, net, params: TaggerParams, meta: dict, rarity: Rarity,
-                 selector: EntitySelector | None = None, encoder_dir: Path | None = None) -> None:
+                 selector: EntitySelector | None = None) -> None:
         self.net, self.params, self.meta, self.rarity, self.selector = net, params, meta, rarity, selector
-        self.encoder_dir = encoder_dir
         self.projector = rarity.projector()
         self.net.eval()
-
-    def encoder(self, backend: str | None = None) -> Encoder:
-        """The fine-tuned encoder whose token vectors the head reads (process-wide, converted once)."""
-        if self.encoder_dir is None:
-            raise ValueError("this tagger has no encoder folder")
-        return get_encoder(str(self.encoder_dir), backend)
 
     # ---- training --------------------------------------------------------------------------
     @classmethod
     def train(cls, words: list[Words], xs: list[np.ndarray], ys: list[np.ndarray], rarity: Rarity,
-              params: TaggerParams = TaggerParams(), progress: Callable[[str], None] | None = None,
-              encoder_dir: Path | None = None) -> "PicoTagger":
-        """Fit on (words, features, labels) per text (features from the encoder at `encoder_dir`);
-        the epoch with the best held-out dev macro F1 of the word labels wins, and the entity
-        selector is fitted on the same dev texts (`dev_split`)."""
+              params: TaggerParams = TaggerParams(), progress: Callable[[str], None] | None = None) -> "PicoTagger":
+        """Fit on (words, features, labels) per text; the epoch with the best held-out dev macro F1
+        of the word labels wins, and the entity selector is fitted on the same dev texts."""
         import torch
 
         torch.manual_seed(params.seed)
         rng = np.random.default_rng(params.seed)
-        dev, fit = dev_split(len(xs), params)
-        n_dev = len(dev)
+        order = rng.permutation(len(xs))
+        n_dev = max(1, int(len(xs) * params.dev_share))
+        dev, fit = order[:n_dev].tolist(), order[n_dev:].tolist()
         net = _network(xs[0].shape[1], params)
         optimiser = torch.optim.Adam(net.parameters(), lr=params.learning_rate)
         weights = torch.tensor([1.0] + [params.class_weight] * (len(CLASSES) - 1))
@@ -245,7 +214,8 @@ class PicoTagger:
                 total += loss.item() * len(chosen)
             tagger = cls(net, params, {}, rarity)
             dev_labels = [p.argmax(1) for p in tagger.probabilities([xs[i] for i in dev])]
-            macro = macro_f1(token_scores([ys[i] for i in dev], dev_labels))
+            scores = token_scores([ys[i] for i in dev], dev_labels)
+            macro = float(np.mean([s["f1"] for s in scores.values()]))
             curve.append({"epoch": epoch, "loss": round(total / len(fit), 4), "dev_macro_f1": round(macro, 4)})
             if progress:
                 progress(f"pico tagger epoch {epoch}/{params.epochs}: loss {total / len(fit):.4f}, dev macro F1 "
@@ -255,7 +225,7 @@ class PicoTagger:
         net.load_state_dict(best_state)
         meta = {"curve": curve, "dev_articles": n_dev, "fit_articles": len(fit), "best_dev_macro_f1": round(best, 4),
                 "best_epoch": max(curve, key=lambda c: c["dev_macro_f1"])["epoch"]}
-        tagger = cls(net, params, meta, rarity, encoder_dir=encoder_dir)
+        tagger = cls(net, params, meta, rarity)
         try:
             selector = EntitySelector.fit([words[i] for i in dev], [xs[i] for i in dev],
                                           tagger.probabilities([xs[i] for i in dev]), [ys[i] for i in dev],
@@ -268,7 +238,7 @@ class PicoTagger:
                 progress("entity selector (dev, out of fold): " + ", ".join(
                     f"{c} F1 {r['tagger_f1']:.3f} -> {r['selected_f1_out_of_fold']:.3f}"
                     for c, r in selector.report["classes"].items()))
-        return cls(net, params, meta, rarity, selector, encoder_dir)
+        return cls(net, params, meta, rarity, selector)
 
     # ---- inference -------------------------------------------------------------------------
     def probabilities(self, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -318,23 +288,18 @@ class PicoTagger:
         xs = [features(w, tokens, offsets, self.rarity) for w, (_, tokens, offsets, _) in zip(words, items)]
         return [self.entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(words, xs), items)]
 
-    def tag(self, texts: Sequence[str], prefixes: Sequence[int] | None = None) -> list[list[dict]]:
-        """Entities of raw texts (one forward pass of the fine-tuned encoder each); with `prefixes`,
-        only those after each text's prefix (a window's "title. section. "), offsets from there."""
-        starts = list(prefixes) if prefixes is not None else [0] * len(texts)
-        encoded = self.encoder().encode_windows(list(texts), prefixes=starts)
-        return self.tag_encoded([(t, e.tokens, e.offsets, s) for t, e, s in zip(texts, encoded, starts)])
+    def tag(self, texts: Sequence[str], encoder: Encoder) -> list[list[dict]]:
+        """Entities of raw texts (one forward pass of the embedder each)."""
+        encoded = encoder.encode_windows(list(texts))
+        return self.tag_encoded([(t, e.tokens, e.offsets, 0) for t, e in zip(texts, encoded)])
 
     # ---- persistence -----------------------------------------------------------------------
     def save(self, folder: Path, meta: dict) -> None:
         """model.pt (the head's weights), rarity.json, selector.json (when fitted) and meta.json
-        (parameters, provenance, metrics, the encoder folder's name), atomically; the encoder folder
-        must already be in `folder`, and other encoder folders there are removed after meta.json."""
+        (parameters, provenance, metrics), atomically."""
         import torch
 
         folder.mkdir(parents=True, exist_ok=True)
-        if self.encoder_dir is None or self.encoder_dir.parent.resolve() != Path(folder).resolve():
-            raise ValueError(f"the tagger's encoder folder {self.encoder_dir} is not in {folder}")
         with atomic_path(folder / MODEL_FILE) as tmp:
             torch.save(self.net.state_dict(), tmp)
         if self.selector:
@@ -343,9 +308,8 @@ class PicoTagger:
             (folder / SELECTOR_FILE).unlink(missing_ok=True)
         write_text_atomic(folder / RARITY_FILE, json.dumps({"documents": self.rarity.documents, "df": self.rarity.df}))
         self.meta = {**self.meta, **meta, "params": asdict(self.params), "classes": list(CLASSES),
-                     "inputs": int(self.net.inp.in_features), "encoder": self.encoder_dir.name}
+                     "inputs": int(self.net.inp.in_features)}
         write_text_atomic(folder / META_FILE, json.dumps(self.meta, indent=2, default=str))
-        remove_other_encoders(folder, self.encoder_dir.name)
 
     @classmethod
     def usable(cls, folder: Path) -> "PicoTagger | None":
@@ -362,17 +326,13 @@ class PicoTagger:
                 f"no trained PICO tagger at {folder}: materialise the pico_tagger asset "
                 "(make demo, `ebm lake build`, or the Dagster UI)")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        encoder_dir = Path(folder) / meta.get("encoder", ENCODER_PREFIX)
-        if not (encoder_dir / "config.json").is_file():
-            raise FileNotFoundError(f"the PICO tagger at {folder} has no fine-tuned encoder ({encoder_dir.name}): "
-                                    "materialise the pico_tagger asset again")
         params = TaggerParams(**meta["params"])
         net = _network(int(meta["inputs"]), params)
         net.load_state_dict(torch.load(model_path, weights_only=True))
         rarity = json.loads(rarity_path.read_text(encoding="utf-8"))
         selector_path = Path(folder) / SELECTOR_FILE
         selector = EntitySelector.load(selector_path) if selector_path.is_file() else None
-        return cls(net, params, meta, Rarity(rarity["df"], rarity["documents"]), selector, encoder_dir)
+        return cls(net, params, meta, Rarity(rarity["df"], rarity["documents"]), selector)
 
 
 def read_meta(folder: Path) -> dict:
@@ -381,41 +341,16 @@ def read_meta(folder: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def new_encoder_dir(folder: Path) -> Path:
-    """A fresh name for a fine-tuned encoder's folder in a tagger's folder (the saved meta.json names
-    the one in use, so a retrain never overwrites the encoder a reader may be loading)."""
-    return Path(folder) / f"{ENCODER_PREFIX}-{uuid.uuid4().hex[:12]}"
-
-
-def remove_other_encoders(folder: Path, keep: str) -> None:
-    """Delete the encoder folders (and staging leftovers) of `folder` other than `keep`."""
-    for path in Path(folder).glob(f"*{ENCODER_PREFIX}-*"):
-        if path.name != keep and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-
-
 def copy_tagger(source: Path, target: Path) -> None:
-    """Copy a saved tagger: its encoder folder (staged, renamed into place, file times kept so that
-    its OpenVINO conversion is shared), then its files, each replaced atomically, meta.json last,
-    so a reader that sees the new key sees the new weights."""
+    """Copy a saved tagger's files (each replaced atomically; meta.json last, so a reader that sees
+    the new key sees the new weights)."""
     target.mkdir(parents=True, exist_ok=True)
-    encoder = read_meta(source).get("encoder")
-    if encoder and not (target / encoder / "config.json").is_file():
-        staging = Path(tempfile.mkdtemp(dir=target, prefix=f".{ENCODER_PREFIX}-"))
-        try:
-            shutil.copytree(source / encoder, staging, dirs_exist_ok=True)
-            shutil.rmtree(target / encoder, ignore_errors=True)
-            os.replace(staging, target / encoder)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     for name in (MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE):
         if not (source / name).is_file():
             (target / name).unlink(missing_ok=True)
             continue
         with atomic_path(target / name) as tmp:
             shutil.copyfile(source / name, tmp)
-    if encoder:
-        remove_other_encoders(target, encoder)
 
 
 def cache_path(key: str) -> Path:

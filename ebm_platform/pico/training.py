@@ -16,28 +16,23 @@ from pathlib import Path
 
 import numpy as np
 
-from ebm_platform.index.embeddings import Encoder, get_encoder
+from ebm_platform.index.embeddings import Encoder
 from ebm_platform.pico.distant import Example, split_examples
 from ebm_platform.pico.extractors import entity_labels, rule_entities
-from ebm_platform.pico.finetune import fine_tune
 from ebm_platform.pico.spans import token_scores
-from ebm_platform.pico.tagger import (PicoTagger, Rarity, TaggerParams, dev_split, features, new_encoder_dir,
-                                      word_features)
+from ebm_platform.pico.tagger import PicoTagger, Rarity, TaggerParams, features
 
 HEADLINE = ("I", "O")
 
 
 def example_features(examples: list[Example], encoder: Encoder, rarity: Rarity,
-                     progress: Callable[[str], None] | None = None,
-                     extras: list[np.ndarray] | None = None) -> list[np.ndarray]:
-    """Features of each example from one forward pass of the encoder (batches of 64 texts), with
-    the examples' `word_features` when already computed."""
+                     progress: Callable[[str], None] | None = None) -> list[np.ndarray]:
+    """Features of each example from one forward pass of the embedder (batches of 64 texts)."""
     out: list[np.ndarray] = []
     for start in range(0, len(examples), 64):
         batch = examples[start:start + 64]
         encoded = encoder.encode_windows([e.words.text for e in batch], prefixes=[e.prefix for e in batch])
-        out += [features(e.words, enc.tokens, enc.offsets, rarity, extras[start + k] if extras else None)
-                for k, (e, enc) in enumerate(zip(batch, encoded))]
+        out += [features(e.words, enc.tokens, enc.offsets, rarity) for e, enc in zip(batch, encoded)]
         if progress:
             progress(f"encoded {len(out)}/{len(examples)} articles")
     return out
@@ -68,34 +63,24 @@ def validation_report(tagger: PicoTagger, examples: list[Example], xs: list[np.n
             "gold": "I and O projected from Evidence Inference's doctor-written prompts; P a pattern proxy"}
 
 
-def train_and_validate(datasets_dir: Path, encoder: Encoder, folder: Path, params: TaggerParams = TaggerParams(),
+def train_and_validate(datasets_dir: Path, encoder: Encoder, params: TaggerParams = TaggerParams(),
                        limit: int | None = None,
                        progress: Callable[[str], None] | None = None) -> tuple[PicoTagger, dict]:
-    """Train on the train split (projector fitted there too): fine-tune `encoder`'s transformer into
-    a new encoder folder inside the tagger's `folder`, train the head on its token vectors, report
-    on the validation split."""
+    """Train on the train split (projector fitted there too), report on the validation split."""
     started = time.perf_counter()
     train, projector = split_examples(datasets_dir, "train", limit=limit, progress=progress)
     valid, _ = split_examples(datasets_dir, "validation", projector, limit=limit, progress=progress)
     if not train or not valid:
         raise ValueError("no Evidence Inference articles with prompts in the train or validation split")
     rarity = Rarity(dict(projector.df), projector.documents)
-    words, labels = [e.words for e in train], [e.labels for e in train]
-    extras = [word_features(w, rarity) for w in words]
-    dev, fit = dev_split(len(train), params)
-    target = new_encoder_dir(folder)
-    tuning = fine_tune(encoder, words, [e.prefix for e in train], extras, labels, fit, dev, target, params, progress)
-    tuned = get_encoder(str(target), encoder.backend)
-    tagger = PicoTagger.train(words, example_features(train, tuned, rarity, progress, extras), labels, rarity, params,
-                              progress, target)
-    tagger.meta["encoder_tuning"] = tuning
-    report = validation_report(tagger, valid, example_features(valid, tuned, rarity, progress))
-    shares = np.concatenate(labels)
+    train_x = example_features(train, encoder, rarity, progress)
+    tagger = PicoTagger.train([e.words for e in train], train_x, [e.labels for e in train], rarity, params, progress)
+    report = validation_report(tagger, valid, example_features(valid, encoder, rarity, progress))
+    labels = np.concatenate([e.labels for e in train])
     report.update({
-        "train_articles": len(train), "train_tokens": int(shares.size),
-        "train_label_share": {c: round(float((shares == i).mean()), 4) for i, c in enumerate(("none", "P", "I", "O"))},
-        "encoder": f"{encoder.description}, fine-tuned ({tuning['best_epoch']} of {params.encoder_epochs} epochs)",
-        "seconds": round(time.perf_counter() - started, 1)})
+        "train_articles": len(train), "train_tokens": int(labels.size),
+        "train_label_share": {c: round(float((labels == i).mean()), 4) for i, c in enumerate(("none", "P", "I", "O"))},
+        "encoder": encoder.description, "seconds": round(time.perf_counter() - started, 1)})
     return tagger, report
 
 
@@ -119,6 +104,7 @@ def training_key(datasets_dir: Path, encoder_description: str, limit: int | None
 def token_evaluation(datasets_dir: Path, settings, split: str = "validation", limit: int | None = None,
                      llm: bool = False, progress: Callable[[str], None] | None = None) -> dict:
     """`ebm eval pico`: the lake's tagger, the rules (and the LLM when asked) on a split, token level."""
+    from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.pico.extractors import llm_extractor
     from ebm_platform.pico.tagger import read_meta, tagger_path
 
@@ -126,7 +112,7 @@ def token_evaluation(datasets_dir: Path, settings, split: str = "validation", li
     tagger = PicoTagger.load(folder)
     _, projector = split_examples(datasets_dir, "train")  # gold projected exactly as for training
     examples, _ = split_examples(datasets_dir, split, projector, limit=limit, progress=progress)
-    encoder = tagger.encoder(settings.embedding_backend)
+    encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
     others = dict([llm_extractor(settings)]) if llm else {}
     report = validation_report(tagger, examples, example_features(examples, encoder, tagger.rarity, progress), others)
     report.update({"split": split, "tagger": str(folder), "tagger_trained_at": read_meta(folder).get("trained_at"),

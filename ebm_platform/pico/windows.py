@@ -1,8 +1,8 @@
-"""Tag a partition's evidence windows with the learned tagger.
+"""Tag a partition's evidence windows with the learned tagger, reusing the window index's tokens.
 
-Each window is read as the window index reads it ("title. section. text"), by one forward pass of
-the tagger's fine-tuned encoder (its token vectors differ from the bundled model's that the index
-stores for MaxSim); entities are kept from the window's text after its prefix. Entity names are
+The window index already holds every window's MiniLM token embeddings (one forward pass over
+"title. section. text"), so tagging reads them and re-runs only the tokenizer for the offsets;
+a window the index lacks (or encoded by another model) is encoded here. Entity names are
 normalised with the abbreviations its document defines in any of its windows.
 """
 
@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ebm_platform.index.window_index import index_text
+import numpy as np
+
+from ebm_platform.index.embeddings import Encoder
+from ebm_platform.index.window_index import WindowIndex, index_text
 from ebm_platform.pico.names import abbreviations, entity_name
 from ebm_platform.pico.tagger import PicoTagger
 
 BATCH = 256
 
 
-def tag_windows(windows: list[dict], tagger: PicoTagger,
+def tag_windows(windows: list[dict], tagger: PicoTagger, encoder: Encoder, index: WindowIndex | None = None,
                 progress: Callable[[str], None] | None = None) -> dict[str, list[dict]]:
     """window_id -> typed spans (type, text, start, end in the window text, name)."""
     known: dict[str, dict[str, str]] = {}
@@ -27,11 +30,25 @@ def tag_windows(windows: list[dict], tagger: PicoTagger,
     for start in range(0, len(windows), BATCH):
         batch = windows[start:start + BATCH]
         texts = [index_text(r["title"], r["section"], r["text"]) for r in batch]
-        tagged = tagger.tag([full for full, _ in texts], [prefix for _, prefix in texts])
+        stored = index.late_interaction([r["window_id"] for r in batch]) if index is not None and index.exists() else {}
+        offsets = encoder.tokenizer([t for t, _ in texts], add_special_tokens=False, return_offsets_mapping=True,
+                                    verbose=False)["offset_mapping"]
+        items, missing = [], []
+        for row, (full, prefix), spans in zip(batch, texts, offsets):
+            tokens = stored.get(row["window_id"], {}).get("tokens")
+            if tokens is None or len(tokens) != len(spans):
+                missing.append(len(items))
+            items.append([full, tokens, spans, prefix])
+        for k, encoding in zip(missing, encoder.encode_windows([items[k][0] for k in missing],
+                                                               prefixes=[items[k][3] for k in missing])):
+            items[k][1], items[k][2] = encoding.tokens, encoding.offsets
+        tagged = tagger.tag_encoded([(full, tokens, np.asarray(spans, dtype=np.int64).reshape(-1, 2), prefix)
+                                     for full, tokens, spans, prefix in items])
         for row, entities in zip(batch, tagged):
             for entity in entities:
                 entity["name"] = entity_name(entity["text"], entity["type"], known[row["doc_id"]])
             out[row["window_id"]] = [e for e in entities if e["name"]]
         if progress:
-            progress(f"tagged {min(start + BATCH, len(windows))}/{len(windows)} windows")
+            progress(f"tagged {min(start + BATCH, len(windows))}/{len(windows)} windows "
+                     f"({len(missing)} of this batch encoded here)")
     return out
