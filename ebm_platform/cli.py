@@ -320,12 +320,15 @@ DEMO_EVALUATION = {"EBM_EVAL_STRATEGIES": "sr_rag,naive,med_r2,meta_rag,claims,k
 
 def start_step_server() -> None:
     """Start the multiprocess executor's forkserver now (as its first run would), so that it imports
-    the step modules (~9 s) while the datasets are imported rather than after."""
+    the step modules (~9 s) while the datasets are imported rather than after. Progress printing is
+    switched on first: the step processes it forks inherit its environment, not a later one."""
     import multiprocessing
     from multiprocessing import forkserver
 
     from ebm_platform.defs import STEP_MODULES
+    from ebm_platform.defs.progress import print_progress
 
+    print_progress()
     multiprocessing.get_context("forkserver").set_forkserver_preload(
         ["dagster._core.executor.multiprocess", *STEP_MODULES])  # the list the executor sets (definitions.py)
     forkserver.ensure_running()
@@ -344,9 +347,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = get_settings()
     started = time.perf_counter()
     if os.environ.get("DAGSTER_HOME"):  # runs go through the instance and its multiprocess executor
-        from ebm_platform.defs.progress import print_progress
-
-        print_progress()  # before the forkserver starts, so that its step processes print progress too
         start_step_server()
     if settings.datasets_dir and Path(settings.datasets_dir).is_dir():
         import_all(Path(settings.datasets_dir), settings.landing_dir, active_catalogue(), settings.lake / "reports",
