@@ -592,8 +592,14 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     for name in (n for n in names if n in tokens):
         for c, m in tokens[name]["classes"].items():
             _say(f"{name:<20}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
-        _say(f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}   (I, O; P* is a proxy, not in the macro)")
+        bounds = tokens.get("macro_f1_interval_95", {}).get(name)
+        ci = f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
+        _say(f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}{ci}   (I, O; P* is a proxy, not in the macro)")
     _say("learned_word_labels: the tagger's head alone, without the entity selector (an ablation)")
+    if "learned_minus_rules" in tokens.get("macro_f1_interval_95", {}):
+        low, high = tokens["macro_f1_interval_95"]["learned_minus_rules"]
+        _say(f"learned minus rules, macro F1 {tokens['learned_minus_rules_macro_f1']:+.3f} [{low:+.3f}, {high:+.3f}]; "
+             f"intervals: {tokens['interval']}")
     spans = result["span_overlap_rules"]
     _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
     _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
@@ -715,27 +721,80 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.retrieval_eval import evaluate
 
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
-    results = evaluate(retriever, items, strategies, args.k, progress=_progress, oracle_utility=args.oracle_utility)
+    results, per_question = evaluate(retriever, items, strategies, args.k, progress=_progress,
+                                     oracle_utility=args.oracle_utility)
     if args.oracle_utility and "med_r2" in results:
         results["med_r2 (oracle f_u)"] = results.pop("med_r2")
+        per_question["med_r2 (oracle f_u)"] = per_question.pop("med_r2")
     notes = {}
     for name in strategies:
         probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
         notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
-    width = max(len(s) for s in results) + 2
-    summary = {**header, "k": args.k, "results": results, "notes": notes, "reranker": _reranker_summary(reranker)}
+    summary = {**header, "k": args.k, "results": results, "notes": notes, "reranker": _reranker_summary(reranker),
+               "per_question": per_question}
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
-    _say(f"{'strategy':<{width}}{'R@' + str(args.k):>8}{'Hit@' + str(args.k):>9}{'MRR':>8}{'questions':>11}{'s/question':>12}")
-    for name, m in results.items():
-        _say(f"{name:<{width}}{m[f'R@{args.k}']:>8.3f}{m[f'Hit@{args.k}']:>9.3f}{m['MRR']:>8.3f}{m['questions']:>11}"
-             f"{m['seconds_per_question']:>12.2f}")
+    _print_retrieval(results, args.k)
     if "validation" in reranker:
         _say("\nlearned reranker on the validation questions' candidates (same candidates for every row):")
         for name, m in reranker["validation"].items():
             recall = next(f"{k} {v:.3f}" for k, v in m.items() if k.startswith("R@"))
             _say(f"  {name:<34}{recall}  MRR {m['MRR']:.3f}")
+    return 0
+
+
+def _print_retrieval(results: dict[str, dict], k: int) -> None:
+    """Strategy x metric with 95% intervals, then sr_rag minus each other strategy (paired)."""
+    from ebm_platform.evaluation.retrieval_eval import metric_names
+
+    names = metric_names(k)
+    width = max(len(s) for s in results) + 2
+    _say(f"{'strategy':<{width}}" + "".join(f"{n + ' [95% interval]':>25}" for n in names) + f"{'questions':>11}{'s/question':>12}")
+    for name, m in results.items():
+        cells = "".join(f"{_with_interval(m[n], m['interval_95'][n]):>25}" for n in names)
+        _say(f"{name:<{width}}{cells}{m['questions']:>11}{m['seconds_per_question']:>12.2f}")
+    paired = {name: m["sr_rag_minus_this"] for name, m in results.items() if "sr_rag_minus_this" in m}
+    if paired:
+        _say("\nsr_rag minus each strategy, same questions (paired bootstrap 95% interval; wins/ties/losses of sr_rag):")
+        _print_paired(paired, names)
+
+
+def _with_interval(value: float, bounds: list[float]) -> str:
+    return f"{value:.3f} [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def _print_paired(paired: dict[str, dict], names: tuple[str, ...]) -> None:
+    width = max(len(s) for s in paired) + 2
+    for name, by_metric in paired.items():
+        cells = "  ".join(f"{n} {d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] {d['wins']}/{d['ties']}/{d['losses']}"
+                          for n, d in ((n, by_metric[n]) for n in names))
+        _say(f"  {name:<{width}}{cells}  ({by_metric[names[0]]['n']} questions)")
+
+
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.retrieval_eval import metric_names, paired_against
+
+    runs = []
+    for path in (args.first, args.second):
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if "per_question" not in data:
+            raise SystemExit(f"{path} has no per-question values: write it with `ebm eval retrieval --json`")
+        runs.append(data)
+    first, second = runs
+    if first["k"] != second["k"]:
+        raise SystemExit(f"the two runs used different k ({first['k']} and {second['k']})")
+    shared = [s for s in first["per_question"] if s in second["per_question"]]
+    if not shared:
+        raise SystemExit("the two runs have no strategy in common")
+    paired = {s: paired_against(second["per_question"][s], first["per_question"][s], first["k"]) for s in shared}
+    if args.json:
+        _say(json.dumps({"first": args.first, "second": args.second, "second_minus_first": paired}, indent=2))
+        return 0
+    _say(f"second minus first, per strategy, on the questions both runs have (paired bootstrap 95% interval; "
+         f"wins/ties/losses of the second):\n  first:  {args.first} ({first.get('lake')})\n  second: {args.second} "
+         f"({second.get('lake')})")
+    _print_paired(paired, metric_names(first["k"]))
     return 0
 
 
@@ -1017,6 +1076,12 @@ def build_parser() -> argparse.ArgumentParser:
                            help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(func=cmd_eval_retrieval)
+    compare = evaluation.add_parser("compare", help="two `eval retrieval --json` outputs (e.g. two builds), paired "
+                                                    "per question: second minus first with bootstrap 95% intervals")
+    compare.add_argument("first")
+    compare.add_argument("second")
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(func=cmd_eval_compare)
     tune = evaluation.add_parser("tune", help="choose a seed strategy's open constants on Evidence Inference train "
                                               "questions (those the lake's reranker trained on excluded)")
     tune.add_argument("--strategy", required=True, choices=["meta_rag", "med_r2", "claims"])

@@ -41,6 +41,12 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     for metrics in summary["results"].values():
         assert metrics["questions"] == 3 and metrics["R@10"] >= 0.5  # most of the source abstract's windows
     assert summary["results"]["naive"]["Hit@10"] == 1.0  # three abstracts: the gold one is always retrieved
+    assert set(summary["per_question"]["naive"]) == set(summary["per_question"]["sr_rag"]) and \
+        len(summary["per_question"]["naive"]) == 3  # (R@10, Hit@10, reciprocal rank) per question id
+    low, high = summary["results"]["sr_rag"]["interval_95"]["MRR"]
+    assert low <= summary["results"]["sr_rag"]["MRR"] <= high
+    paired = summary["results"]["naive"]["sr_rag_minus_this"]["MRR"]
+    assert paired["n"] == 3 and paired["wins"] + paired["ties"] + paired["losses"] == 3
     assert summary["lake"].startswith(str(lake / "eval" / "pubmedqa-"))
     assert _snapshot(lake) == before
     first = json.loads((Path(summary["lake"]) / "COMPLETE.json").read_text())

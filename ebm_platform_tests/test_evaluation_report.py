@@ -11,7 +11,8 @@ import pytest
 from ebm_platform.benchmark import sources
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.evaluation import answer_metrics as am
-from ebm_platform.evaluation.report import interval, paired_comparison, pick_questions, summarise
+from ebm_platform.evaluation.intervals import interval
+from ebm_platform.evaluation.report import paired_comparison, pick_questions, summarise
 from ebm_platform.llm.client import LLMClient
 
 
@@ -109,6 +110,57 @@ def _rows(values: dict[str, list[float | None]]) -> pl.DataFrame:
     return pl.DataFrame([{"question_id": f"q{i}", "condition": "PFP" if i < 2 else "ACL", "source": "generated",
                           "strategy": strategy, "mode": "offline", "R@10": v}
                          for strategy, vs in values.items() for i, v in enumerate(vs)])
+
+
+def test_pooled_token_f1_and_its_article_bootstrap_interval():
+    from ebm_platform.evaluation.intervals import unit_interval
+    from ebm_platform.pico.spans import token_scores
+    from ebm_platform.pico.training import headline_counts, pooled_macro_f1, summarise
+
+    rng = np.random.default_rng(5)
+    gold = [rng.integers(0, 4, rng.integers(20, 80)) for _ in range(40)]
+    good = [np.where(rng.random(len(g)) < 0.8, g, 0) for g in gold]
+    poor = [np.where(rng.random(len(g)) < 0.3, g, rng.integers(0, 4, len(g))) for g in gold]
+    counts_good, counts_poor = headline_counts(gold, good), headline_counts(gold, poor)
+    assert pooled_macro_f1(counts_good) == pytest.approx(summarise(token_scores(gold, good))["macro_f1"], abs=1e-4)
+    low, high = unit_interval(len(gold), lambda i: pooled_macro_f1(counts_good[i]))
+    assert low < pooled_macro_f1(counts_good) < high < 1.0
+    assert (low, high) == unit_interval(len(gold), lambda i: pooled_macro_f1(counts_good[i]))  # seeded
+    low, high = unit_interval(len(gold), lambda i: pooled_macro_f1(counts_good[i]) - pooled_macro_f1(counts_poor[i]))
+    assert 0 < low < high
+
+
+def test_paired_against_compares_runs_on_the_questions_both_have():
+    from ebm_platform.evaluation.retrieval_eval import paired_against
+
+    first = {"q1": [1.0, 1.0, 1.0], "q2": [0.5, 1.0, 0.5], "q3": [0.0, 0.0, 0.0]}
+    second = {"q1": [1.0, 1.0, 0.5], "q2": [0.0, 0.0, 0.0], "q4": [1.0, 1.0, 1.0]}
+    paired = paired_against(first, second, k=10)
+    assert paired["MRR"]["n"] == 2 and paired["MRR"]["difference"] == pytest.approx(0.5)
+    assert (paired["MRR"]["wins"], paired["MRR"]["ties"], paired["MRR"]["losses"]) == (2, 0, 0)
+    assert (paired["R@10"]["wins"], paired["R@10"]["ties"]) == (1, 1)
+
+
+def test_eval_compare_pairs_two_saved_runs(tmp_path, capsys):
+    import json
+
+    from ebm_platform.cli import main
+
+    def run(name: str, rr: list[float]) -> str:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"lake": name, "k": 10, "per_question": {
+            "sr_rag": {f"q{i}": [1.0, 1.0, v] for i, v in enumerate(rr)}}}))
+        return str(path)
+
+    before, after = run("before", [1.0, 0.5, 0.5, 1.0]), run("after", [1.0, 1.0, 1.0, 0.5])
+    assert main(["eval", "compare", before, after, "--json"]) == 0
+    mrr = json.loads(capsys.readouterr().out)["second_minus_first"]["sr_rag"]["MRR"]
+    assert mrr["difference"] == pytest.approx(0.125) and (mrr["wins"], mrr["ties"], mrr["losses"]) == (2, 1, 1)
+    assert main(["eval", "compare", before, after]) == 0
+    assert "sr_rag" in capsys.readouterr().out
+    (tmp_path / "old.json").write_text(json.dumps({"k": 10, "results": {}}))
+    with pytest.raises(SystemExit, match="no per-question values"):
+        main(["eval", "compare", before, str(tmp_path / "old.json")])
 
 
 def test_paired_comparison_counts_wins_ties_and_losses_on_shared_questions():

@@ -67,6 +67,8 @@ def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: L
         "macro_f1_learned": dg.MetadataValue.float(report["learned"]["macro_f1"]),
         "macro_f1_rules": dg.MetadataValue.float(report["rules"]["macro_f1"]),
         "macro_f1_majority_class": dg.MetadataValue.float(report["majority_class"]["macro_f1"]),
+        **{f"macro_f1_interval_95_{name}": dg.MetadataValue.text(f"[{low}, {high}]")
+           for name, (low, high) in report.get("macro_f1_interval_95", {}).items()},
         "headline_classes": dg.MetadataValue.text(f"{', '.join(HEADLINE)} (P's gold is a pattern proxy)"),
         "validation_articles": dg.MetadataValue.int(report["articles"]),
         "train_articles": dg.MetadataValue.int(report["train_articles"]),

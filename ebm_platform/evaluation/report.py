@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy.stats import bootstrap
 
 from ebm_platform.evaluation.answer_metrics import (answer_statements, faithfulness, nugget_coverage, pico_match,
                                                    semantic_similarity)
+from ebm_platform.evaluation.intervals import interval, paired_difference
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.ask import answer_from
 from ebm_platform.retrieval.pipeline import Retriever
@@ -115,17 +115,6 @@ def present_metrics(rows: pl.DataFrame) -> list[str]:
     return [m for m in METRICS if m in rows.columns and rows[m].null_count() < rows.height]
 
 
-def interval(values: np.ndarray, seed: int, resamples: int = 2000) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of the mean (nan with fewer than two values; the value
-    itself when all values are equal)."""
-    if len(values) < 2:
-        return np.nan, np.nan
-    if np.ptp(values) == 0:
-        return float(values[0]), float(values[0])
-    ci = bootstrap((values,), np.mean, n_resamples=resamples, method="percentile", random_state=seed).confidence_interval
-    return float(ci.low), float(ci.high)
-
-
 def summary_table(rows: pl.DataFrame, by: str | None, seed: int) -> pl.DataFrame:
     """Long table: scope value, strategy, metric, n, mean and its bootstrap 95% interval."""
     out = []
@@ -140,8 +129,7 @@ def summary_table(rows: pl.DataFrame, by: str | None, seed: int) -> pl.DataFrame
                                      "n": pl.Int64, "mean": pl.Float64, "low": pl.Float64, "high": pl.Float64})
 
 
-def paired_comparison(rows: pl.DataFrame, seed: int, reference: str = REFERENCE,
-                      resamples: int = 2000) -> pl.DataFrame:
+def paired_comparison(rows: pl.DataFrame, seed: int, reference: str = REFERENCE) -> pl.DataFrame:
     """`reference` minus each other strategy on the questions both answered, per metric: mean
     difference, paired bootstrap 95% interval, and wins / ties / losses of the reference."""
     out = []
@@ -152,11 +140,8 @@ def paired_comparison(rows: pl.DataFrame, seed: int, reference: str = REFERENCE,
             both = pair.filter(pl.col(metric).is_not_null() & pl.col(f"{metric}_other").is_not_null())
             if not both.height:
                 continue
-            a, b = both[metric].to_numpy().astype(float), both[f"{metric}_other"].to_numpy().astype(float)
-            low, high = interval(a - b, seed, resamples)
-            out.append({"strategy": other, "metric": metric, "n": both.height, "difference": float((a - b).mean()),
-                        "low": low, "high": high, "wins": int((a > b).sum()), "ties": int((a == b).sum()),
-                        "losses": int((a < b).sum())})
+            out.append({"strategy": other, "metric": metric,
+                        **paired_difference(both[metric].to_numpy(), both[f"{metric}_other"].to_numpy(), seed)})
     return pl.DataFrame(out, schema={"strategy": pl.String, "metric": pl.String, "n": pl.Int64,
                                      "difference": pl.Float64, "low": pl.Float64, "high": pl.Float64,
                                      "wins": pl.Int64, "ties": pl.Int64, "losses": pl.Int64})

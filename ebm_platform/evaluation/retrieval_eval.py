@@ -7,6 +7,9 @@ characters are matched on their first or last 120). PubMedQA: the question as as
 are the windows of its source abstract.
 R@k = |gold in top k| / |gold| (averaged over questions); Hit@k = share of questions with any
 gold window in the top k; MRR = mean of 1 / rank of the first gold window in the returned list.
+Each mean comes with a bootstrap 95% interval over the questions, and sr_rag is paired with every
+other strategy question by question; the per-question values let `paired_against` compare two runs
+(two builds of a lake, two taggers) on the same questions.
 
 The learned fine scorer of an Evidence Inference lake is trained in that lake on (a seeded sample
 of) the *train* split's questions and compared with the hand-set scorer on the validation split
@@ -26,9 +29,11 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
+from ebm_platform.evaluation.intervals import interval, paired_difference
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
 from ebm_platform.retrieval.med_r2 import med_r2
 from ebm_platform.retrieval.med_r2 import oracle_utility as med_r2_oracle
@@ -124,16 +129,21 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
     return out, dropped
 
 
+def question_metrics(ranked: list[str], gold: set[str], k: int = 10) -> tuple[float, float, float]:
+    """R@k, Hit@k and reciprocal rank of one question's ranked window ids."""
+    found = gold & set(ranked[:k])
+    return len(found) / len(gold), float(bool(found)), next((1 / i for i, w in enumerate(ranked, 1) if w in gold), 0.0)
+
+
 def ranked_metrics(rankings: list[list[str]], items: list[dict], k: int = 10) -> dict[str, float]:
     """R@k, Hit@k and MRR of one ranked window-id list per question (unrounded)."""
-    recall = hit = rr = 0.0
-    for ranked, item in zip(rankings, items):
-        found = item["gold"] & set(ranked[:k])
-        recall += len(found) / len(item["gold"])
-        hit += bool(found)
-        rr += next((1 / i for i, w in enumerate(ranked, 1) if w in item["gold"]), 0.0)
-    total = max(len(items), 1)
-    return {f"R@{k}": recall / total, f"Hit@{k}": hit / total, "MRR": rr / total}
+    values = np.array([question_metrics(ranked, item["gold"], k) for ranked, item in zip(rankings, items)]).reshape(-1, 3)
+    means = values.mean(0) if len(values) else np.zeros(3)
+    return dict(zip(metric_names(k), (float(m) for m in means)))
+
+
+def metric_names(k: int) -> tuple[str, str, str]:
+    return f"R@{k}", f"Hit@{k}", "MRR"
 
 
 def _retrieve(retriever: Retriever, item: dict, strategy: str, oracle_utility: bool) -> Retrieval:
@@ -146,20 +156,46 @@ def _retrieve(retriever: Retriever, item: dict, strategy: str, oracle_utility: b
 
 
 def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: int = 10,
-             progress: Callable[[str], None] | None = None, oracle_utility: bool = False) -> dict[str, dict]:
-    """R@k, Hit@k, MRR and question counts per strategy, measured in one run."""
+             progress: Callable[[str], None] | None = None, oracle_utility: bool = False,
+             reference: str = "sr_rag") -> tuple[dict[str, dict], dict[str, dict]]:
+    """Per strategy, measured in one run: R@k, Hit@k, MRR with bootstrap 95% intervals over the
+    questions, question count and time; and per question id its (R@k, Hit@k, reciprocal rank) per
+    strategy, which `paired_against` compares between strategies or between runs."""
     results: dict[str, dict] = {}
+    per_question: dict[str, dict] = {}
     for strategy in strategies:
         started = time.perf_counter()
-        rankings = []
+        values = []
         for n, item in enumerate(items, 1):
-            rankings.append([c.window_id for c in _retrieve(retriever, item, strategy, oracle_utility).candidates])
+            ranked = [c.window_id for c in _retrieve(retriever, item, strategy, oracle_utility).candidates]
+            values.append(question_metrics(ranked, item["gold"], k))
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} questions")
-        metrics = ranked_metrics(rankings, items, k)
-        results[strategy] = {**{name: round(v, 4) for name, v in metrics.items()}, "questions": len(items),
+        table = np.array(values).reshape(-1, 3)
+        results[strategy] = {**{name: round(float(table[:, m].mean()), 4) if len(table) else 0.0
+                                for m, name in enumerate(metric_names(k))},
+                             "interval_95": {name: [round(v, 4) for v in interval(table[:, m])]
+                                             for m, name in enumerate(metric_names(k))},
+                             "questions": len(items),
                              "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3)}
-    return results
+        per_question[strategy] = {item["id"]: [round(v, 4) for v in row] for item, row in zip(items, values)}
+    if reference in per_question:
+        for strategy in per_question:
+            if strategy != reference:
+                results[strategy][f"{reference}_minus_this"] = paired_against(per_question[reference],
+                                                                               per_question[strategy], k)
+    return results, per_question
+
+
+def paired_against(first: dict[str, list[float]], second: dict[str, list[float]], k: int = 10) -> dict[str, dict]:
+    """first minus second on the question ids both have, per metric: mean difference, paired
+    bootstrap 95% interval, wins / ties / losses of first (two strategies of one run, or one
+    strategy in two runs, e.g. two builds of a lake)."""
+    shared = sorted(set(first) & set(second))
+    a = np.array([first[q] for q in shared]).reshape(-1, 3)
+    b = np.array([second[q] for q in shared]).reshape(-1, 3)
+    return {name: {key: round(v, 4) if isinstance(v, float) else v for key, v in paired_difference(a[:, m], b[:, m]).items()}
+            for m, name in enumerate(metric_names(k))}
 
 
 ABLATED_FEATURES = ("maxsim", "section_", "doc_", "coverage_", "log_rank_graph", "hyde_cosine")
