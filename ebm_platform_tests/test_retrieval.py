@@ -219,6 +219,24 @@ def test_a_writer_encodes_outside_the_table_lock_and_commits_under_it(tmp_path):
     assert not list(reader.path.glob(".staging*.arrow"))
 
 
+def test_a_table_listed_before_its_first_commit_is_treated_as_absent(tmp_path):
+    """Another partition's writer is creating the table (or was killed doing so): it is listed but
+    has no committed version. Reading stored encodings finds none instead of failing; the commit,
+    under the writer lock, creates the table over the uncommitted remains (there are no rows to keep)."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.index.window_index import TABLE, WindowIndex
+
+    index = WindowIndex(tmp_path / "lancedb")
+    (index.path / f"{TABLE}.lance" / "data").mkdir(parents=True)  # what a creator leaves before its commit
+    assert index.exists() and index.stored_encodings(["w1"], "any encoder").num_rows == 0
+    with pytest.raises(FileNotFoundError, match="no committed version yet"):
+        index.table()
+    windows = pl.DataFrame({"window_id": ["w1"], "doc_id": ["d"], "grade": ["C"], "title": ["Knee trial"],
+                            "year": [2020], "section": ["Results"], "text": ["Pain fell more with exercise."]})
+    assert index.replace_partition("X", windows, get_encoder())["encoded"] == 1
+    assert index.count() == 1 and index.count("X") == 1
+
+
 def test_an_empty_partition_beside_an_existing_index_writes_nothing(small_lake):
     from ebm_platform.index.window_index import WindowIndex
 

@@ -143,7 +143,11 @@ class WindowIndex:
             return self._snapshot
         if not self.exists():
             raise FileNotFoundError(f"no window index at {self.path}: materialise window_index first")
-        table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
+        try:
+            table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
+        except ValueError as error:  # listed while another process writes its first commit, or that writer died
+            raise FileNotFoundError(f"the window table at {self.path} has no committed version yet (being created, "
+                                    "or its creation was interrupted): materialise window_index") from error
         if self.pinned:
             self._snapshot = table
         return table
@@ -152,7 +156,10 @@ class WindowIndex:
         """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""
         if not self.exists() or not window_ids:
             return pa.table({})
-        table = self.table()
+        try:
+            table = self.table()
+        except FileNotFoundError:  # another partition's writer is creating the table: nothing to copy yet
+            return pa.table({})
         if "encoder" not in table.schema.names:
             return pa.table({})
         found = (table.search().where(f"{_in('window_id', window_ids)} AND encoder = {_quote(encoder)}")
@@ -209,10 +216,11 @@ class WindowIndex:
                     staged = pa.ipc.open_file(source)
                     reader = pa.RecordBatchReader.from_batches(
                         schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
-                    if not self.exists():
-                        self.db.create_table(TABLE, reader)
-                    else:
+                    try:
                         self._add_search_text()
+                    except FileNotFoundError:  # no table, or a creation killed before its first commit (no rows)
+                        self.db.create_table(TABLE, reader, mode="overwrite")
+                    else:
                         (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                          .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
                 self.rebuild_text_index()
