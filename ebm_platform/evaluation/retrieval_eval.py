@@ -143,6 +143,7 @@ def ranked_metrics(rankings: list[list[str]], items: list[dict], k: int = 10) ->
 
 
 def metric_names(k: int) -> tuple[str, str, str]:
+    """The names of `question_metrics`' three values, in order."""
     return f"R@{k}", f"Hit@{k}", "MRR"
 
 

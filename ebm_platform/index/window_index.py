@@ -218,8 +218,8 @@ class WindowIndex:
                         schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
                     try:
                         self._add_search_text()
-                    except FileNotFoundError:  # no table, or a creation killed before its first commit (no rows)
-                        self.db.create_table(TABLE, reader, mode="overwrite")
+                    except FileNotFoundError:  # no table, or (listed) a creation killed before its first commit: no rows
+                        self.db.create_table(TABLE, reader, mode="overwrite" if self.exists() else "create")
                     else:
                         (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
                          .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
