@@ -135,10 +135,18 @@ def question_metrics(ranked: list[str], gold: set[str], k: int = 10) -> tuple[fl
     return len(found) / len(gold), float(bool(found)), next((1 / i for i, w in enumerate(ranked, 1) if w in gold), 0.0)
 
 
+def question_table(rankings: list[list[str]], items: list[dict], k: int = 10) -> np.ndarray:
+    """(questions, 3): `question_metrics` of each question's ranked window ids."""
+    return np.array([question_metrics(ranked, item["gold"], k) for ranked, item in zip(rankings, items)]).reshape(-1, 3)
+
+
 def ranked_metrics(rankings: list[list[str]], items: list[dict], k: int = 10) -> dict[str, float]:
     """R@k, Hit@k and MRR of one ranked window-id list per question (unrounded)."""
-    values = np.array([question_metrics(ranked, item["gold"], k) for ranked, item in zip(rankings, items)]).reshape(-1, 3)
-    means = values.mean(0) if len(values) else np.zeros(3)
+    return _means(question_table(rankings, items, k), k)
+
+
+def _means(table: np.ndarray, k: int) -> dict[str, float]:
+    means = table.mean(0) if len(table) else np.zeros(3)
     return dict(zip(metric_names(k), (float(m) for m in means)))
 
 
@@ -166,20 +174,18 @@ def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: 
     per_question: dict[str, dict] = {}
     for strategy in strategies:
         started = time.perf_counter()
-        values = []
+        rankings = []
         for n, item in enumerate(items, 1):
-            ranked = [c.window_id for c in _retrieve(retriever, item, strategy, oracle_utility).candidates]
-            values.append(question_metrics(ranked, item["gold"], k))
+            rankings.append([c.window_id for c in _retrieve(retriever, item, strategy, oracle_utility).candidates])
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} questions")
-        table = np.array(values).reshape(-1, 3)
-        results[strategy] = {**{name: round(float(table[:, m].mean()), 4) if len(table) else 0.0
-                                for m, name in enumerate(metric_names(k))},
+        table = question_table(rankings, items, k)
+        results[strategy] = {**{name: round(v, 4) for name, v in _means(table, k).items()},
                              "interval_95": {name: [round(v, 4) for v in interval(table[:, m])]
                                              for m, name in enumerate(metric_names(k))},
                              "questions": len(items),
                              "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3)}
-        per_question[strategy] = {item["id"]: [round(v, 4) for v in row] for item, row in zip(items, values)}
+        per_question[strategy] = {item["id"]: [round(float(v), 4) for v in row] for item, row in zip(items, table)}
     if reference in per_question:
         for strategy in per_question:
             if strategy != reference:
