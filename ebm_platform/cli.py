@@ -870,7 +870,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     args.split = args.split or "validation"
     args.strategies = args.strategies or "sr_rag,naive"
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
-    retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir())
+    retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir(),
+                                                   retriever.encoder)
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]
     if yes_no:
@@ -887,11 +888,19 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         _say(json.dumps(summary, indent=2))
         return 0
     width = max(len(s) for s in [*strategies, "majority class"]) + 2
-    _say(f"{'strategy':<{width}}{'accuracy':>9}{'macro-F1':>10}{'R@10':>7}{'questions':>11}")
-    _say(f"{'majority class':<{width}}{baseline['accuracy']:>9.3f}{baseline['macro_f1']:>10.3f}{'':>7}"
-         f"{baseline['questions']:>11}   ({baseline['answer']})")
+    first = strategies[0]
+    _say(f"{'strategy':<{width}}{'accuracy':>9} {'95% interval':<16}{'macro-F1':>9}{'R@10':>7}{'questions':>10}   "
+         f"{first} minus this, accuracy [95%] (wins/ties/losses)")
+    _say(f"{'majority class':<{width}}{baseline['accuracy']:>9.3f} {'':<16}{baseline['macro_f1']:>9.3f}{'':>7}"
+         f"{baseline['questions']:>10}   ({baseline['answer']})")
     for name, m in results.items():
-        _say(f"{name:<{width}}{m['accuracy']:>9.3f}{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}{m['questions']:>11}")
+        low, high = m["accuracy_interval_95"]
+        d = m.get(f"{first}_minus_this_accuracy")
+        paired = f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({d['wins']}/{d['ties']}/{d['losses']})" if d else ""
+        _say(f"{name:<{width}}{m['accuracy']:>9.3f} [{low:.3f}, {high:.3f}]{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}"
+             f"{m['questions']:>10}   {paired}")
+    if results:
+        _say(f"sentences quoted by: {next(iter(results.values()))['sentence_selection']}")
     return 0
 
 

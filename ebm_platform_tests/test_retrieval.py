@@ -22,7 +22,8 @@ from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
 from ebm_platform.retrieval.features import maxsim
-from ebm_platform.graph.pico_rules import question_anchors
+from ebm_platform.graph.pico_rules import Anchors, question_anchors
+from ebm_platform.retrieval.evidence_sentences import FEATURES, SentenceScorer, sentence_features
 from ebm_platform_tests.conftest import lake_resources
 
 QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
@@ -565,14 +566,68 @@ def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, da
                             resources=lake_resources(tmp_path) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))})
     check = next(e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION")
     table = {r["verdict"]: r for r in pl.read_parquet(tmp_path / "assets" / "verdict_model.parquet").iter_rows(named=True)}
-    assert check.passed == (table["learned"]["macro_f1"] > max(table["rules"]["macro_f1"], table["majority class"]["macro_f1"]))
+    assert check.passed == (table["learned"]["macro_f1"] > max(table["rules"]["macro_f1"], table["majority class"]["macro_f1"])
+                            and table["quoted sentences: learned"]["macro_f1"] >= table["quoted sentences: cosine"]["macro_f1"])
     model = VerdictModel.load(verdict_path(tmp_path))
+    # the sentence scorer, on every validation prompt with its own article as the source: the first
+    # quoted sentence holds annotated evidence more often than with the cosine choice
+    quoted = model.meta["sentence_scorer"]["validation"]
+    assert quoted["learned"]["P@1"] > quoted["cosine"]["P@1"] and quoted["learned"]["questions"] > 200
+    question = "What is the effect of naproxen compared with placebo on pain?"
+    sentences = ["We randomised 60 patients with ankle sprain to naproxen or placebo.",
+                 "Pain at day 7 was significantly lower with naproxen than with placebo (p = 0.01)."]
+    features = sentence_features(question, question_anchors(question), sentences, np.array([0.62, 0.60]))
+    first, second = model.sentences.scores(features)
+    assert second > first
     assert model.predict(["There was no significant difference between the groups (p = 0.6)."]) == \
         ["no significant difference"]
     verdict, basis = model.verdict(["Participants were recruited in clinics.",
                                     "Mortality was significantly reduced in the treatment group (p = 0.01)."])
     assert verdict == "significantly decreased" and basis.startswith("Mortality")
     assert model.verdict([]) == ("insufficient evidence", None)
+
+
+def test_sentence_features_on_a_hand_computed_example():
+    question = "What is the effect of naproxen compared with placebo on pain scores?"
+    anchors = Anchors(intervention="naproxen", comparator="placebo", outcome="pain scores")
+    sentences = ["Pain scores fell with naproxen (p < 0.05).", "Patients were enrolled in 2019 and 2020 in two clinics."]
+    rows = dict(zip(FEATURES, sentence_features(question, anchors, sentences, np.array([0.8, 0.4])).T))
+    assert rows["cosine, standardised over the candidates"] == pytest.approx([1.0, -1.0], abs=1e-4)
+    assert rows["statistics"].tolist() == [1.0, 0.0] and rows["result language"].tolist() == [0.0, 0.0]
+    assert rows["outcome words"].tolist() == [1.0, 0.0]  # "pain", "score" (plural folded) both repeated
+    assert rows["intervention words"].tolist() == [1.0, 0.0] and rows["comparator words"].tolist() == [0.0, 0.0]
+    assert rows["numbers / 10"].tolist() == [pytest.approx(0.1), pytest.approx(0.2)]  # 0.05; 2019, 2020
+    assert sentence_features(question, anchors, [], np.zeros(0)).shape == (0, len(FEATURES))
+
+
+def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, datasets_dir, monkeypatch):
+    """A model whose quoted sentences give a worse verdict than the cosine choice fails the
+    blocking check, and what depends on verdict_model is not materialised."""
+    from ebm_platform.defs import retrieval as defs_retrieval
+    from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.retrieval.verdict import VerdictModel
+
+    spans_report = {name: {"accuracy": 0.5, "macro_f1": f1, "questions": 10}
+                    for name, f1 in (("learned", 0.6), ("rules", 0.4), ("majority class", 0.2))}
+    quoted = {"learned": {"accuracy": 0.4, "macro_f1": 0.30, "questions": 10, "P@1": 0.1},
+              "cosine": {"accuracy": 0.5, "macro_f1": 0.45, "questions": 10, "P@1": 0.2}}
+    worse = VerdictModel(None, {"trained_on_spans": 10, "validation_spans": spans_report,
+                                "sentence_scorer": {"validation": quoted}}, SentenceScorer(None))
+    monkeypatch.setattr(defs_retrieval, "cached_verdict_model", lambda *args, **kwargs: worse)
+    monkeypatch.setattr(VerdictModel, "save", lambda self, folder: None)
+    monkeypatch.setattr(SentenceScorer, "weights", lambda self: {})
+
+    @dg.asset(deps=[defs_retrieval.verdict_model])
+    def answers_downstream() -> None:
+        """Stands for evaluation_report, which reads the verdict model."""
+
+    result = dg.materialize([defs_retrieval.verdict_model, defs_retrieval.verdict_model_beats_baselines,
+                             answers_downstream], instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
+                            resources=lake_resources(tmp_path) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))})
+    (check,) = [e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert not check.passed
+    materialised = {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
+    assert materialised == {"verdict_model"}
 
 
 def test_ranked_metrics_on_a_hand_computed_example():

@@ -50,3 +50,9 @@ def labelled_prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
         pl.col("Label").mode().sort().first().alias("label"),
         pl.col("Annotations").drop_nulls().unique().sort().alias("evidence"))
     return prompts(datasets_dir, split).join(grouped.rename({"PromptID": "prompt_id"}), on="prompt_id", how="inner")
+
+
+def question_text(prompt: dict) -> str:
+    """The clinical question a prompt asks (intervention, comparator and outcome in one sentence)."""
+    return (f"What is the effect of {prompt['intervention']} compared with {prompt['comparator']} "
+            f"on {prompt['outcome']}?")

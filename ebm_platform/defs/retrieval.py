@@ -14,7 +14,7 @@ from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
-from ebm_platform.evaluation.verdict_training import train_verdict_model
+from ebm_platform.evaluation.verdict_training import cached_verdict_model
 from ebm_platform.retrieval.learned import beats_hand_set, reranker_path, train_and_validate
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
@@ -93,22 +93,35 @@ def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult
 
 
 @dg.asset(group_name="retrieval", kinds={"sklearn"}, pool="lake_writer")
-def verdict_model(lake: LakeResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchmark: BenchmarkResource,
+                  embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
     """TF-IDF + logistic regression trained on Evidence Inference's train-split evidence spans
     (label = the prompt's label), scored on the validation spans beside the offline rules and the
-    majority class; kept in <lake>/models/verdict and read by every offline answer."""
-    model, report = train_verdict_model(benchmark.root())
+    majority class, and the evidence-sentence scorer that chooses the sentences an offline answer
+    quotes (scored against the cosine choice on the validation prompts); kept in
+    <lake>/models/verdict and read by every offline answer."""
+    model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context))
     model.save(verdict_path(Path(lake.root)))
+    report, quoted = model.meta["validation_spans"], model.meta["sentence_scorer"]["validation"]
     table = pl.DataFrame([{"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
-                           "spans": m["questions"]} for name, m in report.items()])
+                           "spans": m["questions"]} for name, m in report.items()]
+                         + [{"verdict": f"quoted sentences: {name}", "accuracy": quoted[name]["accuracy"],
+                             "macro_f1": quoted[name]["macro_f1"], "spans": quoted[name]["questions"]}
+                            for name in ("learned", "cosine")])
     return dg.Output(table, metadata={"train_spans": dg.MetadataValue.int(model.meta["trained_on_spans"]),
                                       **{f"{name} macro-F1": dg.MetadataValue.float(m["macro_f1"])
-                                         for name, m in report.items()}})
+                                         for name, m in report.items()},
+                                      **{f"quoted sentences {name} P@1": dg.MetadataValue.float(quoted[name]["P@1"])
+                                         for name in ("learned", "cosine")},
+                                      "sentence scorer weights": dg.MetadataValue.json(model.sentences.weights())})
 
 
 @dg.asset_check(asset=verdict_model, blocking=True,
-                description="the learned verdict must beat the majority class and the rules on validation spans (macro-F1)")
+                description="the learned verdict must beat the majority class and the rules on validation spans, and "
+                            "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
+                            "(macro-F1)")
 def verdict_model_beats_baselines(verdict_model: pl.DataFrame) -> dg.AssetCheckResult:
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
-    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0))
+    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and \
+        f1.get("quoted sentences: learned", 0.0) >= f1.get("quoted sentences: cosine", 1.0)
     return dg.AssetCheckResult(passed=passed, metadata={k: dg.MetadataValue.float(v) for k, v in f1.items()})

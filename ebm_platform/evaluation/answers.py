@@ -12,8 +12,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
+from ebm_platform.evaluation.intervals import interval, paired_difference
 from ebm_platform.retrieval.ask import answer_with
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.verdict import as_yes_no
@@ -34,9 +36,12 @@ def majority(train_labels: list[str], gold: list[str]) -> dict:
 
 def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[str], yes_no: bool = False,
                      k: int = 10, progress: Callable[[str], None] | None = None) -> dict[str, dict]:
-    """Per strategy: accuracy, macro-F1, the verdicts' spread and R@k of the cited windows."""
+    """Per strategy: accuracy (with a question bootstrap 95% interval), macro-F1, the verdicts'
+    spread and R@k of the cited windows; every strategy after the first is paired with the first
+    (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses)."""
     gold = [item["label"] for item in items]
     results: dict[str, dict] = {}
+    correct: dict[str, np.ndarray] = {}
     for strategy in strategies:
         predicted, recall = [], 0.0
         started = time.perf_counter()
@@ -47,8 +52,16 @@ def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[s
             recall += len(item["gold"] & set(cited)) / len(item["gold"])
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} answers")
-        results[strategy] = {**scores(gold, predicted), f"R@{k}": round(recall / max(len(items), 1), 4),
+        correct[strategy] = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
+        first = strategies[0]
+        paired = {} if strategy == first else {f"{first}_minus_this_accuracy": {
+            key: round(v, 4) if isinstance(v, float) else v
+            for key, v in paired_difference(correct[first], correct[strategy]).items()}}
+        results[strategy] = {**scores(gold, predicted),
+                             "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])], **paired,
+                             f"R@{k}": round(recall / max(len(items), 1), 4),
                              "verdicts": dict(Counter(predicted).most_common()), "questions": len(items),
                              "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3),
-                             "mode": answer["mode"] if items else None}
+                             "mode": answer["mode"] if items else None,
+                             "sentence_selection": answer.get("sentence_selection") if items else None}
     return results

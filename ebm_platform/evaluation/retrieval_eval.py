@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ebm_platform.benchmark.evidence_inference import labelled_prompts
+from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.evaluation.intervals import interval, paired_difference
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
 from ebm_platform.retrieval.med_r2 import med_r2
@@ -111,8 +111,7 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
                 dropped["no gold window could be located"] += 1
                 continue
             out.append({"id": f"ei-{row['prompt_id']}", "gold": gold, "label": row["label"],
-                        "question": f"What is the effect of {row['intervention']} compared with "
-                                    f"{row['comparator']} on {row['outcome']}?"})
+                        "question": question_text(row)})
     elif benchmark == "pubmedqa":
         if split not in ("validation", "all"):
             raise ValueError("PubMedQA here holds only the 500 non-test questions: use --split validation (or all)")

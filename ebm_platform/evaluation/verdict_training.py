@@ -1,16 +1,37 @@
 """Training the learned verdict on Evidence Inference: each annotated evidence span of a *train*
 prompt, labelled with that prompt's label; scored on the validation prompts' spans beside the
-offline rules and the majority class (the train split's most frequent label)."""
+offline rules and the majority class (the train split's most frequent label).
+
+The same asset trains the answer's evidence-sentence scorer (`retrieval/evidence_sentences.py`)
+on a seeded sample of train prompts: each prompt's question as the benchmark asks it, the
+sentences of its article (title, abstract and body, split as windows are), positive when they hold
+an annotated evidence span. It is scored on every validation prompt against the hand-set cosine
+choice: with the prompt's own article as the only source (so retrieval is not measured here),
+which of the three quoted sentences hold evidence, and the verdict read from them.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from ebm_platform.benchmark.evidence_inference import labelled_prompts
+import numpy as np
+
+from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
+from ebm_platform.corpus.readers import parse_jats
+from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
+from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
+from ebm_platform.graph.pico_rules import question_anchors
+from ebm_platform.index.embeddings import Encoder, export_dir
+from ebm_platform.retrieval import evidence_sentences
+from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
+
+SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 scored the same)
+QUOTED = 3  # sentences an offline answer quotes (answer.compose_offline)
 
 
 def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str]]:
@@ -25,33 +46,120 @@ def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-def training_key(datasets_dir: Path) -> str:
-    """Hash of the training code and the annotation files it reads."""
-    digest = hashlib.sha256()
+def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: int | None = None,
+                     seed: int = 13) -> list[dict]:
+    """Labelled prompts (a seeded sample of `limit`) with their question, label, article sentences,
+    which sentences hold evidence, and each sentence's cosine with the question."""
+    rows = list(labelled_prompts(datasets_dir, split).iter_rows(named=True))
+    if limit and limit < len(rows):
+        rows = [rows[i] for i in sorted(np.random.default_rng(seed).choice(len(rows), limit, replace=False))]
+    xml = Path(datasets_dir) / "evidence_inference" / "xml"
+    articles: dict[str, tuple[list[str], np.ndarray]] = {}
+    out = []
+    for row in rows:
+        if row["pmcid"] not in articles:
+            article = parse_jats((xml / f"{row['pmcid']}.nxml").read_bytes())
+            text = f"{article.title}\n\n{article.markdown}"
+            sentences = [flatten(text[s:e]) for s, e in sentence_spans(text)]
+            articles[row["pmcid"]] = (sentences, encoder.embed(sentences) if sentences else np.zeros((0, encoder.dim)))
+        sentences, vectors = articles[row["pmcid"]]
+        if not sentences:
+            continue
+        inside = {i for i, s in enumerate(sentences) if len(s) >= 40 and any(fold(s) in fold(e) for e in row["evidence"])}
+        evidence = gold_for_spans([(i, fold(s)) for i, s in enumerate(sentences)], row["evidence"]) | inside
+        question = question_text(row)
+        out.append({"question": question, "label": row["label"], "sentences": sentences,
+                    "evidence": np.array([i in evidence for i in range(len(sentences))]),
+                    "cosines": vectors @ encoder.embed([question])[0]})
+    return out
+
+
+def _features(prompt: dict) -> np.ndarray:
+    return sentence_features(prompt["question"], question_anchors(prompt["question"]), prompt["sentences"],
+                             prompt["cosines"])
+
+
+def sentence_report(model: VerdictModel, prompts: list[dict], choices: dict[str, Callable[[dict], np.ndarray]]) -> dict:
+    """Per way of choosing the quoted sentences: the share of prompts whose first quoted sentence
+    holds evidence (P@1), whose three quoted hold any (R@3), and the verdict's accuracy / macro-F1."""
+    report = {}
+    for name, score in choices.items():
+        first = any_of = 0
+        verdicts = []
+        for prompt in prompts:
+            top = np.argsort(-score(prompt), kind="stable")[:QUOTED]
+            first += bool(prompt["evidence"][top[0]])
+            any_of += bool(prompt["evidence"][top].any())
+            verdicts.append(model.verdict([prompt["sentences"][i] for i in top])[0])
+        report[name] = {"P@1": round(first / len(prompts), 4), f"R@{QUOTED}": round(any_of / len(prompts), 4),
+                        **scores([p["label"] for p in prompts], verdicts), "questions": len(prompts)}
+    return report
+
+
+def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
+    """Hash of the training code, the encoder and the annotation files it reads."""
+    digest = hashlib.sha256(encoder_description.encode())
     for path in (Path(__file__), Path(__file__).parent.parent / "retrieval" / "verdict.py",
+                 Path(evidence_sentences.__file__),
                  Path(datasets_dir) / "evidence_inference" / "v2_annotations.csv",
                  Path(datasets_dir) / "evidence_inference" / "prompts_merged.csv"):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
-def train_verdict_model(datasets_dir: Path) -> tuple[VerdictModel, dict]:
-    """Fit on the train spans; report learned / rules / majority class on the validation spans."""
+def train_verdict_model(datasets_dir: Path, encoder: Encoder,
+                        progress: Callable[[str], None] | None = None) -> VerdictModel:
+    """Fit on the train spans and report learned / rules / majority class on the validation spans;
+    then fit the sentence scorer on sampled train prompts and report it on the validation prompts
+    (both reports in the model's meta)."""
     train_texts, train_labels = spans(datasets_dir, "train")
     texts, gold = spans(datasets_dir, "validation")
-    model = VerdictModel.train(train_texts, train_labels, {"key": training_key(datasets_dir)})
+    model = VerdictModel.train(train_texts, train_labels, {"key": training_key(datasets_dir, encoder.description)})
     report = {"learned": {**scores(gold, model.predict(texts)), "questions": len(gold)},
               "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
               "majority class": majority(train_labels, gold)}
     model.meta.update(validation_spans=report, beats_majority=report["learned"]["macro_f1"] > report["majority class"]["macro_f1"])
-    return model, report
+    fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS)
+    if progress:
+        progress(f"verdict_model: sentence scorer from {len(fit)} train prompts")
+    model.sentences = SentenceScorer.train(np.vstack([_features(p) for p in fit]),
+                                           np.concatenate([p["evidence"] for p in fit]))
+    valid = prompt_sentences(datasets_dir, "validation", encoder)
+    quoted = sentence_report(model, valid, {
+        "learned": lambda p: model.sentences.scores(_features(p)),
+        "cosine": lambda p: cosine_scores(p["sentences"], p["cosines"]),
+        "the evidence sentences (where located)": lambda p: p["evidence"].astype(float)})
+    quoted["majority class"] = majority(train_labels, [p["label"] for p in valid])
+    model.meta.update(sentence_scorer={"train_prompts": len(fit), "weights": model.sentences.weights(),
+                                       "validation": quoted,
+                                       "setting": "each validation prompt's own article as the only source"})
+    if progress:
+        progress(f"verdict_model: sentence scorer on {len(valid)} validation prompts, P@1 "
+                 f"{quoted['learned']['P@1']:.3f} vs cosine {quoted['cosine']['P@1']:.3f}, verdict accuracy "
+                 f"{quoted['learned']['accuracy']:.3f} vs {quoted['cosine']['accuracy']:.3f}")
+    return model
 
 
-def ensure_verdict_model(lake: Path, datasets_dir: Path) -> VerdictModel:
-    """The lake's verdict model, trained when missing or trained by other code or data."""
-    key = training_key(datasets_dir)
-    model = VerdictModel.load(verdict_path(lake))
+def cached_verdict_model(datasets_dir: Path, encoder: Encoder,
+                         progress: Callable[[str], None] | None = None) -> VerdictModel:
+    """The verdict model for this code, data and encoder: trained once per environment (about two
+    minutes on two cores, most of it embedding article sentences) and kept by its key beside the
+    environment's converted models, as the PICO tagger is."""
+    key = training_key(datasets_dir, encoder.description)
+    folder = export_dir() / "verdict_model" / key
+    model = VerdictModel.load(folder)
     if model is None or model.meta.get("key") != key:
-        model, _ = train_verdict_model(datasets_dir)
+        model = train_verdict_model(datasets_dir, encoder, progress)
+        model.save(folder)
+    elif progress:
+        progress(f"verdict_model: trained earlier in this environment ({folder})")
+    return model
+
+
+def ensure_verdict_model(lake: Path, datasets_dir: Path, encoder: Encoder) -> VerdictModel:
+    """The lake's verdict model, replaced when missing or trained by other code, data or encoder."""
+    model = VerdictModel.load(verdict_path(lake))
+    if model is None or model.meta.get("key") != training_key(datasets_dir, encoder.description):
+        model = cached_verdict_model(datasets_dir, encoder)
         model.save(verdict_path(lake))
     return model

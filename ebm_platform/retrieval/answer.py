@@ -2,8 +2,10 @@
 (A first) with a citation on every statement; PICO comparison of question and evidence.
 
 Offline: extractive. Sentences of the final windows (with the vectors `window_index` stored for
-them) are scored by cosine with the question's vector (plus a small bonus for result /
-recommendation language); nothing is embedded for this at query time. The best become the core
+them) are scored by the lake's learned evidence-sentence scorer (`evidence_sentences.py`: cosine
+with the question's vector, result and statistics language, the question's outcome, intervention
+and comparator words), or by cosine plus a small bonus for result language when the lake has no
+scorer; nothing is embedded for this at query time. The best become the core
 answer, each window contributes its best sentence to the graded evidence, and the comparison
 uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
 reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
@@ -11,7 +13,6 @@ reason-then-retrieve, then a JSON answer whose citations must point at retrieved
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 
@@ -23,10 +24,11 @@ from ebm_platform.graph.pico_rules import Anchors, extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.lexical import stem, stems, terms
+from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 
-RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
-                         r"superior|inferior|compared|versus|associated)\w*", re.I)
+SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence Inference train prompts)"
+SELECTED_BY_COSINE = "cosine with the question, +0.05 for result language (no sentence scorer in this lake)"
 MISMATCH_BELOW = 0.5
 # Words that qualify a PICO phrase without naming what it is about; a match need not repeat them.
 QUALIFIERS = frozenset("adding added addition plus alone only combined usual standard adult adults patient patients "
@@ -151,9 +153,13 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
     else:  # no window has a quotable sentence: quote each window's opening, scored by its vector
         sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
         vectors = np.stack([np.asarray(row["vector"]) for row in rows])
-    scores = vectors.astype(np.float32) @ question_vector + \
-        np.array([0.05 if RESULT_CUES.search(s) else 0.0 for s, _ in sentences])
-    order = np.argsort(-scores)
+    texts, cosines = [s for s, _ in sentences], vectors.astype(np.float32) @ question_vector
+    scorer = verdict_model.sentences if verdict_model else None
+    if scorer:
+        scores, how = scorer.scores(sentence_features(question, anchors, texts, cosines)), SELECTED_BY_SCORER
+    else:
+        scores, how = cosine_scores(texts, cosines), SELECTED_BY_COSINE
+    order = np.argsort(-scores, kind="stable")
     selected, used = [], set()
     for i in order:
         s, n = sentences[i]
@@ -177,7 +183,8 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
     return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
-            "core_answer": selected, **_verdict([c["statement"] for c in selected], verdict_model),
+            "core_answer": selected, "sentence_selection": "core statements from CLAIMS" if core else how,
+            **_verdict([c["statement"] for c in selected], verdict_model),
             "evidence_by_grade": by_grade,
             "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
             "pico_comparison": pico_comparison(anchors, rows, embed)}

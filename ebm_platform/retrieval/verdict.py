@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ebm_platform.atomic import atomic_path
+from ebm_platform.retrieval.evidence_sentences import SentenceScorer
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
     "significantly increased", "significantly decreased", "no significant difference", "insufficient evidence")
@@ -62,12 +63,13 @@ class VerdictModel:
     """A learned verdict: TF-IDF (words and word pairs) + logistic regression, trained on the
     annotated evidence spans of Evidence Inference's *train* split with their prompts' labels.
     At answer time each core statement gets class probabilities; they are summed with weights
-    1, 1/2, 1/3 by the statement's rank and the largest sum is the verdict."""
+    1, 1/2, 1/3 by the statement's rank and the largest sum is the verdict. `sentences`, when
+    trained, is the scorer that chooses which sentences the offline answer quotes."""
 
     FILE = "verdict.joblib"
 
-    def __init__(self, pipeline, meta: dict) -> None:
-        self.pipeline, self.meta = pipeline, meta
+    def __init__(self, pipeline, meta: dict, sentences: SentenceScorer | None = None) -> None:
+        self.pipeline, self.meta, self.sentences = pipeline, meta, sentences
 
     @classmethod
     def train(cls, texts: list[str], labels: list[str], meta: dict | None = None) -> "VerdictModel":
@@ -97,7 +99,7 @@ class VerdictModel:
         import joblib
 
         with atomic_path(folder / self.FILE) as tmp:
-            joblib.dump({"pipeline": self.pipeline, "meta": self.meta}, tmp)
+            joblib.dump({"pipeline": self.pipeline, "meta": self.meta, "sentences": self.sentences}, tmp)
 
     @classmethod
     def load(cls, folder: Path) -> "VerdictModel | None":
@@ -107,7 +109,7 @@ class VerdictModel:
         if not path.is_file():
             return None
         stored = joblib.load(path)
-        return cls(stored["pipeline"], stored["meta"])
+        return cls(stored["pipeline"], stored["meta"], stored.get("sentences"))
 
 
 def verdict_path(lake: Path) -> Path:
