@@ -42,6 +42,7 @@ def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[s
     gold = [item["label"] for item in items]
     results: dict[str, dict] = {}
     correct: dict[str, np.ndarray] = {}
+    first = strategies[0] if strategies else None
     for strategy in strategies:
         predicted, recall = [], 0.0
         started = time.perf_counter()
@@ -53,10 +54,8 @@ def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[s
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} answers")
         correct[strategy] = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
-        first = strategies[0]
-        paired = {} if strategy == first else {f"{first}_minus_this_accuracy": {
-            key: round(v, 4) if isinstance(v, float) else v
-            for key, v in paired_difference(correct[first], correct[strategy]).items()}}
+        paired = {} if strategy == first else {
+            f"{first}_minus_this_accuracy": paired_difference(correct[first], correct[strategy], digits=4)}
         results[strategy] = {**scores(gold, predicted),
                              "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])], **paired,
                              f"R@{k}": round(recall / max(len(items), 1), 4),

@@ -35,9 +35,13 @@ def unit_interval(units: int, statistic: Callable[[np.ndarray], float], seed: in
     return float(ci.low), float(ci.high)
 
 
-def paired_difference(a: np.ndarray, b: np.ndarray, seed: int = SEED) -> dict[str, float]:
-    """mean(a - b) over paired values with its bootstrap 95% interval and wins / ties / losses of a."""
+def paired_difference(a: np.ndarray, b: np.ndarray, seed: int = SEED, digits: int | None = None) -> dict[str, float]:
+    """mean(a - b) over paired values with its bootstrap 95% interval and wins / ties / losses of a
+    (the difference and its interval rounded to `digits` when given, for a report)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     low, high = interval(a - b, seed)
-    return {"n": int(len(a)), "difference": float((a - b).mean()) if len(a) else np.nan, "low": low, "high": high,
+    difference = float((a - b).mean()) if len(a) else np.nan
+    if digits is not None:
+        difference, low, high = (round(v, digits) for v in (difference, low, high))
+    return {"n": int(len(a)), "difference": difference, "low": low, "high": high,
             "wins": int((a > b).sum()), "ties": int((a == b).sum()), "losses": int((a < b).sum())}

@@ -200,8 +200,7 @@ def paired_against(first: dict[str, list[float]], second: dict[str, list[float]]
     shared = sorted(set(first) & set(second))
     a = np.array([first[q] for q in shared]).reshape(-1, 3)
     b = np.array([second[q] for q in shared]).reshape(-1, 3)
-    return {name: {key: round(v, 4) if isinstance(v, float) else v for key, v in paired_difference(a[:, m], b[:, m]).items()}
-            for m, name in enumerate(metric_names(k))}
+    return {name: paired_difference(a[:, m], b[:, m], digits=4) for m, name in enumerate(metric_names(k))}
 
 
 ABLATED_FEATURES = ("maxsim", "section_", "doc_", "coverage_", "log_rank_graph", "hyde_cosine")

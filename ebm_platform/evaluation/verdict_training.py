@@ -30,7 +30,7 @@ from ebm_platform.retrieval import evidence_sentences
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
 
-SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 scored the same)
+SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 gave the same validation figures in a trial)
 QUOTED = 3  # sentences an offline answer quotes (answer.compose_offline)
 
 

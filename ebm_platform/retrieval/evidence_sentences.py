@@ -26,7 +26,7 @@ RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recomme
                          r"superior|inferior|compared|versus|associated)\w*", re.I)
 STATISTICS = re.compile(r"\bp\s*[<=>≤≥]|\bci\b|confidence interval|\d\s*%|\bsignifican", re.I)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_QUESTION_FRAME = frozenset({"effect", "what", "compared"})
+_QUESTION_FRAME = frozenset({"effect"})  # the benchmark's "What is the effect of"; its other words are stopwords
 FEATURES = ("cosine, standardised over the candidates", "result language", "statistics", "outcome words",
             "intervention words", "comparator words", "question words", "log characters", "numbers / 10")
 
