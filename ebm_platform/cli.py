@@ -871,7 +871,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     args.strategies = args.strategies or "sr_rag,naive"
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
     retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir(),
-                                                   retriever.encoder)
+                                                   retriever.encoder, _progress)
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]
     if yes_no:

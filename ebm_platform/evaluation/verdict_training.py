@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str]]:
 
 
 def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: int | None = None,
-                     seed: int = 13) -> list[dict]:
+                     seed: int = 13, progress: Callable[[str], None] | None = None) -> list[dict]:
     """Labelled prompts (a seeded sample of `limit`) with their question, label, article sentences,
     which sentences hold evidence, and each sentence's cosine with the question."""
     rows = list(labelled_prompts(datasets_dir, split).iter_rows(named=True))
@@ -55,6 +56,7 @@ def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: in
         rows = [rows[i] for i in sorted(np.random.default_rng(seed).choice(len(rows), limit, replace=False))]
     xml = Path(datasets_dir) / "evidence_inference" / "xml"
     articles: dict[str, tuple[list[str], np.ndarray]] = {}
+    wanted, started, embedded = len({row["pmcid"] for row in rows}), time.perf_counter(), 0
     out = []
     for row in rows:
         if row["pmcid"] not in articles:
@@ -62,6 +64,11 @@ def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: in
             text = f"{article.title}\n\n{article.markdown}"
             sentences = [flatten(text[s:e]) for s, e in sentence_spans(text)]
             articles[row["pmcid"]] = (sentences, encoder.embed(sentences) if sentences else np.zeros((0, encoder.dim)))
+            embedded += len(sentences)
+            if progress and (len(articles) % 20 == 0 or len(articles) == wanted):
+                rate = embedded / max(time.perf_counter() - started, 1e-9)
+                progress(f"verdict_model: {split} sentences of {len(articles)}/{wanted} articles embedded "
+                         f"({embedded} sentences, {rate:.0f}/s)")
         sentences, vectors = articles[row["pmcid"]]
         if not sentences:
             continue
@@ -119,12 +126,12 @@ def train_verdict_model(datasets_dir: Path, encoder: Encoder,
               "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
               "majority class": majority(train_labels, gold)}
     model.meta.update(validation_spans=report, beats_majority=report["learned"]["macro_f1"] > report["majority class"]["macro_f1"])
-    fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS)
+    fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS, progress=progress)
     if progress:
         progress(f"verdict_model: sentence scorer from {len(fit)} train prompts")
     model.sentences = SentenceScorer.train(np.vstack([_features(p) for p in fit]),
                                            np.concatenate([p["evidence"] for p in fit]))
-    valid = prompt_sentences(datasets_dir, "validation", encoder)
+    valid = prompt_sentences(datasets_dir, "validation", encoder, progress=progress)
     quoted = sentence_report(model, valid, {
         "learned": lambda p: model.sentences.scores(_features(p)),
         "cosine": lambda p: cosine_scores(p["sentences"], p["cosines"]),
@@ -156,10 +163,11 @@ def cached_verdict_model(datasets_dir: Path, encoder: Encoder,
     return model
 
 
-def ensure_verdict_model(lake: Path, datasets_dir: Path, encoder: Encoder) -> VerdictModel:
+def ensure_verdict_model(lake: Path, datasets_dir: Path, encoder: Encoder,
+                         progress: Callable[[str], None] | None = None) -> VerdictModel:
     """The lake's verdict model, replaced when missing or trained by other code, data or encoder."""
     model = VerdictModel.load(verdict_path(lake))
     if model is None or model.meta.get("key") != training_key(datasets_dir, encoder.description):
-        model = cached_verdict_model(datasets_dir, encoder)
+        model = cached_verdict_model(datasets_dir, encoder, progress)
         model.save(verdict_path(lake))
     return model
