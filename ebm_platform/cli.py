@@ -608,6 +608,27 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_questions(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.question_eval import evaluate_questions
+    from ebm_platform.settings import get_settings
+
+    result = evaluate_questions(get_settings().require_datasets_dir(), args.split, args.limit, progress=_progress)
+    if args.json:
+        _say(json.dumps(result, indent=2))
+        return 0
+    _say(f"Question parsing on Evidence Inference {args.split} ({result['prompts']} prompts); {result['metric']}")
+    _say(f"{'phrasing':<28}{'group':<13}{'I':>7}{'C':>7}{'O':>7}{'mean':>7}{'whole question':>16}")
+    for name, m in result["phrasings"].items():
+        p = m["parser"]
+        _say(f"{name:<28}{m['group']:<13}{p['intervention']:>7.3f}{p['comparator']:>7.3f}{p['outcome']:>7.3f}"
+             f"{p['mean']:>7.3f}{m['whole question']['mean']:>16.3f}")
+    for group, summary in result["summary"].items():
+        parser, whole = summary["parser"], summary["whole question"]
+        low, high = parser["interval_95"]
+        _say(f"{group}: parser {parser['mean']:.3f} [{low:.3f}, {high:.3f}], whole question {whole['mean']:.3f}")
+    return 0
+
+
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
@@ -672,6 +693,7 @@ def _evaluation_setup(args: argparse.Namespace):
     retriever with the lake's learned reranker, and the checked strategies."""
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.evaluation.lakes import evaluation_lake
+    from ebm_platform.evaluation.question_eval import phrase
     from ebm_platform.evaluation.retrieval_eval import ensure_reranker, questions
     from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.pipeline import Retriever
@@ -680,6 +702,11 @@ def _evaluation_setup(args: argparse.Namespace):
 
     settings = get_settings()
     strategies = strategy_list(args.strategies)
+    phrasing = getattr(args, "phrasing", None)
+    if phrasing:  # checked before an evaluation lake is built
+        if args.benchmark != "evidence-inference":
+            raise ValueError("--phrasing applies to evidence-inference (its prompts name I, C and O)")
+        phrase({"intervention": "", "comparator": "", "outcome": ""}, phrasing)
     ids = None
     if args.benchmark == "generated":
         datasets, lake = None, Path(settings.lake)  # the platform's own benchmark, in the production lake
@@ -692,7 +719,7 @@ def _evaluation_setup(args: argparse.Namespace):
 
             ids = article_ids(datasets, args.split)
         lake = evaluation_lake(args.benchmark, datasets, settings, rebuild=args.rebuild, progress=_progress, ids=ids)
-    items, dropped = questions(args.benchmark, args.split, datasets, lake)
+    items, dropped = questions(args.benchmark, args.split, datasets, lake, phrasing)
     if args.limit:
         items = items[: args.limit]
     names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
@@ -708,7 +735,8 @@ def _evaluation_setup(args: argparse.Namespace):
     corpus = ("the platform lake's own corpus" if args.benchmark == "generated" else
               "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles")
     header = {"benchmark": args.benchmark, "split": args.split, "lake": str(lake), "corpus": corpus,
-              "questions_kept": len(items), "dropped": dict(dropped), "corpus_windows": retriever.index.count()}
+              "phrasing": phrasing or "the benchmark's template", "questions_kept": len(items),
+              "dropped": dict(dropped), "corpus_windows": retriever.index.count()}
     return retriever, items, strategies, reranker, header
 
 
@@ -1007,6 +1035,10 @@ def cmd_betr_show(args: argparse.Namespace) -> int:
     return 0
 
 
+PHRASING_HELP = ("evidence-inference: ask each prompt in this phrasing (names: `ebm eval questions`) instead of the "
+                 "template; the reranker still trains on the template")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ebm", description="ebm-platform: evidence-based GraphRAG (SR-RAG)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -1065,6 +1097,12 @@ def build_parser() -> argparse.ArgumentParser:
     pico.add_argument("--llm", action="store_true", help="also score the LLM extraction (EBM_LLM_MODEL)")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
+    questions = evaluation.add_parser("questions", help="question parsing (I, C, O anchors) on Evidence Inference "
+                                      "prompts put into clinicians' phrasings (a proxy)")
+    questions.add_argument("--split", default="validation", choices=["train", "validation"])
+    questions.add_argument("--limit", type=int, help="at most this many prompts")
+    questions.add_argument("--json", action="store_true")
+    questions.set_defaults(func=cmd_eval_questions)
     retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")
     retrieval.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa", "generated"],
                            help="generated = the platform's benchmark_qa in the production lake")
@@ -1084,6 +1122,7 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--corpus", choices=["all", "split"], default="all",
                            help="all: every article of the dataset (default); split: only the split's own articles")
     retrieval.add_argument("--json", action="store_true")
+    retrieval.add_argument("--phrasing", help=PHRASING_HELP)
     retrieval.set_defaults(func=cmd_eval_retrieval)
     compare = evaluation.add_parser("compare", help="two `eval retrieval --json` outputs (e.g. two builds), paired "
                                                     "per question: second minus first with bootstrap 95% intervals")
@@ -1114,6 +1153,7 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--limit", type=int, help="evaluate at most this many questions")
     answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     answers.add_argument("--json", action="store_true")
+    answers.add_argument("--phrasing", help=PHRASING_HELP)
     answers.set_defaults(func=cmd_eval_answers)
 
     bench = sub.add_parser("benchmark", help="the benchmark QA set").add_subparsers(dest="benchmark_command", required=True)

@@ -12,7 +12,7 @@ import pytest
 
 from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.normalise import merge_entities, mostly_numeric, normalise
-from ebm_platform.graph.pico_rules import clean_name, extract, question_anchors
+from ebm_platform.graph.pico_rules import clean_name, extract
 from ebm_platform.graph.release import load_into_kuzu, read_edges, two_hop_kuzu, two_hop_networkx
 from ebm_platform.graph.schema import load_schema, validate
 from ebm_platform.graph.store import GraphStore
@@ -45,16 +45,6 @@ def test_clean_name_keeps_compound_heads():
     assert clean_name("the effects") == "" and clean_name("pain effects") == "pain"
     found = extract("Side effects were mild. Adverse effects were rare in both groups.")
     assert {e["name"].lower() for e in found.entities if e["type"] == "AdverseEvent"} == {"side effects", "adverse effects"}
-
-
-def test_question_anchors_never_invent_missing_fields():
-    a = question_anchors("In adults with patellofemoral pain, does adding hip strengthening to knee exercise "
-                         "reduce pain more than knee exercise alone?", ("patellofemoral pain",))
-    assert a.population == "adults with patellofemoral pain" and a.condition == "patellofemoral pain"
-    assert "hip strengthening" in a.intervention and a.comparator == "knee exercise alone"
-    assert a.timepoint is None
-    bare = question_anchors("Is ice useful?")
-    assert (bare.population, bare.comparator, bare.timepoint) == (None, None, None)
 
 
 def test_validation_drops_and_counts_out_of_schema_output():

@@ -8,9 +8,9 @@ from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.defs.corpus import evidence_windows, source_documents
 from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions
 from ebm_platform.graph.channel import GraphChannel
-from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import embed
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
 

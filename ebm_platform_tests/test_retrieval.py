@@ -16,14 +16,14 @@ from ebm_platform.defs.graph import knowledge_graph, pico_extractions
 from ebm_platform.defs.index import window_index
 from ebm_platform.retrieval.answer import missing_terms, pico_comparison
 from ebm_platform.retrieval.ask import ask, retriever_for
+from ebm_platform.retrieval.evidence_sentences import FEATURES, SentenceScorer, sentence_features
+from ebm_platform.retrieval.features import maxsim
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
-from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
-from ebm_platform.retrieval.features import maxsim
-from ebm_platform.graph.pico_rules import Anchors, question_anchors
-from ebm_platform.retrieval.evidence_sentences import FEATURES, SentenceScorer, sentence_features
+from ebm_platform.retrieval.questions import Anchors, question_anchors
+from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform_tests.conftest import lake_resources
 
 QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "

@@ -49,7 +49,9 @@ def labelled_prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
     grouped = notes.group_by("PromptID").agg(
         pl.col("Label").mode().sort().first().alias("label"),
         pl.col("Annotations").drop_nulls().unique().sort().alias("evidence"))
-    return prompts(datasets_dir, split).join(grouped.rename({"PromptID": "prompt_id"}), on="prompt_id", how="inner")
+    # sorted: a join's row order is not stable between runs, and seeded samples are drawn from this order
+    return prompts(datasets_dir, split).join(grouped.rename({"PromptID": "prompt_id"}), on="prompt_id",
+                                             how="inner").sort("prompt_id")
 
 
 def question_text(prompt: dict) -> str:

@@ -34,6 +34,7 @@ import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.evaluation.intervals import interval, paired_difference
+from ebm_platform.evaluation.question_eval import phrase
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
 from ebm_platform.retrieval.med_r2 import med_r2
 from ebm_platform.retrieval.med_r2 import oracle_utility as med_r2_oracle
@@ -87,8 +88,10 @@ def lake_benchmark(lake: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), pl.read_parquet(splits)
 
 
-def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tuple[list[dict], Counter]:
-    """Questions with their gold window ids, and the reasons any were dropped."""
+def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path,
+              phrasing: str | None = None) -> tuple[list[dict], Counter]:
+    """Questions with their gold window ids, and the reasons any were dropped; Evidence Inference's
+    in the benchmark's template, or in one of `question_eval`'s named phrasings."""
     if benchmark == "generated":
         bench, splits = lake_benchmark(lake)
         items = benchmark_items(bench, splits, split)
@@ -111,7 +114,7 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path) -> tup
                 dropped["no gold window could be located"] += 1
                 continue
             out.append({"id": f"ei-{row['prompt_id']}", "gold": gold, "label": row["label"],
-                        "question": question_text(row)})
+                        "question": phrase(row, phrasing) if phrasing else question_text(row)})
     elif benchmark == "pubmedqa":
         if split not in ("validation", "all"):
             raise ValueError("PubMedQA here holds only the 500 non-test questions: use --split validation (or all)")
@@ -208,14 +211,17 @@ TRAIN_QUESTIONS = 600  # seeded sample of the 1,924 train prompts: ~0.7 s of can
 
 
 RERANKER_CODE = ("features.py", "full_text.py", "fusion.py", "hyde.py", "learned.py", "lexical.py", "pipeline.py",
-                 "reranker_data.py", "rerank.py")  # what the learned scorer's candidates and features are computed by
+                 "questions.py", "reranker_data.py", "rerank.py")  # what the learned scorer's candidates and features are computed by
 
 
 def retrieval_code_digest() -> str:
-    """Hash of the retrieval code the learned scorer depends on: a model trained by other code is
-    retrained (the seed strategies built on top of it, med_r2.py etc., do not enter)."""
+    """Hash of the retrieval code the learned scorer depends on, and of the code that words and orders
+    its training questions: a model trained by other code is retrained (the seed strategies built on
+    top of it, med_r2.py etc., do not enter)."""
     digest = hashlib.sha256()
-    for path in sorted((Path(__file__).resolve().parent.parent / "retrieval" / name) for name in RERANKER_CODE):
+    package = Path(__file__).resolve().parent.parent
+    for path in [*sorted(package / "retrieval" / name for name in RERANKER_CODE),
+                 package / "benchmark" / "evidence_inference.py"]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]

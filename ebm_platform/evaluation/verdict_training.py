@@ -20,15 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ebm_platform.benchmark import evidence_inference
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
 from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
-from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.retrieval import evidence_sentences
+from ebm_platform.retrieval import questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
 
 SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 gave the same validation figures in a trial)
@@ -107,7 +109,8 @@ def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
     """Hash of the training code, the encoder and the annotation files it reads."""
     digest = hashlib.sha256(encoder_description.encode())
     for path in (Path(__file__), Path(__file__).parent.parent / "retrieval" / "verdict.py",
-                 Path(evidence_sentences.__file__),
+                 Path(evidence_sentences.__file__), Path(questions.__file__),  # the scorer reads the question's anchors
+                 Path(evidence_inference.__file__),  # the prompts' order, which the seeded sample is drawn from
                  Path(datasets_dir) / "evidence_inference" / "v2_annotations.csv",
                  Path(datasets_dir) / "evidence_inference" / "prompts_merged.csv"):
         digest.update(path.read_bytes())

@@ -21,8 +21,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ebm_platform.graph.normalise import normalise
-from ebm_platform.graph.pico_rules import Anchors
 from ebm_platform.graph.store import GraphStore
+from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.versions import mismatched, read_consistent, table_version
 
 

@@ -1,7 +1,7 @@
 """Offline PICO extraction: deterministic rules and lexicons over one evidence window.
 
-Produces PICO-extended-schema entities, relations and attributes. The same code parses a
-clinical question into P/I/C/O/T anchors for retrieval (it never invents a missing field).
+Produces PICO-extended-schema entities, relations and attributes; `retrieval.questions` reads a
+clinical question's anchors with its lexicons.
 """
 
 from __future__ import annotations
@@ -406,54 +406,3 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
             out.add_attribute(first, "study_design", design)
             break
     return out
-
-
-@dataclass
-class Anchors:
-    """A question's P/I/C/O/T anchors; a field is None when the question does not state it."""
-
-    population: str | None = None
-    intervention: str | None = None
-    comparator: str | None = None
-    outcome: str | None = None
-    timepoint: str | None = None
-    condition: str | None = None
-    terms: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()}
-
-
-_Q_POP = re.compile(r"\b(?:in|among|for)\s+((?:[\w-]+\s){0,4}(?:patients|participants|adults|children|adolescents|"
-                    r"women|men|athletes|individuals|people|runners|players|subjects)(?:\s+(?:with|after|who|aged|following)\s+[^,?]{3,80})?)", re.I)
-_Q_INT = re.compile(r"\b(?:does|do|did|is|are|can|should|will|would)\s+(?:the\s+)?(?:adding\s+|use of\s+|using\s+)?([^,?]{3,90}?)\s+"
-                    r"(?:reduce|improve|increase|decrease|affect|help|lower|change|prevent|lead|result|work|compare|provide|be)\b", re.I)
-_Q_WHAT = re.compile(r"\b(?:effect|efficacy|effectiveness|role|impact|benefit)s? of\s+([^,?]{3,90}?)(?:\s+(?:on|in|for|versus|vs\.?|compared)\b|[,?]|$)", re.I)
-_Q_OUT = re.compile(r"\b(?:reduce|improve|increase|decrease|affect|lower|change|prevent|on)\s+([^,?]{3,60}?)(?:\s+(?:more|less|than|in|among|at|after|compared|versus|vs)\b|[,?]|$)", re.I)
-
-
-def question_anchors(question: str, condition_names: tuple[str, ...] = ()) -> Anchors:
-    """P/I/C/O/T anchors of a clinical question, from its own words only."""
-    anchors = Anchors()
-    pop = _Q_POP.search(question)
-    anchors.population = clean_name(pop.group(1)) if pop else None
-    inter = _Q_INT.search(question) or _Q_WHAT.search(question)
-    if inter:
-        anchors.intervention = clean_name(re.sub(r"^(?:in|among)\s+[^,]+,\s*", "", inter.group(1))) or None
-    comp = _COMPARE.search(question) or re.search(r"\bthan\s+([^,?]{3,80})", question, re.I)
-    anchors.comparator = clean_name(comp.group(1)) if comp else None
-    scales = [name for name, pattern, _ in _SCALES if pattern.search(question)]
-    out = _Q_OUT.search(question)
-    anchors.outcome = scales[0] if scales else (clean_name(out.group(1)) if out else None)
-    time = _TIMEPOINT.search(question) or _FOLLOW_UP.search(question)
-    anchors.timepoint = clean_name(time.group(0)) if time else None
-    for name in condition_names:
-        if re.search(re.escape(name), question, re.I):
-            anchors.condition = name
-            break
-    if anchors.condition is None:
-        cond = _CONDITION.search(question)
-        anchors.condition = clean_name(cond.group(1)) if cond else None
-    anchors.terms = [v for v in (anchors.population, anchors.intervention, anchors.comparator,
-                                 anchors.outcome, anchors.timepoint, anchors.condition) if v]
-    return anchors

@@ -20,11 +20,12 @@ import numpy as np
 
 from ebm_platform.corpus.model import GRADES, GRADE_LABELS
 from ebm_platform.corpus.windows import flatten
-from ebm_platform.graph.pico_rules import Anchors, extract
+from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
-from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
+from ebm_platform.retrieval.lexical import stem, stems, terms
+from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 
 SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence Inference train prompts)"

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ebm_platform.graph.pico_rules import Anchors
 from ebm_platform.retrieval.lexical import stems
+from ebm_platform.retrieval.questions import Anchors
 
 RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
                          r"superior|inferior|compared|versus|associated)\w*", re.I)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ebm_platform.graph.pico_rules import Anchors
 from ebm_platform.retrieval.lexical import TermStatistics
+from ebm_platform.retrieval.questions import Anchors
 
 CHANNELS = ("dense", "full_text", "hyde", "graph")
 ABSENT_RANK = 1000

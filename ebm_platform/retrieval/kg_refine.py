@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ebm_platform.graph.pico_rules import question_anchors
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.pipeline import Candidate, Laps, Retrieval, Retriever, collect
+from ebm_platform.retrieval.questions import question_anchors
 
 SEED_ENTITIES = 5
 SEED_RELATIONS = 5

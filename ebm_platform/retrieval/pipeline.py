@@ -31,16 +31,16 @@ import polars as pl
 from ebm_platform.betr.model import BetrParameters, parameters_path
 from ebm_platform.corpus.grading import EVIDENCE_LEVELS, document_type
 from ebm_platform.graph.channel import GraphChannel, open_graph
-from ebm_platform.graph.pico_rules import Anchors, question_anchors
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
+from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
-from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.lexical import TermStatistics
+from ebm_platform.retrieval.questions import Anchors, question_anchors
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 from ebm_platform.settings import get_settings
