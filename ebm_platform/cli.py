@@ -693,7 +693,7 @@ def _evaluation_setup(args: argparse.Namespace):
     retriever with the lake's learned reranker, and the checked strategies."""
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.evaluation.lakes import evaluation_lake
-    from ebm_platform.evaluation.question_eval import phrase
+    from ebm_platform.evaluation.question_eval import template
     from ebm_platform.evaluation.retrieval_eval import ensure_reranker, questions
     from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.pipeline import Retriever
@@ -706,7 +706,7 @@ def _evaluation_setup(args: argparse.Namespace):
     if phrasing:  # checked before an evaluation lake is built
         if args.benchmark != "evidence-inference":
             raise ValueError("--phrasing applies to evidence-inference (its prompts name I, C and O)")
-        phrase({"intervention": "", "comparator": "", "outcome": ""}, phrasing)
+        template(phrasing)
     ids = None
     if args.benchmark == "generated":
         datasets, lake = None, Path(settings.lake)  # the platform's own benchmark, in the production lake

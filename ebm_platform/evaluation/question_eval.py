@@ -55,12 +55,17 @@ SUFFIXES = ("", " in adults with chronic low back pain", " at 12 weeks",
 FIELDS = ("intervention", "comparator", "outcome")
 
 
-def phrase(prompt: dict, phrasing: str, suffix: str = "") -> str:
-    """A prompt's question in one of the named phrasings (`PHRASINGS` or `HELD_OUT`)."""
-    template = PHRASINGS.get(phrasing) or HELD_OUT.get(phrasing)
-    if template is None:
+def template(phrasing: str) -> str:
+    """The question template of a named phrasing (`PHRASINGS` or `HELD_OUT`)."""
+    found = PHRASINGS.get(phrasing) or HELD_OUT.get(phrasing)
+    if found is None:
         raise ValueError(f"unknown phrasing {phrasing!r}: one of {', '.join([*PHRASINGS, *HELD_OUT])}")
-    return template.format(I=prompt["intervention"], C=prompt["comparator"], O=prompt["outcome"], S=suffix)
+    return found
+
+
+def phrase(prompt: dict, phrasing: str, suffix: str = "") -> str:
+    """A prompt's question in one of the named phrasings."""
+    return template(phrasing).format(I=prompt["intervention"], C=prompt["comparator"], O=prompt["outcome"], S=suffix)
 
 
 def field_scores(row: dict, anchors: Anchors) -> list[float]:
@@ -86,14 +91,15 @@ def evaluate_questions(datasets_dir: Path, split: str = "validation", limit: int
                     "Evidence Inference prompts put into clinicians' phrasings)", "phrasings": {}, "summary": {}}
     for group, templates in (("development", PHRASINGS), ("held_out", HELD_OUT)):
         per_prompt = {"parser": np.zeros(len(rows)), "whole question": np.zeros(len(rows))}
-        for name, template in templates.items():
+        for name, example in templates.items():
             entry = {}
             for label, parse in (("parser", question_anchors), ("whole question", _whole)):
-                scores = np.array([field_scores(row, parse(phrase(row, name, suffix))) for row, suffix in zip(rows, suffixes)])
+                scores = np.array([field_scores(row, parse(phrase(row, name, suffix)))
+                                   for row, suffix in zip(rows, suffixes)])
                 per_prompt[label] += scores.mean(1) / len(templates)
                 entry[label] = {**{f: round(float(v), 3) for f, v in zip(FIELDS, scores.mean(0))},
                                 "mean": round(float(scores.mean()), 3)}
-            report["phrasings"][name] = {"group": group, "example": template, **entry}
+            report["phrasings"][name] = {"group": group, "example": example, **entry}
         report["summary"][group] = {label: {"mean": round(float(v.mean()), 3),
                                             "interval_95": [round(x, 3) for x in interval(v)]}
                                     for label, v in per_prompt.items()}

@@ -210,8 +210,9 @@ ABLATED_FEATURES = ("maxsim", "section_", "doc_", "coverage_", "log_rank_graph",
 TRAIN_QUESTIONS = 600  # seeded sample of the 1,924 train prompts: ~0.7 s of candidate generation each
 
 
+# what the learned scorer's candidates and features are computed by
 RERANKER_CODE = ("features.py", "full_text.py", "fusion.py", "hyde.py", "learned.py", "lexical.py", "pipeline.py",
-                 "questions.py", "reranker_data.py", "rerank.py")  # what the learned scorer's candidates and features are computed by
+                 "questions.py", "reranker_data.py", "rerank.py")
 
 
 def retrieval_code_digest() -> str:
