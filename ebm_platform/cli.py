@@ -48,7 +48,9 @@ def _instance():
     return DagsterInstance.ephemeral()
 
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+def _quiet(level: str = "WARNING") -> dict:
+    """Run config that keeps the console logger at `level` (the UI keeps every event)."""
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
 
 
 def _tags(partition: str | tuple[str, str] | None) -> dict[str, str] | None:
@@ -59,21 +61,23 @@ def _tags(partition: str | tuple[str, str] | None) -> dict[str, str] | None:
         {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
 
 
-def _execute(name: str, instance, partition: str | tuple[str, str] | None = None, selection: list | None = None):
+def _execute(name: str, instance, partition: str | tuple[str, str] | None = None, selection: list | None = None,
+             log_level: str = "WARNING"):
     """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
     job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
     enforced). With no instance configured (evaluation lakes keep out of the history) the run
     executes in this process on an ephemeral instance. `partition`: one key, or (first, last) for
-    one run over that range of partitions."""
+    one run over that range of partitions. `log_level`: what the console shows (CRITICAL where the
+    caller reports the outcome itself in one line)."""
     from dagster import build_reconstructable_job, execute_job
 
     from ebm_platform.definitions import defs
 
     if instance.is_ephemeral:
-        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=QUIET, tags=_tags(partition),
+        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=_quiet(log_level), tags=_tags(partition),
                                                              asset_selection=selection, raise_on_error=False)
     job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
-    return execute_job(job, instance, run_config=QUIET, tags=_tags(partition), asset_selection=selection,
+    return execute_job(job, instance, run_config=_quiet(log_level), tags=_tags(partition), asset_selection=selection,
                        raise_on_error=False)
 
 
@@ -107,7 +111,7 @@ def _worker_run(name: str, partition: str | tuple[str, str], selection: list | N
     from ebm_platform.definitions import defs
 
     started = time.perf_counter()
-    result = defs.resolve_job_def(name).execute_in_process(instance=_instance(), run_config=QUIET, tags=_tags(partition),
+    result = defs.resolve_job_def(name).execute_in_process(instance=_instance(), run_config=_quiet(), tags=_tags(partition),
                                                            asset_selection=selection, raise_on_error=False)
     return _outcome(result, started)
 
@@ -255,14 +259,23 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     for selection in stages:
         reranker = selection == [AssetKey("reranker_model")]
         if reranker:
-            _say("training the learned reranker on the benchmark's train questions ...")
-        result = _execute(global_job, instance, selection=selection)
-        if reranker and not result.success:
-            _say("the learned reranker is not used (training failed or it did not beat the hand-set scorer on the "
-                 "validation split; see the run in the Dagster UI): the hand-set fine scorer ranks")
+            _say("training the learned reranker on the benchmark's train and validation questions ...")
+        result = _execute(global_job, instance, selection=selection, log_level="CRITICAL" if reranker else "WARNING")
+        if reranker:
+            _say(reranker_summary(settings.lake))
         elif not result.success:
             raise RuntimeError("global assets failed; see the run in the Dagster UI")
     return summary
+
+
+def reranker_summary(lake: Path) -> str:
+    """The reranker run's outcome in one line (its gate's figures when it trained)."""
+    from ebm_platform.retrieval.learned import LearnedReranker, gate_line, reranker_path
+
+    model = LearnedReranker.load(reranker_path(lake))
+    if model is None or "validation" not in model.meta:
+        return "the learned reranker did not train (see the run in the Dagster UI): the hand-set fine scorer ranks"
+    return gate_line(model.meta)
 
 
 def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
@@ -291,7 +304,9 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
     instance = _instance()
     keys = codes or conditions_partitions.get_partition_keys()
     _say(f"evaluating strategies {settings.eval_strategies} on at most "
-         f"{settings.eval_max_questions or 'all'} test questions per condition ...")
+         f"{settings.eval_max_questions or 'all'} test questions per condition"
+         + (f", and {settings.eval_full_strategies} on every test question with gold windows"
+            if settings.eval_full_strategies and settings.eval_max_questions else "") + " ...")
     verdicts = structure_verdicts(instance, keys)
     skipped = [code for code in keys if verdicts.get(code)]
     for code in skipped:
@@ -312,10 +327,11 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
 
 
 # What the demo evaluates unless EBM_EVAL_* say otherwise: the five seed systems and the naive
-# hybrid on two test questions per condition (all 18 strategies on every test question take ~1.5 h
+# hybrid on two test questions per condition, and sr_rag and naive on every test question with gold
+# windows (their paired comparison) (all 18 strategies on every test question take ~1.5 h
 # on 2 cores; materialise evaluation_report from the UI or set EBM_EVAL_* for that).
 DEMO_EVALUATION = {"EBM_EVAL_STRATEGIES": "sr_rag,naive,med_r2,meta_rag,claims,kg_refine",
-                   "EBM_EVAL_MAX_QUESTIONS": "2"}
+                   "EBM_EVAL_MAX_QUESTIONS": "2", "EBM_EVAL_FULL_STRATEGIES": "sr_rag,naive"}
 
 
 def start_step_server() -> None:
@@ -632,6 +648,7 @@ def cmd_eval_questions(args: argparse.Namespace) -> int:
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
+    _say(result["ranking"])
     if result.get("message"):
         _say(result["message"])
     _say("\n1. Core answer")
@@ -1040,6 +1057,8 @@ PHRASING_HELP = ("evidence-inference: ask each prompt in this phrasing (names: `
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ebm_platform.corpus.importers import DATASETS
+
     parser = argparse.ArgumentParser(prog="ebm", description="ebm-platform: evidence-based GraphRAG (SR-RAG)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="import the datasets and materialise every asset for every partition")
@@ -1051,7 +1070,7 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--json", action="store_true")
     backfill.set_defaults(func=cmd_backfill)
     imp = sub.add_parser("import", help="write normalised landing files from a public dataset")
-    imp.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
+    imp.add_argument("dataset", choices=list(DATASETS), help="cochrane: Cochrane reviews (grade B); guidelines: guideline files (grade A, or B for an overview)")
     imp.add_argument("--from", dest="source", help="datasets folder (default EBM_DATASETS_DIR)")
     imp.add_argument("--json", action="store_true")
     imp.set_defaults(func=cmd_import)

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
                                                             "ones or a comma-separated list")
     eval_max_questions: int = Field(default=0, ge=0, description="test questions per condition evaluation_report "
                                                                  "answers (0: all)")
+    eval_full_strategies: str = Field(default="", description="strategies evaluation_report also runs on every other "
+                                                              "test question with gold windows when "
+                                                              "eval_max_questions caps the rest (comma-separated)")
     eval_seed: int = 7
     run_workers: int = Field(default=2, ge=1, description="partition runs `ebm demo` executes at once, each in its own "
                                                           "process (capped at the cores; 1: one after another)")

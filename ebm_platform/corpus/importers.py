@@ -13,13 +13,14 @@ from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.conditions import Catalogue
+from ebm_platform.corpus.graded import cochrane_reviews, read_guideline, review_document
 from ebm_platform.corpus.landing import landing_markdown, write_atomic
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import pubmedqa_document, read_jats
 from ebm_platform.corpus.tagging import tag_conditions
-from ebm_platform.index.embeddings import cores
+from ebm_platform.index.embeddings import cores, wordpiece_words
 
-DATASETS = ("evidence-inference", "pubmedqa")
+DATASETS = ("evidence-inference", "pubmedqa", "cochrane", "guidelines")
 
 
 @dataclass
@@ -79,7 +80,35 @@ def _pubmedqa(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[
             yield pmid, partial(pubmedqa_document, pmid, record)
 
 
-SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa)}
+def _refused(reason: str) -> Document:
+    raise DocumentError(reason)
+
+
+def _cochrane(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
+    folder = root / "graded_evidence"
+    if not (folder / "cochrane_auto").is_dir():
+        raise FileNotFoundError(f"no Cochrane sets under {folder} (expected cochrane_auto/, cochrane_simplification/, "
+                                "cochrane_conclusions/)")
+    reviews, failed = cochrane_reviews(folder)
+    for record, reason in sorted(failed.items()):
+        yield record, partial(_refused, reason)
+    for number in sorted(reviews):
+        if ids is None or number in ids:
+            yield number, partial(review_document, reviews[number])
+
+
+def _guidelines(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
+    folder = root / "graded_evidence" / "guidelines_lbp"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no guideline folder at {folder}")
+    vocabulary = wordpiece_words()
+    for path in sorted(folder.glob("*.xml")):
+        if ids is None or path.stem in ids:
+            yield path.stem, partial(read_guideline, path, vocabulary)
+
+
+SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa),
+           "cochrane": ("cochrane", _cochrane), "guidelines": ("guideline", _guidelines)}
 
 
 def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, reports_dir: Path,

@@ -121,6 +121,8 @@ def landing_markdown(document: Document) -> str:
         "licence": document.licence,
         "article_type": document.article_type,
     }
+    if document.doi:
+        meta["doi"] = document.doi
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     return f"---\n{front}---\n\n{document.text.strip()}\n"
 

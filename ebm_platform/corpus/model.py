@@ -39,6 +39,7 @@ class Document:
     study_design: str = "expert opinion"
     conditions: list[str] = field(default_factory=list)
     article_type: str = ""
+    doi: str = ""
     path: str = ""
     doc_id: str = ""
 

@@ -67,6 +67,7 @@ def read_markdown(data: bytes, path: str = "") -> Document:
         study_design=str(meta.get("study_design") or design),
         conditions=[str(c) for c in conditions],
         article_type=str(meta.get("article_type", "")),
+        doi=str(meta.get("doi") or ""),
         path=path,
     )
 

@@ -28,7 +28,7 @@ LANDING_DIGEST = "landing_digest"  # metadata key: the landing content a partiti
 DOCUMENT_SCHEMA = {
     "doc_id": pl.String, "condition": pl.String, "conditions": pl.List(pl.String), "title": pl.String,
     "year": pl.Int64, "source": pl.String, "licence": pl.String, "grade": pl.String,
-    "grade_basis": pl.String, "study_design": pl.String, "article_type": pl.String,
+    "grade_basis": pl.String, "study_design": pl.String, "article_type": pl.String, "doi": pl.String,
     "text": pl.String, "path": pl.String, "n_chars": pl.Int64,
 }
 WINDOW_SCHEMA = {

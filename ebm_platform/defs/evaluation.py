@@ -18,16 +18,23 @@ from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figu
 from ebm_platform.retrieval.pipeline import Retriever
 
 class EvaluationResource(dg.ConfigurableResource):
-    """Which strategies evaluation_report runs and on how many test questions per condition."""
+    """Which strategies evaluation_report runs and on how many test questions per condition; the
+    `full_strategies` also answer every other test question with gold windows."""
 
     strategies: str = "all"
     max_questions: int = 0
+    full_strategies: str = ""
     seed: int = 7
 
     def strategy_names(self) -> list[str]:
         from ebm_platform.retrieval.strategies import strategy_list
 
         return strategy_list(self.strategies)
+
+    def full_strategy_names(self) -> list[str]:
+        from ebm_platform.retrieval.strategies import strategy_list
+
+        return strategy_list(self.full_strategies) if self.full_strategies and self.max_questions else []
 
 
 @lru_cache(maxsize=2)
@@ -66,7 +73,9 @@ def _means(long: pl.DataFrame) -> dg.MetadataValue:
 def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFrame, splits: pl.DataFrame,
                       lake: LakeResource, llm: LLMResource, embedder: EmbedderResource,
                       evaluation: EvaluationResource) -> dg.Output:
-    """Every strategy in EBM_EVAL_STRATEGIES on this condition's test questions: one row per
+    """Every strategy in EBM_EVAL_STRATEGIES on this condition's test questions (at most
+    EBM_EVAL_MAX_QUESTIONS; the strategies in EBM_EVAL_FULL_STRATEGIES also on every other test
+    question with gold windows, so their paired comparison rests on all of them): one row per
     (question, strategy) with the ranked windows, the answer, its verdict and every metric. A run
     over a range of partitions (as `ebm demo` launches it) opens the lake once and writes one file
     per partition; it runs only when no partition in it is blocked."""
@@ -78,7 +87,7 @@ def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFr
                          metadata={"blocked_by": dg.MetadataValue.json(blocked)})
     test = benchmark_qa.join(splits.filter(pl.col("split") == "test").select("question_id"), on="question_id") \
         if benchmark_qa.height else benchmark_qa
-    strategies = evaluation.strategy_names()
+    strategies, full = evaluation.strategy_names(), evaluation.full_strategy_names()
     retriever = _retriever(lake, llm, embedder)
     before = retriever.client.usage.as_metadata()
     progress = reporter(context)
@@ -86,9 +95,14 @@ def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFr
     for code in codes:
         mine = test.filter(pl.col("condition") == code) if test.height else test
         questions = pick_questions(mine, evaluation.max_questions, evaluation.seed)
-        reports[code] = evaluate(retriever, questions, strategies, retriever.client,
-                                 progress=lambda line, code=code: progress(f"{code}: {line}"))
-        counts[code] = {"test_questions": mine.height, "questions_answered": questions.height}
+        said = lambda line, code=code: progress(f"{code}: {line}")  # noqa: E731
+        reports[code] = evaluate(retriever, questions, strategies, retriever.client, progress=said)
+        rest = mine.filter(pl.col("gold_window_ids").list.len() > 0
+                           & ~pl.col("question_id").is_in(questions["question_id"].to_list())) if mine.height else mine
+        if full and rest.height:
+            reports[code] = pl.concat([reports[code], evaluate(retriever, rest, full, retriever.client, progress=said)])
+        counts[code] = {"test_questions": mine.height, "questions_answered": questions.height,
+                        "gold_questions_answered_by_full_strategies": questions.height + (rest.height if full else 0)}
     usage = {k: v - before[k] for k, v in retriever.client.usage.as_metadata().items()}
     rows = pl.concat(list(reports.values()))
     per_partition = {name: dg.MetadataValue.int(value) if len(codes) == 1 else

@@ -125,5 +125,5 @@ def default_resources() -> dict[str, object]:
         "benchmark": BenchmarkResource(datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
                                        sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()]),
         "evaluation": EvaluationResource(strategies=s.eval_strategies, max_questions=s.eval_max_questions,
-                                         seed=s.eval_seed),
+                                         full_strategies=s.eval_full_strategies, seed=s.eval_seed),
     }

@@ -15,7 +15,8 @@ from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
-from ebm_platform.retrieval.learned import beats_hand_set, reranker_path, train_and_validate
+from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, beats_hand_set, cross_validate, gate_line,
+                                            reranker_path)
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import verdict_path
@@ -55,25 +56,27 @@ def candidate_metadata(rows: pl.DataFrame) -> dict[str, dg.MetadataValue]:
           ins={"candidates": dg.AssetIn("fused_candidates")})
 def reranker_model(context: dg.AssetExecutionContext, candidates: pl.DataFrame,
                    lake: LakeResource) -> dg.Output[pl.DataFrame]:
-    """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), trained on the
-    benchmark's train questions, compared with the hand-set scorer on its validation questions;
-    kept in <lake>/models/reranker and used by the query path only when it beat the hand-set scorer."""
-    train = candidates.filter(pl.col("split") == "train")
-    validation = candidates.filter(pl.col("split") == "validation")
-    if not train.height or not train["gold"].any():
-        raise dg.Failure("no training question has a gold window among its candidates: nothing to learn from",
-                         metadata={"train_rows": train.height})
-    model, report = train_and_validate(train, validation, context.run_id.split("-")[0])
-    model.meta.update(trained_on="benchmark_qa train split", run_id=context.run_id,
+    """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), learned from every
+    labelled question of the benchmark's train and validation splits and gated on their
+    out-of-fold scores against the hand-set scorer (retrieval/learned.py: cross_validate); kept in
+    <lake>/models/reranker and used by the query path only when it passed."""
+    rows = candidates.filter(pl.col("split").is_in(["train", "validation"]))
+    if not rows.height or not rows["gold"].any():
+        raise dg.Failure("no train or validation question has a gold window among its candidates: nothing to learn "
+                         "from", metadata={"rows": rows.height})
+    model, report = cross_validate(rows, context.run_id.split("-")[0])
+    model.meta.update(trained_on="benchmark_qa train and validation splits", run_id=context.run_id,
                       fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     model.save(reranker_path(Path(lake.root)))
-    table = pl.DataFrame([{"ranker": name, "R@10": m.get("R@10"), "Hit@10": m.get("Hit@10"), "MRR": m["MRR"],
-                           "questions": m["questions"]} for name, m in report["validation"].items()])
+    context.log.info(gate_line(model.meta))
+    table = pl.DataFrame([{"source": source, "ranker": name, "R@10": m.get("R@10"), "Hit@10": m.get("Hit@10"),
+                           "MRR": m["MRR"], "questions": m["questions"]}
+                          for source, comparison in [("all", report["validation"]), *report["by_source"].items()]
+                          for name, m in comparison.items()])
     return dg.Output(table, metadata={
         "beats_hand_set": dg.MetadataValue.bool(model.usable),
-        "validation": dg.MetadataValue.table(
-            [dg.TableRecord({k: v if v is not None else float("nan") for k, v in row.items()}) for row in table.iter_rows(named=True)],
-            schema=dg.TableSchema(columns=[dg.TableColumn(c, "string" if c == "ranker" else "float") for c in table.columns])),
+        "gate": dg.MetadataValue.text(gate_line(model.meta)),
+        "validation": dg.MetadataValue.md(table.to_pandas().to_markdown(index=False, floatfmt=".3f")),
         "train_questions": dg.MetadataValue.int(model.meta["train_questions"]),
         "rounds": dg.MetadataValue.int(model.meta["rounds"]),
         "feature_gain": dg.MetadataValue.json(dict(list(model.meta["gain"].items())[:12])),
@@ -81,13 +84,17 @@ def reranker_model(context: dg.AssetExecutionContext, candidates: pl.DataFrame,
 
 
 @dg.asset_check(asset=reranker_model, blocking=True,
-                description="the learned fine scorer must beat the hand-set scorer on the validation split "
-                            "(MRR higher, R@10 not lower); otherwise the query path keeps the hand-set scorer")
+                description="the learned fine scorer's out-of-fold scores must beat the hand-set scorer's (MRR "
+                            "higher, R@10 not lower) on at least MIN_GATE_QUESTIONS train and validation questions; "
+                            "otherwise the query path keeps the hand-set scorer")
 def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult:
-    rows = {r["ranker"]: r for r in reranker_model.iter_rows(named=True)}
+    pooled = reranker_model.filter(pl.col("source") == "all")
+    rows = {r["ranker"]: r for r in pooled.iter_rows(named=True)}
     learned, hand = rows.get("learned"), rows.get("hand_set")
-    passed = beats_hand_set(learned, hand)
+    questions = learned["questions"] if learned else 0
+    passed = beats_hand_set(learned, hand) and questions >= MIN_GATE_QUESTIONS
     return dg.AssetCheckResult(passed=passed, metadata={
+        "questions": questions, "min_questions": MIN_GATE_QUESTIONS,
         "learned_MRR": learned["MRR"] if learned else None, "hand_set_MRR": hand["MRR"] if hand else None,
         "learned_R@10": learned["R@10"] if learned else None, "hand_set_R@10": hand["R@10"] if hand else None})
 

@@ -57,6 +57,14 @@ def model_path(name: str) -> str:
     return str(Path(name)) if Path(name).exists() else name
 
 
+@lru_cache(maxsize=1)
+def wordpiece_words(name: str = BUNDLED) -> frozenset[str]:
+    """The whole words (letters only, three or more) of an encoder's WordPiece vocabulary: a
+    dictionary that needs no download, used to repair words a PDF extraction split."""
+    vocab = Path(model_path(name)) / "vocab.txt"
+    return frozenset(w for w in vocab.read_text(encoding="utf-8").split() if len(w) >= 3 and w.isalpha())
+
+
 def cores() -> int:
     """CPU cores this process may use (the affinity mask, not the machine's count)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

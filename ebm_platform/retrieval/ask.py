@@ -9,6 +9,7 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.instances import shared_instance
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
+from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.settings import get_settings
 
@@ -36,6 +37,16 @@ def ask(question: object, condition: str | None = None, strategy: str = "sr_rag"
             raise QuestionError(str(exc).strip('"')) from exc
     retriever = retriever_for(str(lake or get_settings().lake))
     return answer_with(retriever, text, conditions, strategy, explain)
+
+
+def ranking_line(retriever: Retriever) -> str:
+    """Which fine scorer ranked, in one line: the learned reranker and its gate, or why not."""
+    reranker = retriever.reranker
+    if reranker.cross_encoder:
+        return f"ranking: {reranker.fine_name()}"
+    if reranker.learned is None:
+        return "ranking: hand-set scorer (this lake holds no learned reranker: run `make demo`)"
+    return f"ranking: {gate_line(reranker.learned.meta)}"
 
 
 def question_condition(retrieval: Retrieval, conditions: list[str] | None) -> str | None:
@@ -75,7 +86,7 @@ def answer_from(retriever: Retriever, retrieval: Retrieval, conditions: list[str
     score = {row["window_id"]: row["score"] for row in rows}
     for cite in answer["citations"]:
         cite["score"] = score.get(cite["window_id"])
-    result = {"question": text, "strategy": strategy, "condition": condition,
+    result = {"question": text, "strategy": strategy, "condition": condition, "ranking": ranking_line(retriever),
               "anchors": retrieval.anchors.as_dict(), **answer, "notes": retrieval.notes,
               "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
     if explain:

@@ -1,0 +1,184 @@
+"""Text extracted from a PDF, made readable: page furniture removed, split words joined, and a
+guideline's recommendations found with the strength the guideline gives each.
+
+Pure functions over strings; the vocabulary that decides whether a piece is a word is passed in
+(the importer uses the bundled encoder's WordPiece vocabulary plus the document's own words)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+PAGE_MARK = re.compile(r"\bPage\s+\d+\s+of\s+\d+\b")
+LONE_NUMBER = re.compile(r"^\s*\d{1,3}\s*$", re.M)
+WORD = re.compile(r"[A-Za-z]+")
+SHORT_WORDS = frozenset("a i an as at be by do go he if in is it me my no of on or so to up us we".split())
+HEADER_WORDS = 30  # the longest running header looked for
+
+# Recommendation strengths as guidelines state them (GRADE wording: VA/DoD's table, WHO's parentheses).
+STRENGTH = re.compile(
+    r"(?P<strength>Strong\s+for|Weak\s+for|Neither\s+for\s+nor\s+against|Weak\s+against|Strong\s+against)"
+    r"(?:\s*\|?\s*(?:Not\s+)?[Rr]eviewed\s*,\s*(?P<category>New-added|New-replaced|Not\s+changed|Amended|Deleted))?"
+    r"|\((?P<paren>(?:conditional|strong)\s+recommendation\s+(?:in\s+favour\s+of|against)\s+(?:the\s+)?use"
+    r"|good\s+practice\s+statement[^)]{0,60}|no\s+recommendation)(?P<certainty>[^)]{0,80})\)")
+RECOMMENDING = re.compile(r"\b(?:we\s+(?:recommend|suggest)|insufficient\s+evidence\s+to\s+recommend|"
+                          r"(?:may|should)\s+(?:not\s+)?be\s+(?:offered|used)|recommendation\s+cannot\s+be\s+made)",
+                          re.I)
+STATEMENT_START = re.compile(r"(?:^|[\s)])(?:(?:Recommendation\s+)?\d{1,2}\.\s*(?=For\b|There\b)|[A-E](?:\.\d+){1,2}\s+)")
+FOOTNOTE_TAIL = re.compile(r"(?:\s*[.(|]|\s+[a-z]\b|(?<=[.)])[a-z]\b)+\s*$")
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _words(text: str) -> str:
+    """A phrase as a pattern that matches it across any run of white space."""
+    return r"\s+".join(re.escape(w) for w in text.split())
+
+
+def running_header(text: str) -> str | None:
+    """The words that stand before most 'Page N of M' marks (a running header such as a guideline's
+    title and date), at least three words long; None when the text has no such marks."""
+    marks = list(PAGE_MARK.finditer(text))
+    if len(marks) < 3:
+        return None
+    before = [text[max(0, m.start() - 400):m.start()].split()[-HEADER_WORDS:] for m in marks]
+    best = None
+    for k in range(3, HEADER_WORDS + 1):
+        counts = Counter(tuple(words[-k:]) for words in before if len(words) >= k)
+        phrase, n = counts.most_common(1)[0] if counts else ((), 0)
+        if n < len(marks) / 2:
+            break
+        best = " ".join(phrase)
+    return best
+
+
+def remove_furniture(text: str, title: str = "") -> str:
+    """Drop page furniture: the running header before 'Page N of M' marks with the marks themselves,
+    lines that hold only a page number, and repeats of the document's title after its first
+    appearance (a running title)."""
+    header = running_header(text)
+    if header:
+        text = re.sub(_words(header) + r"\s*(?:" + PAGE_MARK.pattern + r")?", " ", text)
+    text = LONE_NUMBER.sub("", PAGE_MARK.sub(" ", text))
+    if title.split():
+        pattern = re.compile(_words(title), re.I)
+        first = pattern.search(text)
+        if first:
+            text = text[:first.end()] + pattern.sub(" ", text[first.end():])
+    return text
+
+
+def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
+    """Join the pieces of words a PDF extraction split ("DIAGNOSI S", "i maging", "Rec\\nommendation",
+    "evidence -based"). Two neighbouring pieces join when one of them is not a word and together they
+    are one (in `vocabulary` or written whole elsewhere in the text); a piece that could join either
+    neighbour takes the one that makes the longer word."""
+    text = re.sub(r"(?<=[A-Za-z]) +-(?=[A-Za-z])", "-", text)  # "evidence -based"
+    text = re.sub(r"(?<=[A-Za-z])-[ \t]*\n?[ \t]*(?=[a-z])", "-", text)  # "clinician-\ndirected"
+    whole = Counter(w.lower() for w in WORD.findall(text))
+
+    def known(word: str) -> bool:
+        w = word.lower()
+        return w in SHORT_WORDS if len(w) <= 2 else (w in vocabulary or whole[w] >= 3)
+
+    def joined(a: str, b: str) -> bool:
+        w = (a + b).lower()
+        return (not known(a) or not known(b)) and (w in vocabulary or whole[w] >= 2)
+
+    tokens = re.split(r"([A-Za-z]+)", text)  # odd indexes: letter runs; even: what separates them
+    i = 1
+    while i + 2 < len(tokens):
+        gap, a, b = tokens[i + 1], tokens[i], tokens[i + 2]
+        if gap.strip() == "" and gap.count("\n") <= 1 and joined(a, b):
+            # a piece that could also join its right neighbour takes the longer word
+            if (i + 4 < len(tokens) and tokens[i + 3].strip() == "" and not known(b)
+                    and joined(b, tokens[i + 4]) and len(b + tokens[i + 4]) > len(a + b)):
+                i += 2
+                continue
+            tokens[i:i + 3] = [a + b]
+            continue
+        i += 2
+    return "".join(tokens)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One recommendation: its statement and the strength (and category) the guideline gives it."""
+
+    statement: str
+    strength: str
+    start: int
+    end: int
+
+    def markdown(self) -> str:
+        return f"{self.statement} (Strength of recommendation: {self.strength}.)"
+
+
+def recommendations(text: str) -> list[Recommendation]:
+    """Recommendations stated with a strength: the statement runs from the last recommendation
+    number before the strength ("9. For patients", "Recommendation 9.", "B.1") to the strength, and
+    is kept when it uses recommending language (we recommend / suggest, may / should be offered or
+    used, insufficient evidence to recommend), is not a template ("We suggest ..."), and was not
+    stated before (a guideline's summary table and its discussion repeat each recommendation; the
+    first is kept). Spans are in `text`."""
+    found: list[Recommendation] = []
+    seen: set[str] = set()
+    previous = 0
+    for match in STRENGTH.finditer(text):
+        starts = list(STATEMENT_START.finditer(text, previous, match.start()))
+        previous = match.end()
+        if not starts:
+            continue
+        begin = starts[-1].end()
+        statement = FOOTNOTE_TAIL.sub("", _fold(text[begin:match.start()])) + "."
+        first = re.split(r"\.(?=\s|[A-Z]|$)", statement, maxsplit=1)[0]
+        key = re.sub(r"[^a-z]+", "", first.lower())  # the first sentence's letters: copies differ in spacing
+        if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement) or key in seen:
+            continue
+        seen.add(key)
+        if match.group("paren"):
+            strength = _fold(match.group("paren") + match.group("certainty"))
+        else:
+            strength = _fold(match.group("strength"))
+            if match.group("category"):
+                strength += f"; {_fold(match.group('category'))}"
+        found.append(Recommendation(statement, strength, begin, match.end()))
+    return found
+
+
+def paragraphs(text: str, target_chars: int = 1200) -> list[str]:
+    """Flowing text as paragraphs of about `target_chars`, cut at sentence ends (PDF line breaks do
+    not mark paragraphs)."""
+    folded = _fold(text)
+    out, current = [], ""
+    for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", folded):
+        if current and len(current) + len(sentence) > target_chars:
+            out.append(current)
+            current = ""
+        current = f"{current} {sentence}".strip()
+    if current:
+        out.append(current)
+    return out
+
+
+def guideline_markdown(title: str, text: str, vocabulary: frozenset[str] | set[str],
+                       running_title: str = "") -> tuple[str, int]:
+    """A guideline's cleaned text as markdown with each recommendation in a section of its own,
+    in reading order between the paragraphs around it; returns (markdown, recommendations)."""
+    clean = join_split_words(remove_furniture(text, running_title), vocabulary)
+    found = recommendations(clean)
+    parts, last, number = [f"# {title}"], 0, 0
+    for rec in found:
+        body = paragraphs(clean[last:rec.start])
+        if body:
+            parts += ["## Text", *body]
+        number += 1
+        parts += [f"## Recommendation {number}", rec.markdown()]
+        last = rec.end
+    rest = paragraphs(clean[last:])
+    if rest:
+        parts += ["## Text", *rest]
+    return "\n\n".join(parts) + "\n", len(found)

@@ -1,0 +1,126 @@
+"""Graded evidence: Cochrane reviews joined across their sets (grade B), guideline files cleaned and
+sectioned with each recommendation's strength (grade A), grades from the source, bad input refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.corpus.graded import GUIDELINE_SOURCES, cochrane_reviews, read_guideline, review_document
+from ebm_platform.corpus.importers import import_dataset
+from ebm_platform.corpus.landing import read_landing_file
+from ebm_platform.corpus.model import DocumentError
+from ebm_platform.corpus.pdf_text import join_split_words, recommendations, remove_furniture
+from ebm_platform.corpus.windows import WindowParams, build_windows
+from ebm_platform.index.embeddings import wordpiece_words
+from ebm_platform.settings import DEFAULT_CATALOGUE
+
+WORDS = frozenset({"diagnosis", "imaging", "recommendation", "strong", "take", "addition", "evaluation"})
+
+
+def test_split_words_are_joined_and_real_words_are_left_alone() -> None:
+    text = "THE DIAGNOSI S of low back pain: a re commendation to avoid i maging. Stron g for. In addi tion, the cat"
+    assert join_split_words(text, WORDS) == ("THE DIAGNOSIS of low back pain: a recommendation to avoid imaging. "
+                                             "Strong for. In addition, the cat")
+    assert join_split_words("evidence -based and clinician-\ndirected care", WORDS) == (
+        "evidence-based and clinician-directed care")
+
+
+def test_running_header_and_page_marks_are_removed() -> None:
+    pages = [f"Body text of page {n} says something different about topic {n * 7}. "
+             f"Guideline for Back Pain February 2022 Page {n} of 9\n" for n in range(1, 9)]
+    clean = remove_furniture("Guideline for Back Pain\n" + "".join(pages), title="Guideline for Back Pain")
+    assert "Page" not in clean and "February 2022" not in clean
+    assert clean.count("Guideline for Back Pain") == 1  # the title stays where it first stands
+    assert all(f"topic {n * 7}" in clean for n in range(1, 9))
+
+
+def test_recommendations_keep_their_strength_and_drop_templates_and_repeats() -> None:
+    text = ("Table 4 Strong for We recommend … Weak for We suggest … "
+            "8. For patients with chronic low back pain, we suggest cognitive behavioral therapy. Weak for Reviewed, "
+            "New-replaced 9. For patients with low back pain, we suggest a structured exercise program. Weak for "
+            "Reviewed, New-replaced Discussion ... Recommendation 9.For patients with low back pain, we suggest a "
+            "structured exercise program. (Weak for | Reviewed, New-replaced) "
+            "B.1 Massage Massage may be offered as part of care to adults with CPLBP. (conditional recommendation "
+            "in favour of use, very low certainty evidence)")
+    found = recommendations(text)
+    assert [r.strength for r in found] == ["Weak for; New-replaced", "Weak for; New-replaced",
+                                           "conditional recommendation in favour of use, very low certainty evidence"]
+    assert found[1].statement == "For patients with low back pain, we suggest a structured exercise program."
+    assert found[2].statement.endswith("may be offered as part of care to adults with CPLBP.")
+
+
+def _cochrane_sets(root: Path) -> Path:
+    folder = root / "graded_evidence"
+    for name in ("cochrane_auto", "cochrane_simplification", "cochrane_conclusions"):
+        (folder / name).mkdir(parents=True)
+    (folder / "cochrane_auto" / "val.json").write_text(json.dumps([
+        {"doi": "10.1002/14651858.CD000001.pub2", "name": "Exercise therapy for chronic low back pain",
+         "abstract": [{"heading": "Main results", "text": "We included 249 trials. Exercise reduced pain."},
+                      {"heading": "Authors' conclusions", "text": "Exercise probably reduces pain."}]},
+        {"doi": "not a review doi", "name": "Broken", "abstract": []}]), encoding="utf-8")
+    simplification = folder / "cochrane_simplification"
+    (simplification / "val.source").write_text("Short results.\nTwelve trials of bracing for ankle sprain were "
+                                               "included; bracing reduced re-injury.\n", encoding="utf-8")
+    (simplification / "val.doi").write_text("10.1002/14651858.CD000001.pub2\n10.1002/14651858.CD000002\n",
+                                            encoding="utf-8")
+    (folder / "cochrane_conclusions" / "dev-targets.csv").write_text(
+        ",ReviewID,Target\n0,CD000002,Bracing probably prevents recurrent ankle sprain.\n"
+        "1,CD000003,There is insufficient evidence for heel cups in plantar heel pain.\n", encoding="utf-8")
+    return folder
+
+
+def test_cochrane_sets_join_on_the_review_number_and_keep_the_richest_text(tmp_path: Path) -> None:
+    reviews, failed = cochrane_reviews(_cochrane_sets(tmp_path))
+    assert sorted(reviews) == ["CD000001", "CD000002", "CD000003"]
+    assert list(failed) == ["cochrane_auto/val.json#1"]
+    first = review_document(reviews["CD000001"])  # the titled abstract beats the shorter paragraph
+    assert first.title == "Exercise therapy for chronic low back pain" and "Exercise reduced pain" in first.text
+    assert first.doi == "10.1002/14651858.CD000001.pub2" and first.grade == "B"
+    assert first.study_design == "systematic review" and first.grade_basis.startswith("source:Cochrane")
+    second = review_document(reviews["CD000002"])  # results from one set, conclusions from another
+    assert "bracing reduced re-injury" in second.text and "## Authors' conclusions" in second.text
+    assert reviews["CD000002"].sets == ["cochrane_simplification", "cochrane_conclusions"]
+    third = review_document(reviews["CD000003"])
+    assert third.title.startswith("Cochrane systematic review CD000003: There is insufficient evidence")
+    assert third.doi == "10.1002/14651858.CD000003"
+
+
+def test_cochrane_import_lands_tagged_reviews_only_and_reports_the_broken_record(tmp_path: Path) -> None:
+    _cochrane_sets(tmp_path)
+    report = import_dataset("cochrane", tmp_path, tmp_path / "landing", load_catalogue(DEFAULT_CATALOGUE))
+    assert report.failed == {"cochrane_auto/val.json#1": "no review number in its DOI, or no abstract text"}
+    assert {c: dict(g) for c, g in report.per_condition.items()} == {"LAS": {"B": 1}, "LBP": {"B": 1},
+                                                                      "PHP": {"B": 1}}
+    landed = read_landing_file(tmp_path / "landing" / "LAS" / "cochrane-CD000002.md", "LAS",
+                               load_catalogue(DEFAULT_CATALOGUE))
+    assert landed.grade == "B" and landed.doi == "10.1002/14651858.CD000002"
+
+
+def test_a_guideline_file_without_a_source_entry_or_text_is_refused(tmp_path: Path) -> None:
+    unknown = tmp_path / "cpg_unknown.xml"
+    unknown.write_text("<page><title>x</title><url/><content>We recommend exercise.</content></page>")
+    with pytest.raises(DocumentError, match="not a known guideline source"):
+        read_guideline(unknown, WORDS)
+    empty = tmp_path / next(iter(GUIDELINE_SOURCES))
+    empty.write_text("<page><title>x</title><url/><content>  </content></page>")
+    with pytest.raises(DocumentError, match="missing or empty"):
+        read_guideline(empty, WORDS)
+    empty.write_text("<page><title>x</title")
+    with pytest.raises(DocumentError, match="not a <page> XML record"):
+        read_guideline(empty, WORDS)
+
+
+def test_the_va_dod_guideline_keeps_each_recommendation_with_its_strength_in_one_window(datasets_dir: Path) -> None:
+    path = datasets_dir / "graded_evidence" / "guidelines_lbp" / "cpg_va-department_of_defense.xml"
+    document = read_guideline(path, wordpiece_words())
+    assert document.grade == "A" and document.study_design == "guideline" and document.year == 2022
+    assert "DIAGNOSI S" not in document.text and "Page 22 of 141" not in document.text
+    exercise = ("For patients with low back pain, we suggest a structured clinician-directed exercise program")
+    windows = build_windows(document.doc_id, document.text, WindowParams(), lambda blocks: list(range(len(blocks))))
+    holding = [w for w in windows if exercise in w["text"] and "> Recommendation" in w["section"]]
+    assert len(holding) == 1 and "(Strength of recommendation: Weak for; New-replaced.)" in holding[0]["text"]
+    assert sum("> Recommendation" in w["section"] for w in windows) >= 40
