@@ -269,13 +269,14 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
 
 
 def reranker_summary(lake: Path) -> str:
-    """The reranker run's outcome in one line (its gate's figures when it trained)."""
-    from ebm_platform.retrieval.learned import LearnedReranker, gate_line, reranker_path
+    """The reranker run's outcome in one line (its gate's figures when it trained), then the gate's
+    figures per benchmark source."""
+    from ebm_platform.retrieval.learned import LearnedReranker, gate_by_source, gate_line, reranker_path
 
     model = LearnedReranker.load(reranker_path(lake))
     if model is None or "validation" not in model.meta:
         return "the learned reranker did not train (see the run in the Dagster UI): the hand-set fine scorer ranks"
-    return gate_line(model.meta)
+    return "\n".join([gate_line(model.meta), *gate_by_source(model.meta)])
 
 
 def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
@@ -705,6 +706,17 @@ def cmd_lake_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def shipped_reranker(retriever, lake: Path) -> dict:
+    """Load the production lake's learned reranker (the one `ebm ask` ranks with) into `retriever`."""
+    from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+
+    model = LearnedReranker.load(reranker_path(lake))
+    if model is None or not model.usable:
+        raise ValueError(f"{lake} holds no learned reranker that passed its gate: run `make demo` first")
+    retriever.reranker.learned = model
+    return {**model.meta, "source": f"shipped: {reranker_path(lake)}"}
+
+
 def _evaluation_setup(args: argparse.Namespace):
     """The lake (an evaluation lake, or the production lake for `generated`), its questions, a
     retriever with the lake's learned reranker, and the checked strategies."""
@@ -745,6 +757,8 @@ def _evaluation_setup(args: argparse.Namespace):
     if args.benchmark == "generated":
         reranker = (retriever.reranker.learned.meta if retriever.reranker.learned else
                     {"source": "none: materialise reranker_model (make demo)"})
+    elif getattr(args, "reranker", "trained") == "shipped":
+        reranker = shipped_reranker(retriever, Path(settings.lake))
     else:
         reranker = ensure_reranker(retriever, args.benchmark, datasets, args.train_questions, progress=_progress)
     _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
@@ -1133,6 +1147,9 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--train-questions", type=int,
                            help="train-split questions the lake's learned reranker is trained on (seeded sample; "
                                 "default 600)")
+    retrieval.add_argument("--reranker", choices=["trained", "shipped"], default="trained",
+                           help="trained: the evaluation lake's own reranker (Evidence Inference train questions); "
+                                "shipped: the production lake's (multi-source, what `ebm ask` ranks with)")
     retrieval.add_argument("--k", type=int, default=10)
     retrieval.add_argument("--oracle-utility", action="store_true",
                            help="evaluation only: Med-R2's f_u from the gold answer (the verdict model's loss drop)")

@@ -450,6 +450,9 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     splits.write_parquet(small_lake / "assets" / "benchmark_splits.parquet")
     if gate == "refuse":
         monkeypatch.setattr("ebm_platform.defs.retrieval.beats_hand_set", lambda learned, hand: False)
+    else:  # a small lake has far fewer questions than the production gate asks for: let the comparison decide
+        monkeypatch.setattr("ebm_platform.retrieval.learned.MIN_GATE_QUESTIONS", 1)
+        monkeypatch.setattr("ebm_platform.defs.retrieval.MIN_GATE_QUESTIONS", 1)
     assets = [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_splits, knowledge_tree,
               window_index, knowledge_graph, fused_candidates, reranker_model, reranker_beats_hand_set, candidate_pools]
     result = dg.materialize(assets, selection=dg.AssetSelection.assets(fused_candidates, reranker_model, candidate_pools),
@@ -602,10 +605,11 @@ def test_sentence_features_on_a_hand_computed_example():
 
 def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, datasets_dir, monkeypatch):
     """A model whose quoted sentences give a worse verdict than the cosine choice fails the
-    blocking check, and what depends on verdict_model is not materialised."""
+    blocking check, what depends on verdict_model is not materialised, and the model is never
+    promoted: queries stay on the rules."""
     from ebm_platform.defs import retrieval as defs_retrieval
     from ebm_platform.defs.benchmark import BenchmarkResource
-    from ebm_platform.retrieval.verdict import VerdictModel
+    from ebm_platform.retrieval.verdict import VerdictModel, promote_verdict, staged_verdict_path, verdict_path
 
     spans_report = {name: {"accuracy": 0.5, "macro_f1": f1, "questions": 10}
                     for name, f1 in (("learned", 0.6), ("rules", 0.4), ("majority class", 0.2))}
@@ -614,7 +618,6 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
     worse = VerdictModel(None, {"trained_on_spans": 10, "validation_spans": spans_report,
                                 "sentence_scorer": {"validation": quoted}}, SentenceScorer(None))
     monkeypatch.setattr(defs_retrieval, "cached_verdict_model", lambda *args, **kwargs: worse)
-    monkeypatch.setattr(VerdictModel, "save", lambda self, folder: None)
     monkeypatch.setattr(SentenceScorer, "weights", lambda self: {})
 
     @dg.asset(deps=[defs_retrieval.verdict_model])
@@ -628,6 +631,9 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
     assert not check.passed
     materialised = {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
     assert materialised == {"verdict_model"}
+    assert VerdictModel.load(staged_verdict_path(tmp_path)) is not None  # written, waiting for a check that failed
+    assert VerdictModel.load(verdict_path(tmp_path)) is None  # what the query path loads: none, so the rules answer
+    assert promote_verdict(tmp_path) and VerdictModel.load(verdict_path(tmp_path)) is not None  # a pass would move it
 
 
 def test_ranked_metrics_on_a_hand_computed_example():
@@ -676,3 +682,11 @@ def test_the_cross_validated_gate_needs_enough_questions_and_reports_each_source
     few, _ = cross_validate(_synthetic_candidates(60), "test")
     assert few.meta["validation"]["learned"]["MRR"] > few.meta["validation"]["hand_set"]["MRR"]
     assert not few.usable and "NOT used" in gate_line(few.meta)  # it beats the hand-set scorer on too few
+
+
+def test_evidence_inference_validation_prompts_are_kept_out_of_the_shipped_reranker():
+    from ebm_platform.retrieval.learned import without_prompts
+
+    rows = pl.DataFrame({"question_id": ["ei-LBP-101", "ei-GL-GEN-102", "ei-LBP-1010", "gen-abc", "pubmedqa-LBP-101"]})
+    kept = without_prompts(rows, {"101", "102"})["question_id"].to_list()
+    assert kept == ["ei-LBP-1010", "gen-abc", "pubmedqa-LBP-101"]

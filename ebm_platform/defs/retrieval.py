@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from ebm_platform.benchmark.evidence_inference import labelled_prompts
 from ebm_platform.benchmark.splits import SPLITS
 from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.partitions import AFTER_DEPS
@@ -16,10 +17,10 @@ from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResou
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
 from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, beats_hand_set, cross_validate, gate_line,
-                                            reranker_path)
+                                            reranker_path, without_prompts)
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
-from ebm_platform.retrieval.verdict import verdict_path
+from ebm_platform.retrieval.verdict import promote_verdict, staged_verdict_path
 
 
 @dg.asset(group_name="retrieval", kinds={"polars"}, automation_condition=AFTER_DEPS,
@@ -55,12 +56,15 @@ def candidate_metadata(rows: pl.DataFrame) -> dict[str, dg.MetadataValue]:
 @dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
           ins={"candidates": dg.AssetIn("fused_candidates")})
 def reranker_model(context: dg.AssetExecutionContext, candidates: pl.DataFrame,
-                   lake: LakeResource) -> dg.Output[pl.DataFrame]:
+                   lake: LakeResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
     """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), learned from every
     labelled question of the benchmark's train and validation splits and gated on their
     out-of-fold scores against the hand-set scorer (retrieval/learned.py: cross_validate); kept in
-    <lake>/models/reranker and used by the query path only when it passed."""
-    rows = candidates.filter(pl.col("split").is_in(["train", "validation"]))
+    <lake>/models/reranker and used by the query path only when it passed. Evidence Inference's
+    validation-split prompts are left out, so that `ebm eval retrieval --reranker shipped` can judge
+    the shipped model on that split."""
+    rows = without_prompts(candidates.filter(pl.col("split").is_in(["train", "validation"])),
+                           set(labelled_prompts(benchmark.root(), "validation")["prompt_id"].to_list()))
     if not rows.height or not rows["gold"].any():
         raise dg.Failure("no train or validation question has a gold window among its candidates: nothing to learn "
                          "from", metadata={"rows": rows.height})
@@ -105,10 +109,11 @@ def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchma
     """TF-IDF + logistic regression trained on Evidence Inference's train-split evidence spans
     (label = the prompt's label), scored on the validation spans beside the offline rules and the
     majority class, and the evidence-sentence scorer that chooses the sentences an offline answer
-    quotes (scored against the cosine choice on the validation prompts); kept in
-    <lake>/models/verdict and read by every offline answer."""
+    quotes (scored against the cosine choice on the validation prompts); staged in
+    <lake>/staging/models/verdict until its blocking check promotes it to <lake>/models/verdict,
+    which every offline answer reads (the rules answer while the lake holds no promoted model)."""
     model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context))
-    model.save(verdict_path(Path(lake.root)))
+    model.save(staged_verdict_path(Path(lake.root)))  # promoted by its blocking check
     report, quoted = model.meta["validation_spans"], model.meta["sentence_scorer"]["validation"]
     table = pl.DataFrame([{"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
                            "spans": m["questions"]} for name, m in report.items()]
@@ -126,9 +131,12 @@ def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchma
 @dg.asset_check(asset=verdict_model, blocking=True,
                 description="the learned verdict must beat the majority class and the rules on validation spans, and "
                             "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
-                            "(macro-F1)")
-def verdict_model_beats_baselines(verdict_model: pl.DataFrame) -> dg.AssetCheckResult:
+                            "(macro-F1); passing promotes the staged model to where answers read it, so a failed model never "
+                            "replaces the last good one and a lake without one answers with the rules")
+def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResource) -> dg.AssetCheckResult:
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
     passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and \
         f1.get("quoted sentences: learned", 0.0) >= f1.get("quoted sentences: cosine", 1.0)
-    return dg.AssetCheckResult(passed=passed, metadata={k: dg.MetadataValue.float(v) for k, v in f1.items()})
+    promoted = passed and promote_verdict(Path(lake.root))
+    return dg.AssetCheckResult(passed=passed, metadata={**{k: dg.MetadataValue.float(v) for k, v in f1.items()},
+                                                        "promoted": dg.MetadataValue.bool(promoted)})

@@ -103,6 +103,13 @@ def question_source(question_id: str) -> str:
     return SOURCES.get(question_id.split("-", 1)[0], "other")
 
 
+def without_prompts(rows: pl.DataFrame, prompt_ids: set[str]) -> pl.DataFrame:
+    """Rows of every question but the Evidence Inference prompts named (ids `ei-<code>-<prompt id>`)."""
+    held = pl.col("question_id").str.starts_with("ei-") & \
+        pl.col("question_id").str.extract(r"-([^-]+)$").is_in(sorted(prompt_ids))
+    return rows.filter(~held)
+
+
 def folds_by_article(frame: pl.DataFrame, folds: int = FOLDS) -> np.ndarray:
     """Each row's fold: questions about one source article (the document of their first gold
     window; window ids are `<doc_id>-<suffix>`) share a fold, as the benchmark's splits keep them."""
@@ -209,6 +216,13 @@ def gate_line(meta: dict) -> str:
     verdict = "in use" if meta.get("beats_hand_set") else "NOT used (the hand-set scorer ranks)"
     return (f"learned reranker {verdict}: {meta.get('gate', 'validation split')}; MRR {learned['MRR']:.3f} vs hand-set "
             f"{hand['MRR']:.3f}, R@10 {learned['R@10']:.3f} vs {hand['R@10']:.3f}")
+
+
+def gate_by_source(meta: dict) -> list[str]:
+    """The gate's out-of-fold figures per benchmark source, one line each."""
+    return [f"  {source:<20} n={c['learned']['questions']:>4}  MRR {c['learned']['MRR']:.3f} vs hand-set "
+            f"{c['hand_set']['MRR']:.3f}, R@10 {c['learned']['R@10']:.3f} vs {c['hand_set']['R@10']:.3f}"
+            for source, c in meta.get("validation_by_source", {}).items()]
 
 
 def train_and_validate(train: pl.DataFrame, validation: pl.DataFrame, key: str,
