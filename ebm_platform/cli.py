@@ -648,6 +648,8 @@ def cmd_eval_questions(args: argparse.Namespace) -> int:
 
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
+    line = result["bottom_line"]
+    _say(f"Bottom line ({line['question_type']} question): {line['summary']}")
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
     _say(result["ranking"])
     if result.get("message"):

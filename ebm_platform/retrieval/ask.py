@@ -9,8 +9,10 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.instances import shared_instance
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
+from ebm_platform.retrieval.bottom_line import bottom_line
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
+from ebm_platform.retrieval.verdict import read_verdict
 from ebm_platform.settings import get_settings
 
 
@@ -86,7 +88,10 @@ def answer_from(retriever: Retriever, retrieval: Retrieval, conditions: list[str
     score = {row["window_id"]: row["score"] for row in rows}
     for cite in answer["citations"]:
         cite["score"] = score.get(cite["window_id"])
-    result = {"question": text, "strategy": strategy, "condition": condition, "ranking": ranking_line(retriever),
+    line = bottom_line(text, retrieval.anchors, answer,
+                       lambda statement: read_verdict([statement], retriever.verdict_model)[0])
+    result = {"bottom_line": line, "question": text, "strategy": strategy, "condition": condition,
+              "ranking": ranking_line(retriever),
               "anchors": retrieval.anchors.as_dict(), **answer, "notes": retrieval.notes,
               "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
     if explain:

@@ -1,0 +1,145 @@
+"""The answer's bottom line: what kind of question was asked, and the answer in its own terms,
+with the certainty and how many cited sources of which grade support or contradict it.
+
+Question types: comparative (an intervention and a comparator: I vs C on O), effect (does I change
+O), yes/no (any other closed question) and open. The bottom line restates the answer's verdict in
+the question's words: for a comparative or effect question which way the evidence points on the
+outcome (or no difference, or insufficient evidence); for a closed question yes / no / uncertain,
+where the verdict's direction is read against the question's own direction ("Does I reduce O?"
+answered "significantly decreased" is yes, "significantly increased" is no; a question with no
+direction, "Is I effective?", is yes for any significant effect). A guideline's recommendation
+counts by its stated strength (for: yes; against: no; neither / no recommendation: uncertain).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from ebm_platform.retrieval.questions import Anchors
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
+
+QUESTION_TYPES = ("comparative", "effect", "yes/no", "open")
+CLOSED = re.compile(r"^\s*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)
+DOWN_WORDS = re.compile(r"\b(?:reduc\w*|decreas\w*|lower\w*|reliev\w*|prevent\w*|alleviat\w*|less|fewer|"
+                        r"shorten\w*|ameliorat\w*)\b", re.I)
+UP_WORDS = re.compile(r"\b(?:increas\w*|improv\w*|rais\w*|enhanc\w*|higher|greater|more|boost\w*|speed\w* up|"
+                      r"accelerat\w*|restor\w*)\b", re.I)
+EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b",
+                          re.I)
+STRENGTH = re.compile(r"Strength of recommendation: ([^.;)]+)", re.I)
+YES, NO, UNCERTAIN = "yes", "no", "uncertain"
+
+
+def question_type(question: str, anchors: Anchors) -> str:
+    """comparative (I and C named), effect (I and O, asked as a closed question or about an effect),
+    yes/no (any other closed question) or open."""
+    if anchors.intervention and anchors.comparator:
+        return "comparative"
+    closed = bool(CLOSED.match(question))
+    if anchors.intervention and anchors.outcome and (closed or EFFECT_WORDS.search(question)):
+        return "effect"
+    return "yes/no" if closed else "open"
+
+
+def question_direction(question: str) -> str | None:
+    """The direction a closed question asks about: 'down' (reduce, prevent ...), 'up' (improve,
+    increase ...) or None when it names none (effective, better, beneficial)."""
+    down, up = len(DOWN_WORDS.findall(question)), len(UP_WORDS.findall(question))
+    return "down" if down > up else "up" if up > down else None
+
+
+def recommendation_stance(statement: str) -> str | None:
+    """A guideline statement's stance from its stated strength: for, against, neither; None when it
+    states no strength."""
+    match = STRENGTH.search(statement)
+    if not match:
+        return None
+    strength = match.group(1).lower()
+    if "neither" in strength or "no recommendation" in strength:
+        return "neither"
+    return "against" if "against" in strength else "for"
+
+
+def as_closed_answer(verdict: str, direction: str | None) -> str:
+    """yes / no / uncertain for a closed question, from a verdict read against its direction."""
+    if verdict == NO_DIFFERENCE:
+        return NO
+    if verdict in (INCREASED, DECREASED):
+        if direction is None:
+            return YES
+        return YES if (verdict == DECREASED) == (direction == "down") else NO
+    return UNCERTAIN
+
+
+def statement_answer(statement: str, verdict_of: Callable[[str], str], direction: str | None) -> str:
+    """One cited statement's answer to a closed question (a recommendation by its strength)."""
+    stance = recommendation_stance(statement)
+    if stance is not None:
+        return {"for": YES, "against": NO}.get(stance, UNCERTAIN)
+    return as_closed_answer(verdict_of(statement), direction)
+
+
+def _phrase(verdict: str, anchors: Anchors) -> str:
+    intervention = anchors.intervention or "the intervention"
+    outcome = anchors.outcome or "the outcome"
+    against = f" compared with {anchors.comparator}" if anchors.comparator else ""
+    if verdict == INCREASED:
+        return f"{intervention} increased {outcome}{against}"
+    if verdict == DECREASED:
+        return f"{intervention} decreased {outcome}{against}"
+    if verdict == NO_DIFFERENCE:
+        between = f"between {intervention} and {anchors.comparator}" if anchors.comparator else f"with {intervention}"
+        return f"no significant difference in {outcome} {between}"
+    return "insufficient evidence to answer"
+
+
+def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Callable[[str], str]) -> dict:
+    """The bottom line of a composed answer (its verdict, core statements, graded evidence and
+    certainty): the question type, one sentence in the question's terms, and the cited sources by
+    grade that support or contradict it (each source counted once, by its first statement). A closed
+    question that a cited guideline (grade A) recommendation addresses is answered by its strength."""
+    kind = question_type(question, anchors)
+    direction = question_direction(question)
+    verdict = answer.get("verdict", INSUFFICIENT)
+    grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
+    statements = [(s["statement"], n) for s in answer.get("core_answer", []) for n in s.get("citations", [])]
+    statements += [(s["statement"], n) for group in answer.get("evidence_by_grade", [])
+                   for s in group.get("statements", []) for n in s.get("citations", [])]
+    if kind in ("yes/no", "effect"):
+        def stance_of(statement: str) -> str:
+            return statement_answer(statement, verdict_of, direction)
+
+        target, neutral = as_closed_answer(verdict, direction), UNCERTAIN
+        basis = _phrase(verdict, anchors)
+        guideline = next((st for st, n in statements if grade.get(n) == "A" and recommendation_stance(st)), None)
+        if guideline:
+            target = stance_of(guideline)
+            basis = "the guideline " + {YES: "recommends it", NO: "recommends against it",
+                                        UNCERTAIN: "recommends neither for nor against it"}[target]
+        text = f"{target.capitalize()}: {basis}"
+    else:
+        stance_of, target, neutral = verdict_of, verdict, INSUFFICIENT
+        text = _phrase(verdict, anchors)
+        text = text[0].upper() + text[1:]
+    support, against, seen = Counter(), Counter(), set()
+    for statement, n in statements:
+        if n in seen or n not in grade:
+            continue
+        seen.add(n)
+        stance = stance_of(statement)
+        if stance == target and target != neutral:
+            support[grade[n]] += 1
+        elif stance not in (target, neutral):
+            against[grade[n]] += 1
+    certainty = answer.get("certainty", {}).get("level", "very low")
+
+    def tally(counts: Counter) -> str:
+        return ", ".join(f"{n} grade {g}" for g, n in sorted(counts.items())) or "none"
+
+    return {"question_type": kind, "answer": target if kind in ("yes/no", "effect") else verdict,
+            "text": f"{text}.", "certainty": certainty,
+            "summary": f"{text} (certainty {certainty}; supported by {tally(support)}; contradicted by "
+                       f"{tally(against)})",
+            "support": dict(sorted(support.items())), "contradict": dict(sorted(against.items()))}

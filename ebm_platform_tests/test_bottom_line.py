@@ -1,0 +1,73 @@
+"""The answer's bottom line: question types, verdicts read against the question's direction, a
+guideline's recommendation by its strength, and the sources that support or contradict it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ebm_platform.retrieval.bottom_line import as_closed_answer, bottom_line, question_direction, question_type
+from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("What is the effect of exercise therapy compared with usual care on pain?", "comparative"),
+    ("Is exercise therapy better than usual care for chronic low back pain?", "comparative"),
+    ("Does hip strengthening reduce pain in runners with patellofemoral pain?", "effect"),
+    ("Should athletes with ankle sprain wear a brace?", "yes/no"),
+    ("How is patellofemoral pain diagnosed?", "open"),
+])
+def test_question_types(question: str, kind: str) -> None:
+    assert question_type(question, question_anchors(question)) == kind
+
+
+def test_a_verdict_is_read_against_the_direction_the_question_asks_about() -> None:
+    assert question_direction("Does taping reduce pain?") == "down"
+    assert question_direction("Does taping improve function?") == "up"
+    assert question_direction("Is taping effective?") is None
+    assert as_closed_answer(DECREASED, "down") == "yes" and as_closed_answer(INCREASED, "down") == "no"
+    assert as_closed_answer(INCREASED, "up") == "yes" and as_closed_answer(DECREASED, "up") == "no"
+    assert as_closed_answer(DECREASED, None) == "yes" and as_closed_answer(NO_DIFFERENCE, "down") == "no"
+    assert as_closed_answer(INSUFFICIENT, None) == "uncertain"
+
+
+def _answer(verdict: str, statements: list[tuple[str, int]], grades: dict[int, str]) -> dict:
+    return {"verdict": verdict, "certainty": {"level": "moderate"},
+            "core_answer": [{"statement": s, "citations": [n]} for s, n in statements],
+            "evidence_by_grade": [], "citations": [{"n": n, "grade": g} for n, g in grades.items()]}
+
+
+def _rules(statement: str) -> str:
+    return offline_verdict([statement])[0]
+
+
+def test_a_closed_question_answered_by_a_guideline_and_counted_by_grade() -> None:
+    question = "Is exercise therapy effective for chronic low back pain?"
+    answer = _answer(DECREASED, [
+        ("Exercise reduced pain more than no treatment (p < 0.01).", 2),
+        ("For patients with low back pain, we suggest a structured exercise program. (Strength of recommendation: "
+         "Weak for; New-replaced.)", 1),
+        ("Pain did not differ between exercise and usual care (p = 0.4).", 3)], {1: "A", 2: "B", 3: "C"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["question_type"] == "effect" and line["answer"] == "yes"
+    assert line["text"] == "Yes: the guideline recommends it."
+    assert line["support"] == {"A": 1, "B": 1} and line["contradict"] == {"C": 1}
+    assert line["summary"].endswith("(certainty moderate; supported by 1 grade A, 1 grade B; contradicted by 1 grade C)")
+
+
+def test_direction_decides_a_closed_answer_without_a_guideline() -> None:
+    question = "Does bracing increase re-injury in ankle sprain?"
+    answer = _answer(DECREASED, [("Bracing reduced re-injury compared with no brace (p = 0.02).", 1)], {1: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == "no" and line["text"].startswith("No: bracing decreased re-injury")
+    assert line["support"] == {"B": 1}
+
+
+def test_a_comparative_question_states_the_effect_and_insufficient_evidence_claims_no_support() -> None:
+    question = "What is the effect of naproxen compared with placebo on pain?"
+    line = bottom_line(question, question_anchors(question),
+                       _answer(NO_DIFFERENCE, [("There was no significant difference in pain (p = 0.6).", 1)], {1: "C"}),
+                       _rules)
+    assert line["text"] == "No significant difference in pain between naproxen and placebo."
+    empty = bottom_line(question, question_anchors(question), _answer(INSUFFICIENT, [], {}), _rules)
+    assert empty["text"] == "Insufficient evidence to answer." and empty["support"] == {}
