@@ -59,4 +59,4 @@ validate: $(STAMP)
 	$(BIN)/dagster definitions validate -w workspace.yaml
 
 clean:
-	rm -rf data_lake/landing data_lake/assets data_lake/models data_lake/cache data_lake/stores data_lake/reports data_lake/.dagster data_lake/warehouse.duckdb* data_lake/eval
+	rm -rf data_lake/landing data_lake/assets data_lake/staging data_lake/models data_lake/cache data_lake/stores data_lake/reports data_lake/.dagster data_lake/warehouse.duckdb* data_lake/eval

@@ -609,7 +609,8 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
     promoted: queries stay on the rules."""
     from ebm_platform.defs import retrieval as defs_retrieval
     from ebm_platform.defs.benchmark import BenchmarkResource
-    from ebm_platform.retrieval.verdict import VerdictModel, promote_verdict, staged_verdict_path, verdict_path
+    from ebm_platform.defs.io import model_folder, promote_model
+    from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
     spans_report = {name: {"accuracy": 0.5, "macro_f1": f1, "questions": 10}
                     for name, f1 in (("learned", 0.6), ("rules", 0.4), ("majority class", 0.2))}
@@ -631,9 +632,10 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
     assert not check.passed
     materialised = {e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
     assert materialised == {"verdict_model"}
-    assert VerdictModel.load(staged_verdict_path(tmp_path)) is not None  # written, waiting for a check that failed
+    assert VerdictModel.load(model_folder(tmp_path, "verdict", staging=True)) is not None  # waits for a failed check
     assert VerdictModel.load(verdict_path(tmp_path)) is None  # what the query path loads: none, so the rules answer
-    assert promote_verdict(tmp_path) and VerdictModel.load(verdict_path(tmp_path)) is not None  # a pass would move it
+    assert promote_model(tmp_path, "verdict", VerdictModel.FILE)  # what a passing check does
+    assert VerdictModel.load(verdict_path(tmp_path)) is not None
 
 
 def test_ranked_metrics_on_a_hand_computed_example():

@@ -28,14 +28,28 @@ def latest_file(root: str | Path, asset: str, partition: str | None) -> Path:
     return staged if staged.is_file() else asset_file(root, asset, partition)
 
 
-def promote(root: str | Path, asset: str, partition: str | None) -> bool:
-    """Move a checked staged file over the promoted one (one rename); False when nothing was staged."""
-    staged, final = asset_file(root, asset, partition, staging=True), asset_file(root, asset, partition)
+def _replace(staged: Path, final: Path) -> bool:
     if not staged.is_file():
         return False
     final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(staged, final)
     return True
+
+
+def promote(root: str | Path, asset: str, partition: str | None) -> bool:
+    """Move a checked staged file over the promoted one (one rename); False when nothing was staged."""
+    return _replace(asset_file(root, asset, partition, staging=True), asset_file(root, asset, partition))
+
+
+def model_folder(root: str | Path, name: str, staging: bool = False) -> Path:
+    """<root>/models/<name> (what readers load), or <root>/staging/models/<name> for a model that
+    waits for its blocking check."""
+    return Path(root, "staging", "models", name) if staging else Path(root, "models", name)
+
+
+def promote_model(root: str | Path, name: str, filename: str) -> bool:
+    """Move a checked staged model file over the promoted one (one rename); False when none is staged."""
+    return _replace(model_folder(root, name, staging=True) / filename, model_folder(root, name) / filename)
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):

@@ -11,6 +11,7 @@ import polars as pl
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
 from ebm_platform.benchmark.splits import SPLITS
 from ebm_platform.defs.benchmark import BenchmarkResource
+from ebm_platform.defs.io import model_folder, promote_model
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
@@ -20,7 +21,7 @@ from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, beats_hand_set, 
                                             reranker_path, without_prompts)
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
-from ebm_platform.retrieval.verdict import promote_verdict, staged_verdict_path
+from ebm_platform.retrieval.verdict import VerdictModel
 
 
 @dg.asset(group_name="retrieval", kinds={"polars"}, automation_condition=AFTER_DEPS,
@@ -113,7 +114,7 @@ def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchma
     <lake>/staging/models/verdict until its blocking check promotes it to <lake>/models/verdict,
     which every offline answer reads (the rules answer while the lake holds no promoted model)."""
     model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context))
-    model.save(staged_verdict_path(Path(lake.root)))  # promoted by its blocking check
+    model.save(model_folder(lake.root, "verdict", staging=True))  # promoted by its blocking check
     report, quoted = model.meta["validation_spans"], model.meta["sentence_scorer"]["validation"]
     table = pl.DataFrame([{"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
                            "spans": m["questions"]} for name, m in report.items()]
@@ -137,6 +138,6 @@ def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResourc
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
     passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and \
         f1.get("quoted sentences: learned", 0.0) >= f1.get("quoted sentences: cosine", 1.0)
-    promoted = passed and promote_verdict(Path(lake.root))
+    promoted = passed and promote_model(lake.root, "verdict", VerdictModel.FILE)
     return dg.AssetCheckResult(passed=passed, metadata={**{k: dg.MetadataValue.float(v) for k, v in f1.items()},
                                                         "promoted": dg.MetadataValue.bool(promoted)})

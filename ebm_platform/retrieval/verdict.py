@@ -16,7 +16,6 @@ significant difference -> no, insufficient evidence -> maybe (a mapping, labelle
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -114,20 +113,4 @@ class VerdictModel:
 
 
 def verdict_path(lake: Path) -> Path:
-    """Where the promoted verdict model lives: the one every offline answer reads."""
     return Path(lake) / "models" / "verdict"
-
-
-def staged_verdict_path(lake: Path) -> Path:
-    """Where a new verdict model waits for its blocking check, which promotes it."""
-    return Path(lake) / "staging" / "models" / "verdict"
-
-
-def promote_verdict(lake: Path) -> bool:
-    """Move the staged verdict model over the promoted one (one rename); False when none is staged."""
-    staged = staged_verdict_path(lake) / VerdictModel.FILE
-    if not staged.is_file():
-        return False
-    verdict_path(lake).mkdir(parents=True, exist_ok=True)
-    os.replace(staged, verdict_path(lake) / VerdictModel.FILE)
-    return True
