@@ -164,11 +164,23 @@ def paragraphs(text: str, target_chars: int = 1200) -> list[str]:
     return out
 
 
+BACK_MATTER = re.compile(r"\bAppendix\s+A\s*:\s*(?!.{0,80}\.{4})|\bReferences\s+1\.\s")
+
+
+def without_back_matter(text: str) -> str:
+    """The text before its back matter: the first appendix or numbered reference list that starts in
+    the second half of the text (a table of contents early on names them too, followed by dot leaders)."""
+    for match in BACK_MATTER.finditer(text, len(text) // 2):
+        return text[:match.start()]
+    return text
+
+
 def guideline_markdown(title: str, text: str, vocabulary: frozenset[str] | set[str],
                        running_title: str = "") -> tuple[str, int]:
-    """A guideline's cleaned text as markdown with each recommendation in a section of its own,
-    in reading order between the paragraphs around it; returns (markdown, recommendations)."""
-    clean = join_split_words(remove_furniture(text, running_title), vocabulary)
+    """A guideline's cleaned text, without its appendices and reference list, as markdown with each
+    recommendation in a section of its own, in reading order between the paragraphs around it;
+    returns (markdown, recommendations)."""
+    clean = without_back_matter(join_split_words(remove_furniture(text, running_title), vocabulary))
     found = recommendations(clean)
     parts, last, number = [f"# {title}"], 0, 0
     for rec in found:
