@@ -359,3 +359,19 @@ def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run():
     assert unblocked_ranges(codes, set()) == [codes]
     assert unblocked_ranges(codes, {"A", "C", "D"}) == [["B"], ["E", "F"]]
     assert unblocked_ranges(codes, set(codes)) == []
+
+
+def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
+    from ebm_platform.defs.evaluation import EvaluationResource
+    from ebm_platform.evaluation.report import gold_rest, pick_questions
+
+    bench = sources.frame([sources.row(question_id=f"q{n}", condition="PFP", source="evidence_inference",
+                                       question=f"Question {n}?", gold_window_ids=[f"w{n}"] if n % 3 else [])
+                           for n in range(9)])
+    picked = pick_questions(bench, 2, 7)
+    rest = gold_rest(bench, picked)
+    assert set(rest["question_id"]) == {f"q{n}" for n in range(9) if n % 3} - set(picked["question_id"])
+    assert gold_rest(bench.head(0), picked).height == 0
+    assert EvaluationResource(strategies="all", max_questions=2, full_strategies="sr_rag,naive").full_strategy_names() \
+        == ["sr_rag", "naive"]
+    assert EvaluationResource(max_questions=0, full_strategies="sr_rag").full_strategy_names() == []  # nothing capped

@@ -13,8 +13,8 @@ from ebm_platform.defs.benchmark import blocked_conditions, structure_verdicts
 from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
-from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figures, html, paired_markdown,
-                                            pick_questions, summarise, summary_table)
+from ebm_platform.evaluation.report import (PROXY_NOTE, describe, evaluate, figures, gold_rest, html,
+                                            paired_markdown, pick_questions, summarise, summary_table)
 from ebm_platform.retrieval.pipeline import Retriever
 
 class EvaluationResource(dg.ConfigurableResource):
@@ -97,8 +97,7 @@ def evaluation_report(context: dg.AssetExecutionContext, benchmark_qa: pl.DataFr
         questions = pick_questions(mine, evaluation.max_questions, evaluation.seed)
         said = lambda line, code=code: progress(f"{code}: {line}")  # noqa: E731
         reports[code] = evaluate(retriever, questions, strategies, retriever.client, progress=said)
-        rest = mine.filter(pl.col("gold_window_ids").list.len() > 0
-                           & ~pl.col("question_id").is_in(questions["question_id"].to_list())) if mine.height else mine
+        rest = gold_rest(mine, questions)
         if full and rest.height:
             reports[code] = pl.concat([reports[code], evaluate(retriever, rest, full, retriever.client, progress=said)])
         counts[code] = {"test_questions": mine.height, "questions_answered": questions.height,

@@ -65,6 +65,15 @@ def pick_questions(bench: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
     return ranked.sort("_turn", "source").head(limit).drop("_h", "_turn")
 
 
+def gold_rest(bench: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
+    """The questions of `bench` with gold windows that `picked` does not hold (what the full
+    strategies answer beyond the capped sample)."""
+    if not bench.height:
+        return bench
+    return bench.filter((pl.col("gold_window_ids").list.len() > 0)
+                        & ~pl.col("question_id").is_in(picked["question_id"].to_list()))
+
+
 def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LLMClient) -> dict:
     """One question answered by one strategy, with every metric it can have."""
     started = time.perf_counter()
