@@ -61,7 +61,7 @@ class BenchmarkResource(dg.ConfigurableResource):
 
     datasets_dir: str | None = None
     sources: list[str] = ["sr_rag_release", "evidence_inference", "pubmedqa", "generated"]
-    per_grade: int = 3
+    per_grade: int = 6
     seed: int = 7
 
     def root(self) -> Path:
