@@ -112,10 +112,11 @@ SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubm
 
 
 def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, reports_dir: Path,
-               progress: Callable[[str], None] | None = None) -> dict[str, dict]:
-    """Import every dataset, print each report through `progress`, save them to imports.json."""
+               progress: Callable[[str], None] | None = None, datasets: tuple[str, ...] = DATASETS) -> dict[str, dict]:
+    """Import every dataset (or those named), print each report through `progress`, save them to
+    imports.json."""
     reports = {}
-    for dataset in DATASETS:
+    for dataset in datasets:
         report = import_dataset(dataset, datasets_dir, landing_dir, catalogue, progress=progress)
         if progress:
             progress(report.table())
