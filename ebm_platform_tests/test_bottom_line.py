@@ -71,3 +71,19 @@ def test_a_comparative_question_states_the_effect_and_insufficient_evidence_clai
     assert line["text"] == "No significant difference in pain between naproxen and placebo."
     empty = bottom_line(question, question_anchors(question), _answer(INSUFFICIENT, [], {}), _rules)
     assert empty["text"] == "Insufficient evidence to answer." and empty["support"] == {}
+
+
+def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:
+    question = "Should patients with chronic low back pain take opioids?"
+    against = ("For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
+               "Weak against; New-replaced.)")
+    answer = _answer(INCREASED, [("Opioids increased pain relief compared with placebo (p < 0.01).", 2),
+                                 (against, 1), (against.replace("we suggest", "we recommend"), 3)],
+                     {1: "A", 2: "C", 3: "A"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["question_type"] == "yes/no" and line["answer"] == "no"
+    assert line["text"] == "No: the guideline recommends against it."
+    assert line["support"] == {"A": 2} and line["contradict"] == {"C": 1}
+    split = _answer(INCREASED, [("Pain increased with opioids (p < 0.01).", 1),
+                                ("There was no significant difference in pain (p = 0.5).", 2)], {1: "B", 2: "B"})
+    assert bottom_line(question, question_anchors(question), split, _rules)["answer"] == "uncertain"  # a tie in B

@@ -95,11 +95,23 @@ def _phrase(verdict: str, anchors: Anchors) -> str:
     return "insufficient evidence to answer"
 
 
+def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: str) -> str | None:
+    """The answer the best-graded sources with a stance give (the majority within that grade; a tie
+    is `neutral`); None when no source takes a stance."""
+    for g in sorted({grade[n] for n, stance in stances.items() if stance != neutral}):
+        votes = Counter(stance for n, stance in stances.items() if grade[n] == g and stance != neutral)
+        (first, count), *rest = votes.most_common()
+        return neutral if rest and rest[0][1] == count else first
+    return None
+
+
 def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Callable[[str], str]) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
     grade that support or contradict it (each source counted once, by its first statement). A closed
-    question that a cited guideline (grade A) recommendation addresses is answered by its strength."""
+    question is answered as the best-graded cited sources answer it (a guideline recommendation by its
+    strength), which may overrule the verdict of the core statements; a comparative or open question
+    states that verdict."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
     verdict = answer.get("verdict", INSUFFICIENT)
@@ -107,39 +119,41 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
     statements = [(s["statement"], n) for s in answer.get("core_answer", []) for n in s.get("citations", [])]
     statements += [(s["statement"], n) for group in answer.get("evidence_by_grade", [])
                    for s in group.get("statements", []) for n in s.get("citations", [])]
-    if kind in ("yes/no", "effect"):
-        def stance_of(statement: str) -> str:
-            return statement_answer(statement, verdict_of, direction)
-
+    first: dict[int, str] = {}
+    for statement, n in statements:
+        if n in grade:
+            first.setdefault(n, statement)
+    closed = kind in ("yes/no", "effect")
+    if closed:
+        stances = {n: statement_answer(s, verdict_of, direction) for n, s in first.items()}
         target, neutral = as_closed_answer(verdict, direction), UNCERTAIN
-        basis = _phrase(verdict, anchors)
-        guideline = next((st for st, n in statements if grade.get(n) == "A" and recommendation_stance(st)), None)
-        if guideline:
-            target = stance_of(guideline)
-            basis = "the guideline " + {YES: "recommends it", NO: "recommends against it",
-                                        UNCERTAIN: "recommends neither for nor against it"}[target]
+        best = _best_grade_answer(stances, grade, neutral)
+        basis = _phrase(verdict, anchors) if kind == "effect" else "the cited evidence " + {
+            YES: "reports the effect asked about", NO: "reports no such effect",
+            UNCERTAIN: "does not settle it"}[target]
+        if best is not None:
+            g = min(grade[n] for n, st in stances.items() if st != neutral)
+            if any(recommendation_stance(first[n]) for n in stances if grade[n] == g):
+                basis = "the guideline " + {YES: "recommends it", NO: "recommends against it",
+                                            UNCERTAIN: "recommends neither for nor against it"}[best]
+            elif best != target:
+                basis = {YES: f"the grade {g} evidence supports it", NO: f"the grade {g} evidence speaks against it",
+                         UNCERTAIN: f"the grade {g} evidence disagrees with itself"}[best]
+            target = best
         text = f"{target.capitalize()}: {basis}"
     else:
-        stance_of, target, neutral = verdict_of, verdict, INSUFFICIENT
+        stances = {n: verdict_of(s) for n, s in first.items()}
+        target, neutral = verdict, INSUFFICIENT
         text = _phrase(verdict, anchors)
         text = text[0].upper() + text[1:]
-    support, against, seen = Counter(), Counter(), set()
-    for statement, n in statements:
-        if n in seen or n not in grade:
-            continue
-        seen.add(n)
-        stance = stance_of(statement)
-        if stance == target and target != neutral:
-            support[grade[n]] += 1
-        elif stance not in (target, neutral):
-            against[grade[n]] += 1
+    support = Counter(grade[n] for n, st in stances.items() if st == target and target != neutral)
+    against = Counter(grade[n] for n, st in stances.items() if st not in (target, neutral))
     certainty = answer.get("certainty", {}).get("level", "very low")
 
     def tally(counts: Counter) -> str:
         return ", ".join(f"{n} grade {g}" for g, n in sorted(counts.items())) or "none"
 
-    return {"question_type": kind, "answer": target if kind in ("yes/no", "effect") else verdict,
-            "text": f"{text}.", "certainty": certainty,
+    return {"question_type": kind, "answer": target, "text": f"{text}.", "certainty": certainty,
             "summary": f"{text} (certainty {certainty}; supported by {tally(support)}; contradicted by "
                        f"{tally(against)})",
             "support": dict(sorted(support.items())), "contradict": dict(sorted(against.items()))}
