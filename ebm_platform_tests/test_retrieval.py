@@ -449,10 +449,9 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     bench.write_parquet(small_lake / "assets" / "benchmark_qa" / "PFP.parquet")
     splits.write_parquet(small_lake / "assets" / "benchmark_splits.parquet")
     if gate == "refuse":
-        monkeypatch.setattr("ebm_platform.defs.retrieval.beats_hand_set", lambda learned, hand: False)
+        monkeypatch.setattr("ebm_platform.defs.retrieval.passes_gate", lambda learned, hand: False)
     else:  # a small lake has far fewer questions than the production gate asks for: let the comparison decide
         monkeypatch.setattr("ebm_platform.retrieval.learned.MIN_GATE_QUESTIONS", 1)
-        monkeypatch.setattr("ebm_platform.defs.retrieval.MIN_GATE_QUESTIONS", 1)
     assets = [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_splits, knowledge_tree,
               window_index, knowledge_graph, fused_candidates, reranker_model, reranker_beats_hand_set, candidate_pools]
     result = dg.materialize(assets, selection=dg.AssetSelection.assets(fused_candidates, reranker_model, candidate_pools),

@@ -25,7 +25,9 @@ STRENGTH = re.compile(
 RECOMMENDING = re.compile(r"\b(?:we\s+(?:recommend|suggest)|insufficient\s+evidence\s+to\s+recommend|"
                           r"(?:may|should)\s+(?:not\s+)?be\s+(?:offered|used)|recommendation\s+cannot\s+be\s+made)",
                           re.I)
-STATEMENT_START = re.compile(r"(?:^|[\s)])(?:(?:Recommendation\s+)?\d{1,2}\.\s*(?=For\b|There\b)|[A-E](?:\.\d+){1,2}\s+)")
+STATEMENT_START = re.compile(r"(?:^|[\s)])(?:(?:Recommendation\s+)?\d{1,2}\.\s*(?=For\b|There\b)"
+                             r"|[A-E](?:\.\d+){1,2}\s+)")
+STRENGTH_LABEL = "Strength of recommendation"  # a recommendation section's strength; answers read it back
 FOOTNOTE_TAIL = re.compile(r"(?:\s*[.(|]|\s+[a-z]\b|(?<=[.)])[a-z]\b)+\s*$")
 
 
@@ -114,7 +116,7 @@ class Recommendation:
     end: int
 
     def markdown(self) -> str:
-        return f"{self.statement} (Strength of recommendation: {self.strength}.)"
+        return f"{self.statement} ({STRENGTH_LABEL}: {self.strength}.)"
 
 
 def recommendations(text: str) -> list[Recommendation]:

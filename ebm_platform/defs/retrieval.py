@@ -17,7 +17,7 @@ from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
-from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, beats_hand_set, cross_validate, gate_line,
+from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, cross_validate, gate_line, passes_gate,
                                             reranker_path, without_prompts)
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
@@ -97,7 +97,7 @@ def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult
     rows = {r["ranker"]: r for r in pooled.iter_rows(named=True)}
     learned, hand = rows.get("learned"), rows.get("hand_set")
     questions = learned["questions"] if learned else 0
-    passed = beats_hand_set(learned, hand) and questions >= MIN_GATE_QUESTIONS
+    passed = passes_gate(learned, hand)
     return dg.AssetCheckResult(passed=passed, metadata={
         "questions": questions, "min_questions": MIN_GATE_QUESTIONS,
         "learned_MRR": learned["MRR"] if learned else None, "hand_set_MRR": hand["MRR"] if hand else None,
@@ -132,8 +132,8 @@ def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchma
 @dg.asset_check(asset=verdict_model, blocking=True,
                 description="the learned verdict must beat the majority class and the rules on validation spans, and "
                             "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
-                            "(macro-F1); passing promotes the staged model to where answers read it, so a failed model never "
-                            "replaces the last good one and a lake without one answers with the rules")
+                            "(macro-F1); passing promotes the staged model to where answers read it, so a failed "
+                            "model never replaces the last good one and a lake without one answers with the rules")
 def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResource) -> dg.AssetCheckResult:
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
     passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and \

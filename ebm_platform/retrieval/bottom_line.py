@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 
@@ -28,7 +29,7 @@ UP_WORDS = re.compile(r"\b(?:increas\w*|improv\w*|rais\w*|enhanc\w*|higher|great
                       r"accelerat\w*|restor\w*)\b", re.I)
 EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b",
                           re.I)
-STRENGTH = re.compile(r"Strength of recommendation: ([^.;)]+)", re.I)
+STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 
 
