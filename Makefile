@@ -13,7 +13,7 @@ export EBM_DATASETS_DIR ?= $(abspath ../shared/datasets)
 
 UI_STAMP := $(VENV)/.ui-installed
 
-.PHONY: setup ui-deps demo test reliability ui-check bench dev validate clean
+.PHONY: setup models lint ui-deps demo test reliability ui-check bench dev validate clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY) on PATH"; exit 1; }
@@ -28,6 +28,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The PICO tagger and the verdict model, trained once per environment (kept in .venv/share), so that no
+# test or demo step pays for training inside its own run.
+models: $(STAMP)
+	$(BIN)/ebm models
+
 # The UI check needs a real browser: Debian's chromium (apt) driven by playwright (PyPI). When either
 # cannot be installed, say so; the UI test then skips and pytest's summary prints the reason.
 ui-deps: $(STAMP)
@@ -36,14 +41,18 @@ ui-deps: $(STAMP)
 	@test -f $(UI_STAMP) || { $(BIN)/pip install -q -e '.[ui]' && touch $(UI_STAMP); } \
 		|| echo "playwright could not be installed: the UI check will be skipped"
 
-demo: $(STAMP)
+demo: models
 	$(BIN)/ebm demo
 
-test: $(STAMP) ui-deps
+test: models ui-deps lint
 	$(BIN)/python -m pytest -q -rs
 
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
 # Kills, readers during writes, load and a daemon backfill (24 minutes on 2 cores, 2026-11-26); prints the reliability table.
-reliability: $(STAMP)
+reliability: models
 	$(BIN)/python -m pytest -q -rs -m reliability ebm_platform_tests/test_reliability.py
 
 ui-check: ui-deps

@@ -11,8 +11,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-BENCHMARKS = ["bench_ingest", "bench_graph", "bench_pico", "bench_retrieval", "bench_fulltext", "bench_landing", "bench_builds", "bench_betr",
-              "bench_grading", "bench_load"]
+BENCHMARKS = [
+    "bench_ingest",
+    "bench_graph",
+    "bench_pico",
+    "bench_retrieval",
+    "bench_fulltext",
+    "bench_landing",
+    "bench_builds",
+    "bench_betr",
+    "bench_grading",
+    "bench_load",
+]
 
 
 def main(names: list[str]) -> int:

@@ -22,9 +22,11 @@ def _report(label: str, pools: pl.DataFrame) -> None:
         print(f"{label}: no pairs")
         return
     result = fit(pairs, tau=1.0)
-    print(f"{label}: {pairs.n_queries} queries, {len(pairs)} pairs; pairs {t_pairs:.2f} s; "
-          f"Adam 80 epochs + L-BFGS-B check {result.seconds:.2f} s; objective gap {result.gap:.2e}; "
-          f"a = {result.a:.4f}, u_E = {result.u['E']:.4f}")
+    print(
+        f"{label}: {pairs.n_queries} queries, {len(pairs)} pairs; pairs {t_pairs:.2f} s; "
+        f"Adam 80 epochs + L-BFGS-B check {result.seconds:.2f} s; objective gap {result.gap:.2e}; "
+        f"a = {result.a:.4f}, u_E = {result.u['E']:.4f}"
+    )
 
 
 def run() -> None:

@@ -19,12 +19,19 @@ def run() -> None:
         records.append(("make demo, empty lake", "demo", json.loads(demo.read_text())))
     for marker in sorted((lake / "eval").glob("*/COMPLETE.json")):
         data = json.loads(marker.read_text())
-        scope = "resumed" if data.get("resumed") else \
-            "rebuilt, stored encodings reused" if data.get("encodings_reused") else "from empty"
+        scope = (
+            "resumed"
+            if data.get("resumed")
+            else "rebuilt, stored encodings reused"
+            if data.get("encodings_reused")
+            else "from empty"
+        )
         records.append((f"evaluation lake {marker.parent.name} ({scope})", data["benchmark"], data))
     if not records:
         print("no recorded builds yet: run `make demo` and `ebm eval retrieval ...`")
     for name, kind, data in records:
         goal = GOALS.get(kind)
-        print(f"{name:<58} {data['seconds'] / 60:6.1f} min  finished {data.get('finished', '?')} on "
-              f"{data.get('cores', '?')} cores" + (f"  (goal <= {goal // 60} min)" if goal else ""))
+        print(
+            f"{name:<58} {data['seconds'] / 60:6.1f} min  finished {data.get('finished', '?')} on "
+            f"{data.get('cores', '?')} cores" + (f"  (goal <= {goal // 60} min)" if goal else "")
+        )

@@ -24,16 +24,21 @@ K = 10
 
 
 def _lake() -> Path | None:
-    lakes = [p for p in (Path(get_settings().lake) / "eval").glob("evidence-inference-*")
-             if (p / MARKER).is_file() and not (p / "corpus_ids.txt").exists()]
+    lakes = [
+        p
+        for p in (Path(get_settings().lake) / "eval").glob("evidence-inference-*")
+        if (p / MARKER).is_file() and not (p / "corpus_ids.txt").exists()
+    ]
     return max(lakes, key=lambda p: (p / MARKER).stat().st_mtime) if lakes else None
 
 
 def run() -> None:
     lake = _lake()
     if lake is None:
-        print("no all-article Evidence Inference evaluation lake: run `ebm eval retrieval --benchmark "
-              "evidence-inference` first")
+        print(
+            "no all-article Evidence Inference evaluation lake: run `ebm eval retrieval --benchmark "
+            "evidence-inference` first"
+        )
         return
     settings = get_settings()
     items, _ = questions("evidence-inference", "validation", Path(settings.require_datasets_dir()), lake)
@@ -47,25 +52,38 @@ def run() -> None:
     for name, field in (("bm25s, window text only", "text"), ("bm25s, title + section + text", SEARCH_TEXT)):
         started = time.perf_counter()
         retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(columns[field].to_pylist(), stopwords="en", stemmer=stemmer, show_progress=False),
-                        show_progress=False)
+        retriever.index(
+            bm25s.tokenize(columns[field].to_pylist(), stopwords="en", stemmer=stemmer, show_progress=False),
+            show_progress=False,
+        )
         built = time.perf_counter() - started
         started = time.perf_counter()
-        found, _ = retriever.retrieve(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
-                                      k=K * 3, show_progress=False)
+        found, _ = retriever.retrieve(
+            bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), k=K * 3, show_progress=False
+        )
         per_query = (time.perf_counter() - started) / max(len(items), 1)
-        rows[name] = {**ranked_metrics([[ids[i] for i in row] for row in np.asarray(found)], items),
-                      "index_s": built, "ms_per_query": per_query * 1000}
+        rows[name] = {
+            **ranked_metrics([[ids[i] for i in row] for row in np.asarray(found)], items),
+            "index_s": built,
+            "ms_per_query": per_query * 1000,
+        }
     started = time.perf_counter()
     channel = FullTextChannel.open(index, lake / "stores" / "bm25s")
     opened = time.perf_counter() - started
-    for name, search, index_s in (("the channel: bm25s saved in the lake", channel.search, opened),
-                                  ("LanceDB FTS over search_text (the channel before)", index.full_text, float("nan"))):
+    for name, search, index_s in (
+        ("the channel: bm25s saved in the lake", channel.search, opened),
+        ("LanceDB FTS over search_text (the channel before)", index.full_text, float("nan")),
+    ):
         started = time.perf_counter()
         ranked = [search(q, K * 3)["window_id"].to_list() for q in texts]
-        rows[name] = {**ranked_metrics(ranked, items), "index_s": index_s,
-                      "ms_per_query": (time.perf_counter() - started) / max(len(items), 1) * 1000}
+        rows[name] = {
+            **ranked_metrics(ranked, items),
+            "index_s": index_s,
+            "ms_per_query": (time.perf_counter() - started) / max(len(items), 1) * 1000,
+        }
     print(f"{lake.name}: {len(ids)} windows, {len(items)} validation questions (Evidence Inference), k = {K}")
     print(f"{'ranking':<52}{'R@10':>7}{'Hit@10':>8}{'MRR':>7}{'index s':>9}{'ms/query':>10}")
     for name, m in rows.items():
-        print(f"{name:<52}{m['R@10']:>7.3f}{m['Hit@10']:>8.3f}{m['MRR']:>7.3f}{m['index_s']:>9.1f}{m['ms_per_query']:>10.1f}")
+        print(
+            f"{name:<52}{m['R@10']:>7.3f}{m['Hit@10']:>8.3f}{m['MRR']:>7.3f}{m['index_s']:>9.1f}{m['ms_per_query']:>10.1f}"
+        )

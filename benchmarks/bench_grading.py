@@ -31,14 +31,18 @@ def _evidence_inference() -> None:
         types[doc.study_design] += 1
         bases[doc.grade_basis.split(":")[0]] += 1
     n = len(files)
-    print(f"{n} Evidence Inference articles (all randomised trial reports), graded in "
-          f"{time.perf_counter() - started:.1f}s")
+    print(
+        f"{n} Evidence Inference articles (all randomised trial reports), graded in "
+        f"{time.perf_counter() - started:.1f}s"
+    )
     print("  grade:         " + ", ".join(f"{g} {grades[g]} ({grades[g] / n:.1%})" for g in "ABCDE"))
     print("  document type: " + ", ".join(f"{t} {c} ({c / n:.1%})" for t, c in types.most_common()))
     print("  decided by:    " + ", ".join(f"{b} {c}" for b, c in bases.most_common()))
     trials = types["randomised controlled trial"] + types["non-randomised trial"]
-    print(f"  read as an RCT {types['randomised controlled trial'] / n:.1%} (grade C {grades['C'] / n:.1%}), as a "
-          f"trial {trials / n:.1%}; majority-class baseline (everything an RCT) 100.0% on this all-RCT set")
+    print(
+        f"  read as an RCT {types['randomised controlled trial'] / n:.1%} (grade C {grades['C'] / n:.1%}), as a "
+        f"trial {trials / n:.1%}; majority-class baseline (everything an RCT) 100.0% on this all-RCT set"
+    )
 
 
 def _hand_labelled() -> None:
@@ -50,8 +54,10 @@ def _hand_labelled() -> None:
         majority, majority_n = labels.most_common(1)[0]
         type_hits = sum(label == got for label, got in rows)
         grade_hits = sum(grade_of_type(label) == grade_of_type(got) for label, got in rows)
-        print(f"{n} hand-labelled PubMedQA documents, {part}: type accuracy {type_hits / n:.0%}, grade accuracy "
-              f"{grade_hits / n:.0%}; majority-label baseline ({majority}) {majority_n / n:.0%}")
+        print(
+            f"{n} hand-labelled PubMedQA documents, {part}: type accuracy {type_hits / n:.0%}, grade accuracy "
+            f"{grade_hits / n:.0%}; majority-label baseline ({majority}) {majority_n / n:.0%}"
+        )
         confusion = Counter(rows)
         width = max(len(t) for t in labels) + 2
         for label, _ in labels.most_common():

@@ -53,8 +53,12 @@ def run() -> None:
         conn.close()
         db.close()
     result = evaluate(datasets_dir(), "validation")
-    print(f"PICO extraction (offline rules) vs Evidence Inference validation prompts "
-          f"({result['prompts']} prompts, {result['articles']} articles):")
+    print(
+        f"PICO extraction (offline rules) vs Evidence Inference validation prompts "
+        f"({result['prompts']} prompts, {result['articles']} articles):"
+    )
     for field, m in result["fields"].items():
-        print(f"  {field:<13} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  "
-              f"F1>=0.5 on {m['match_rate_f1_ge_0.5']:.1%}")
+        print(
+            f"  {field:<13} P {m['precision']:.3f}  R {m['recall']:.3f}  F1 {m['f1']:.3f}  "
+            f"F1>=0.5 on {m['match_rate_f1_ge_0.5']:.1%}"
+        )

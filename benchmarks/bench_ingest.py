@@ -66,15 +66,23 @@ def run() -> None:
 
     total = sum(stages.values())
     mb = sum(len(d) for d in data) / 1e6
-    print(f"documents: {len(documents)} JATS articles ({mb:.1f} MB), windows: {len(windows)}; "
-          f"encoder {encoder.description}")
+    print(
+        f"documents: {len(documents)} JATS articles ({mb:.1f} MB), windows: {len(windows)}; "
+        f"encoder {encoder.description}"
+    )
     print(f"{'stage':<42}{'seconds':>9}{'share':>8}")
     for name, seconds in sorted(stages.items(), key=lambda kv: -kv[1]):
         print(f"{name:<42}{seconds:9.2f}{seconds / total:8.1%}")
-    print(f"end to end {total:.2f} s: {len(documents) / total:.2f} docs/s, {len(windows) / total:.1f} windows/s "
-          f"(parse alone, baseline: {len(documents) / stages['parse']:.0f} docs/s)")
-    print(f"windows embedded per second: index encoding {len(windows) / t_encode:.1f}/s "
-          f"(vector + tokens + sentences, every word piece) vs raw SentenceTransformer.encode (torch) "
-          f"{len(windows) / t_torch:.1f}/s (vector only, truncated at 256) = {t_torch / t_encode:.2f}x")
-    print(f"backend agreement with torch on {len(sample)} windows (same truncation): cosine mean "
-          f"{cosine.mean():.5f}, min {cosine.min():.5f}, share >= 0.99: {np.mean(cosine >= 0.99):.1%}")
+    print(
+        f"end to end {total:.2f} s: {len(documents) / total:.2f} docs/s, {len(windows) / total:.1f} windows/s "
+        f"(parse alone, baseline: {len(documents) / stages['parse']:.0f} docs/s)"
+    )
+    print(
+        f"windows embedded per second: index encoding {len(windows) / t_encode:.1f}/s "
+        f"(vector + tokens + sentences, every word piece) vs raw SentenceTransformer.encode (torch) "
+        f"{len(windows) / t_torch:.1f}/s (vector only, truncated at 256) = {t_torch / t_encode:.2f}x"
+    )
+    print(
+        f"backend agreement with torch on {len(sample)} windows (same truncation): cosine mean "
+        f"{cosine.mean():.5f}, min {cosine.min():.5f}, share >= 0.99: {np.mean(cosine >= 0.99):.1%}"
+    )

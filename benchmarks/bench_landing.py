@@ -33,8 +33,13 @@ ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph,
 
 def _materialise(resources: dict) -> float:
     started = time.perf_counter()
-    result = dg.materialize(ASSETS, partition_key=CODE, resources=resources, instance=dg.DagsterInstance.ephemeral(),
-                            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+    result = dg.materialize(
+        ASSETS,
+        partition_key=CODE,
+        resources=resources,
+        instance=dg.DagsterInstance.ephemeral(),
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
     if not result.success:
         raise SystemExit("materialisation failed")
     return time.perf_counter() - started
@@ -46,8 +51,9 @@ def run() -> None:
     if not landing.is_dir():
         raise SystemExit(f"no {landing}: run `make demo` first")
     present = " ".join(p.name for p in landing.iterdir())
-    xml = next(p for p in sorted((datasets_dir() / "evidence_inference" / "xml").glob("PMC*.nxml"))
-               if p.stem not in present)  # the first real trial report the partition does not hold
+    xml = next(
+        p for p in sorted((datasets_dir() / "evidence_inference" / "xml").glob("PMC*.nxml")) if p.stem not in present
+    )  # the first real trial report the partition does not hold
     document = read_jats(xml.read_bytes(), str(xml))
     with tempfile.TemporaryDirectory() as tmp:
         lake = Path(tmp) / "lake"
@@ -64,13 +70,17 @@ def run() -> None:
         index = WindowIndex(lake / "stores" / "lancedb")
         new_rows = index.table().count_rows(f"doc_id = '{document.doc_id}'")
     print(f"partition {CODE}: {documents} documents; full build from empty {full:.1f} s (baseline)")
-    print(f"one new document landed -> queryable: {incremental:.1f} s = {incremental / full:.0%} of the partition's "
-          f"full build; {new_rows} of its windows in the index")
+    print(
+        f"one new document landed -> queryable: {incremental:.1f} s = {incremental / full:.0%} of the partition's "
+        f"full build; {new_rows} of its windows in the index"
+    )
     timing = settings.lake / "reports" / "demo_timing.json"
     if timing.is_file():
         demo = json.loads(timing.read_text())
-        print(f"= {incremental / demo['seconds']:.1%} of the last recorded `make demo` ({demo['seconds']:.0f} s, "
-              f"{demo['finished']}, {demo['cores']} cores)")
+        print(
+            f"= {incremental / demo['seconds']:.1%} of the last recorded `make demo` ({demo['seconds']:.0f} s, "
+            f"{demo['finished']}, {demo['cores']} cores)"
+        )
 
 
 def _rebind(resources: dict, lake: Path) -> dict:
@@ -80,7 +90,9 @@ def _rebind(resources: dict, lake: Path) -> dict:
     from ebm_platform.defs.io import LakeParquetIOManager
     from ebm_platform.defs.resources import GraphResource, LakeResource
 
-    return {"lake": LakeResource(root=str(lake), catalogue_path=resources["lake"].catalogue_path),
-            "warehouse": DuckDBResource(database=str(lake / "warehouse.duckdb")),
-            "io_manager": LakeParquetIOManager(root=str(lake)),
-            "graph": GraphResource(lake_root=str(lake), schema_name=resources["graph"].schema_name)}
+    return {
+        "lake": LakeResource(root=str(lake), catalogue_path=resources["lake"].catalogue_path),
+        "warehouse": DuckDBResource(database=str(lake / "warehouse.duckdb")),
+        "io_manager": LakeParquetIOManager(root=str(lake)),
+        "graph": GraphResource(lake_root=str(lake), schema_name=resources["graph"].schema_name),
+    }

@@ -47,8 +47,9 @@ def load_run(lake: Path, questions: list[str], seed: int = 5) -> dict:
     """160 valid calls (drawn from `questions`) and 40 malformed ones, shuffled: the first 20 one at a
     time, the rest from 4 threads; before them, the first 40 valid calls serially as the baseline."""
     rng = random.Random(seed)
-    items = [("valid", rng.choice(questions)) for _ in range(160)] + [("malformed", rng.choice(MALFORMED))
-                                                                       for _ in range(40)]
+    items = [("valid", rng.choice(questions)) for _ in range(160)] + [
+        ("malformed", rng.choice(MALFORMED)) for _ in range(40)
+    ]
     rng.shuffle(items)
     numbered = [(n, kind, q) for n, (kind, q) in enumerate(items)]
     baseline = [_call(lake, item) for item in [i for i in numbered if i[1] == "valid"][:40]]  # also warms up
@@ -62,13 +63,20 @@ def load_run(lake: Path, questions: list[str], seed: int = 5) -> dict:
     valid = sorted(s for _, outcome, s in results if outcome == "answered")
     serial = sorted(s for _, _, s in baseline)
     end = rss_mb()
-    return {"calls": len(results), "outcomes": dict(outcomes),
-            "crashes": sum(c for o, c in outcomes.items() if o.startswith("crash")),
-            "wrong_outcomes": sum(c for o, c in outcomes.items() if "should be" in o),
-            "p50": statistics.median(valid), "p95": valid[int(0.95 * (len(valid) - 1))],
-            "baseline_p50": statistics.median(serial), "baseline_p95": serial[int(0.95 * (len(serial) - 1))],
-            "wall_s": time.perf_counter() - started, "rss_first_mb": after_first, "rss_end_mb": end,
-            "rss_growth": end / after_first - 1}
+    return {
+        "calls": len(results),
+        "outcomes": dict(outcomes),
+        "crashes": sum(c for o, c in outcomes.items() if o.startswith("crash")),
+        "wrong_outcomes": sum(c for o, c in outcomes.items() if "should be" in o),
+        "p50": statistics.median(valid),
+        "p95": valid[int(0.95 * (len(valid) - 1))],
+        "baseline_p50": statistics.median(serial),
+        "baseline_p95": serial[int(0.95 * (len(serial) - 1))],
+        "wall_s": time.perf_counter() - started,
+        "rss_first_mb": after_first,
+        "rss_end_mb": end,
+        "rss_growth": end / after_first - 1,
+    }
 
 
 def run() -> None:
@@ -79,11 +87,17 @@ def run() -> None:
         return
     questions = pl.concat([pl.read_parquet(f) for f in files]).sample(160, seed=3)["question"].to_list()
     r = load_run(lake, questions)
-    print(f"200 calls (160 valid over {', '.join(STRATEGIES)}, 40 malformed), 4 threads after the first 20: "
-          f"{r['outcomes']}")
+    print(
+        f"200 calls (160 valid over {', '.join(STRATEGIES)}, 40 malformed), 4 threads after the first 20: "
+        f"{r['outcomes']}"
+    )
     print(f"  crashes: {r['crashes']}; wrong outcomes: {r['wrong_outcomes']}")
     print(f"  concurrent answers: p50 {r['p50']:.2f} s, p95 {r['p95']:.2f} s; 180 calls in {r['wall_s']:.0f} s wall")
-    print(f"  baseline, same lake and run, 40 valid calls one at a time: p50 {r['baseline_p50']:.2f} s, "
-          f"p95 {r['baseline_p95']:.2f} s")
-    print(f"  resident memory: {r['rss_first_mb']:.0f} MB after the first 20 calls, {r['rss_end_mb']:.0f} MB at the end "
-          f"({r['rss_growth']:+.1%})")
+    print(
+        f"  baseline, same lake and run, 40 valid calls one at a time: p50 {r['baseline_p50']:.2f} s, "
+        f"p95 {r['baseline_p95']:.2f} s"
+    )
+    print(
+        f"  resident memory: {r['rss_first_mb']:.0f} MB after the first 20 calls, {r['rss_end_mb']:.0f} MB at the end "
+        f"({r['rss_growth']:+.1%})"
+    )

@@ -34,8 +34,10 @@ def distinct(found: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
 def quality(names_by_key: dict[tuple[str, str], str]) -> str:
     names = list(names_by_key.values())
     verbs, abbreviations = sum(map(is_verb_phrase, names)), sum(map(is_lone_abbreviation, names))
-    return (f"{len(names):>6} distinct P/I/C/O names, verb phrases {verbs:>5} ({verbs / max(len(names), 1):.1%}), "
-            f"lone abbreviations {abbreviations:>4} ({abbreviations / max(len(names), 1):.1%})")
+    return (
+        f"{len(names):>6} distinct P/I/C/O names, verb phrases {verbs:>5} ({verbs / max(len(names), 1):.1%}), "
+        f"lone abbreviations {abbreviations:>4} ({abbreviations / max(len(names), 1):.1%})"
+    )
 
 
 def run() -> None:
@@ -44,13 +46,21 @@ def run() -> None:
     if not (folder / "pico_extractions").is_dir():
         print(f"no pico_extractions in {lake}: run `make demo` first")
         return
-    windows = pl.concat([pl.read_parquet(p) for p in sorted((folder / "evidence_windows").glob("*.parquet"))],
-                        how="diagonal_relaxed").unique("window_id", keep="first").sort("window_id")
-    stored = pl.concat([pl.read_parquet(p) for p in sorted((folder / "pico_extractions").glob("*.parquet"))],
-                       how="diagonal_relaxed")
+    windows = (
+        pl.concat(
+            [pl.read_parquet(p) for p in sorted((folder / "evidence_windows").glob("*.parquet"))],
+            how="diagonal_relaxed",
+        )
+        .unique("window_id", keep="first")
+        .sort("window_id")
+    )
+    stored = pl.concat(
+        [pl.read_parquet(p) for p in sorted((folder / "pico_extractions").glob("*.parquet"))], how="diagonal_relaxed"
+    )
     started = time.perf_counter()
-    rules = distinct([(e["type"], e["name"]) for text in windows["text"].to_list()
-                      for e in pico_rules.extract(text).entities])
+    rules = distinct(
+        [(e["type"], e["name"]) for text in windows["text"].to_list() for e in pico_rules.extract(text).entities]
+    )
     rules_s = time.perf_counter() - started
     now = distinct(stored.filter(pl.col("kind") == "entity").select("subject_type", "subject").rows())
     print(f"windows {windows.height} (the demo lake's, deduplicated across partitions)")
@@ -69,5 +79,7 @@ def run() -> None:
     for row in sample:
         pico_rules.extract(row["text"])
     sample_rules_s = time.perf_counter() - started
-    print(f"throughput on {len(sample)} windows: learned tagger (stored token vectors) {len(sample) / tagged_s:.0f} "
-          f"windows/s; rules {len(sample) / sample_rules_s:.0f} windows/s (all windows, rules: {rules_s:.1f} s)")
+    print(
+        f"throughput on {len(sample)} windows: learned tagger (stored token vectors) {len(sample) / tagged_s:.0f} "
+        f"windows/s; rules {len(sample) / sample_rules_s:.0f} windows/s (all windows, rules: {rules_s:.1f} s)"
+    )

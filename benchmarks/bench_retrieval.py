@@ -40,12 +40,20 @@ def run() -> None:
     settings = get_settings()
     names = tuple(c.name.lower() for c in active_catalogue().conditions)
     try:
-        retriever = Retriever(settings.lake, LLMClient(), settings.embedding_model, None, names,
-                              embedding_backend=settings.embedding_backend)
+        retriever = Retriever(
+            settings.lake,
+            LLMClient(),
+            settings.embedding_model,
+            None,
+            names,
+            embedding_backend=settings.embedding_backend,
+        )
     except FileNotFoundError as exc:
         raise SystemExit(f"{exc} (run `make demo` first)") from exc
-    print(f"corpus: {retriever.index.count()} windows in {settings.lake}; {len(QUESTIONS)} questions x {ROUNDS} rounds; "
-          f"encoder {retriever.encoder.description}")
+    print(
+        f"corpus: {retriever.index.count()} windows in {settings.lake}; {len(QUESTIONS)} questions x {ROUNDS} rounds; "
+        f"encoder {retriever.encoder.description}"
+    )
     for question in QUESTIONS[:2]:  # warm-up: model loads and first reads are start-up, not query time
         retriever.retrieve(question, "sr_rag")
     bm25 = []
@@ -55,8 +63,10 @@ def run() -> None:
             retriever.text_channel.search(question, retriever.params.budget)
             bm25.append(time.perf_counter() - started)
     medians = {"bm25": float(np.median(bm25))}
-    print(f"{'bm25':<7} p50 {np.percentile(bm25, 50) * 1000:7.0f} ms  p95 {np.percentile(bm25, 95) * 1000:7.0f} ms"
-          f"   (baseline: the full-text channel alone, top {retriever.params.budget}, no answer)")
+    print(
+        f"{'bm25':<7} p50 {np.percentile(bm25, 50) * 1000:7.0f} ms  p95 {np.percentile(bm25, 95) * 1000:7.0f} ms"
+        f"   (baseline: the full-text channel alone, top {retriever.params.budget}, no answer)"
+    )
     for strategy in ("naive", "sr_rag"):
         latencies: list[float] = []
         stages: dict[str, list[float]] = {}
@@ -73,8 +83,14 @@ def run() -> None:
         ms = np.array(latencies) * 1000
         medians[strategy] = float(np.median(latencies))
         total = sum(np.mean(v) for v in stages.values())
-        profile = "  ".join(f"{k} {np.mean(v) * 1000:.0f} ms ({np.mean(v) / total:.0%})"
-                            for k, v in sorted(stages.items(), key=lambda kv: -np.mean(kv[1])))
-        print(f"{strategy:<7} p50 {np.percentile(ms, 50):7.0f} ms  p95 {np.percentile(ms, 95):7.0f} ms   profile: {profile}")
-    print(f"median latency: naive / bm25 = {medians['naive'] / medians['bm25']:.1f}x, "
-          f"sr_rag / naive = {medians['sr_rag'] / medians['naive']:.1f}x")
+        profile = "  ".join(
+            f"{k} {np.mean(v) * 1000:.0f} ms ({np.mean(v) / total:.0%})"
+            for k, v in sorted(stages.items(), key=lambda kv: -np.mean(kv[1]))
+        )
+        print(
+            f"{strategy:<7} p50 {np.percentile(ms, 50):7.0f} ms  p95 {np.percentile(ms, 95):7.0f} ms   profile: {profile}"
+        )
+    print(
+        f"median latency: naive / bm25 = {medians['naive'] / medians['bm25']:.1f}x, "
+        f"sr_rag / naive = {medians['sr_rag'] / medians['naive']:.1f}x"
+    )

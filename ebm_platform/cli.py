@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-from collections import Counter
-from collections.abc import Iterator
 import os
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -57,12 +57,22 @@ def _tags(partition: str | tuple[str, str] | None) -> dict[str, str] | None:
     """A run's partition tags: one key, or (first, last) for one run over that range."""
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-    return None if partition is None else {"dagster/partition": partition} if isinstance(partition, str) else \
-        {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
+    return (
+        None
+        if partition is None
+        else {"dagster/partition": partition}
+        if isinstance(partition, str)
+        else {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
+    )
 
 
-def _execute(name: str, instance, partition: str | tuple[str, str] | None = None, selection: list | None = None,
-             log_level: str = "WARNING"):
+def _execute(
+    name: str,
+    instance,
+    partition: str | tuple[str, str] | None = None,
+    selection: list | None = None,
+    log_level: str = "WARNING",
+):
     """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
     job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
     enforced). With no instance configured (evaluation lakes keep out of the history) the run
@@ -74,11 +84,22 @@ def _execute(name: str, instance, partition: str | tuple[str, str] | None = None
     from ebm_platform.definitions import defs
 
     if instance.is_ephemeral:
-        return defs.resolve_job_def(name).execute_in_process(instance=instance, run_config=_quiet(log_level), tags=_tags(partition),
-                                                             asset_selection=selection, raise_on_error=False)
+        return defs.resolve_job_def(name).execute_in_process(
+            instance=instance,
+            run_config=_quiet(log_level),
+            tags=_tags(partition),
+            asset_selection=selection,
+            raise_on_error=False,
+        )
     job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
-    return execute_job(job, instance, run_config=_quiet(log_level), tags=_tags(partition), asset_selection=selection,
-                       raise_on_error=False)
+    return execute_job(
+        job,
+        instance,
+        run_config=_quiet(log_level),
+        tags=_tags(partition),
+        asset_selection=selection,
+        raise_on_error=False,
+    )
 
 
 def _outcome(result, started: float) -> dict:
@@ -89,8 +110,12 @@ def _outcome(result, started: float) -> dict:
         for label in ("documents", "windows", "quarantined"):
             if label in mat.metadata and mat.asset_key.path[-1] in ("source_documents", "evidence_windows"):
                 counts[f"{mat.asset_key.path[-1]}.{label}"] = mat.metadata[label].value
-    return {"success": result.success, "blocked": only_benchmark_blocked(result), "counts": counts,
-            "seconds": time.perf_counter() - started}
+    return {
+        "success": result.success,
+        "blocked": only_benchmark_blocked(result),
+        "counts": counts,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def _start_worker(environment: dict[str, str]) -> None:
@@ -111,13 +136,19 @@ def _worker_run(name: str, partition: str | tuple[str, str], selection: list | N
     from ebm_platform.definitions import defs
 
     started = time.perf_counter()
-    result = defs.resolve_job_def(name).execute_in_process(instance=_instance(), run_config=_quiet(), tags=_tags(partition),
-                                                           asset_selection=selection, raise_on_error=False)
+    result = defs.resolve_job_def(name).execute_in_process(
+        instance=_instance(),
+        run_config=_quiet(),
+        tags=_tags(partition),
+        asset_selection=selection,
+        raise_on_error=False,
+    )
     return _outcome(result, started)
 
 
-def run_many(name: str, requests: list[tuple[str | tuple[str, str], list | None]],
-             workers: int) -> Iterator[tuple[str | tuple[str, str], dict]]:
+def run_many(
+    name: str, requests: list[tuple[str | tuple[str, str], list | None]], workers: int
+) -> Iterator[tuple[str | tuple[str, str], dict]]:
     """The runs of job `name` for `requests` ((partition, asset selection) each), yielding each
     (partition, outcome) as it finishes. With `workers` > 1 (see `_run_workers`) they run that
     many at a time, each in a worker process forked from the step server (a partition chain
@@ -134,16 +165,22 @@ def run_many(name: str, requests: list[tuple[str | tuple[str, str], list | None]
         return
     start_step_server()
     environment = {k: v for k, v in os.environ.items() if k.startswith(("EBM_", "DAGSTER_"))}
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"),
-                               initializer=_start_worker, initargs=(environment,))
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=_start_worker,
+        initargs=(environment,),
+    )
     try:
         futures = {pool.submit(_worker_run, name, partition, selection): partition for partition, selection in requests}
         for future in as_completed(futures):
             try:
                 outcome = future.result()
             except BrokenProcessPool as error:
-                raise RuntimeError(f"the worker process running {futures[future]} died ({error}); its run is "
-                                   "left as started in the Dagster UI") from error
+                raise RuntimeError(
+                    f"the worker process running {futures[future]} died ({error}); its run is "
+                    "left as started in the Dagster UI"
+                ) from error
             yield futures[future], outcome
     finally:  # after a failure the runs under way finish and the rest are not started
         pool.shutdown(wait=True, cancel_futures=True)
@@ -162,6 +199,7 @@ def largest_first(codes: list[str], landing: Path) -> list[str]:
     """Partitions ordered by the bytes of their landing files, largest first (ties keep their order:
     the sort is stable): with runs in parallel the long ones start at once and the short ones fill
     the gaps."""
+
     def size(code: str) -> int:
         folder = landing / code
         return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
@@ -187,9 +225,11 @@ def already_built(lake: Path, code: str) -> list[str]:
 
 def failed_checks(result) -> set[tuple]:
     """(asset key, check name) of every check that failed in an in-process run's result."""
-    return {(e.asset_check_evaluation_data.asset_key, e.asset_check_evaluation_data.check_name)
-            for e in result.all_events
-            if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed}
+    return {
+        (e.asset_check_evaluation_data.asset_key, e.asset_check_evaluation_data.check_name)
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed
+    }
 
 
 def only_benchmark_blocked(result) -> bool:
@@ -199,16 +239,23 @@ def only_benchmark_blocked(result) -> bool:
 
     failed_steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"}
     structure = (AssetKey("benchmark_qa"), "benchmark_structure")
-    return not result.success and structure in failed_checks(result) \
+    return (
+        not result.success
+        and structure in failed_checks(result)
         and failed_steps <= {"benchmark_qa_benchmark_structure"}
+    )
 
 
 # run as separate stages so that a reranker that fails its blocking check leaves BETR to the hand-set scorer
 AFTER_RERANKER = ("reranker_model", "candidate_pools", "betr_parameters", "betr_report")
 
 
-def run_all_partitions(codes: list[str] | None = None, partition_job: str = "conditions_job",
-                       global_job: str = "global_job", resume: bool = False) -> dict[str, dict[str, float]]:
+def run_all_partitions(
+    codes: list[str] | None = None,
+    partition_job: str = "conditions_job",
+    global_job: str = "global_job",
+    resume: bool = False,
+) -> dict[str, dict[str, float]]:
     """Materialise the models job (the PICO tagger; reused when unchanged), the partition job for
     each partition, then the global job; with `resume`, assets already written by an interrupted
     build of the same lake are loaded, not recomputed."""
@@ -226,8 +273,10 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
     models = _execute("models_job", instance)
     failed = {key.path[-1] for key, _ in failed_checks(models)}
     if "pico_tagger" in failed or not models.success:
-        _say("the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
-             "Dagster UI): then the offline rules extract PICO")
+        _say(
+            "the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
+            "Dagster UI): then the offline rules extract PICO"
+        )
     if "verdict_model" in failed:
         _say("the learned verdict did not beat the rules and the majority class: answers state the rules' verdict")
     keys = codes or conditions_partitions.get_partition_keys()
@@ -246,12 +295,16 @@ def run_all_partitions(codes: list[str] | None = None, partition_job: str = "con
         if not outcome["success"] and not outcome["blocked"]:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
         counts = summary[code] = outcome["counts"]
-        _say(f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
-             f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
-             f"windows={counts.get('evidence_windows.windows', 0):>5}  ({outcome['seconds']:.1f}s)")
+        _say(
+            f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
+            f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
+            f"windows={counts.get('evidence_windows.windows', 0):>5}  ({outcome['seconds']:.1f}s)"
+        )
         if outcome["blocked"]:
-            _say(f"        {code}'s benchmark failed benchmark_structure: the last good one stays in place and "
-                 f"{code} is kept out of the splits, BETR and evaluation (see the check in the Dagster UI)")
+            _say(
+                f"        {code}'s benchmark failed benchmark_structure: the last good one stays in place and "
+                f"{code} is kept out of the splits, BETR and evaluation (see the check in the Dagster UI)"
+            )
     glob = defs.resolve_job_def(global_job)
     stages = [[k for k in glob.asset_layer.executable_asset_keys if k.path[-1] not in AFTER_RERANKER]]
     if any(k.path[-1] == "reranker_model" for k in glob.asset_layer.executable_asset_keys):
@@ -304,10 +357,16 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
     print_progress()
     instance = _instance()
     keys = codes or conditions_partitions.get_partition_keys()
-    _say(f"evaluating strategies {settings.eval_strategies} on at most "
-         f"{settings.eval_max_questions or 'all'} test questions per condition"
-         + (f", and {settings.eval_full_strategies} on every test question with gold windows"
-            if settings.eval_full_strategies and settings.eval_max_questions else "") + " ...")
+    _say(
+        f"evaluating strategies {settings.eval_strategies} on at most "
+        f"{settings.eval_max_questions or 'all'} test questions per condition"
+        + (
+            f", and {settings.eval_full_strategies} on every test question with gold windows"
+            if settings.eval_full_strategies and settings.eval_max_questions
+            else ""
+        )
+        + " ..."
+    )
     verdicts = structure_verdicts(instance, keys)
     skipped = [code for code in keys if verdicts.get(code)]
     for code in skipped:
@@ -320,8 +379,10 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
             skipped += chosen
             _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")
             continue
-        _say(f"        evaluation reports for {len(chosen)} partition(s) {chosen[0]}..{chosen[-1]} "
-             f"({time.perf_counter() - started:.1f}s)")
+        _say(
+            f"        evaluation reports for {len(chosen)} partition(s) {chosen[0]}..{chosen[-1]} "
+            f"({time.perf_counter() - started:.1f}s)"
+        )
     if not _execute("evaluation_summary_job", instance).success:
         raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")
     return skipped
@@ -331,8 +392,11 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
 # hybrid on two test questions per condition, and sr_rag and naive on every test question with gold
 # windows (their paired comparison) (all 18 strategies on every test question take ~1.5 h
 # on 2 cores; materialise evaluation_report from the UI or set EBM_EVAL_* for that).
-DEMO_EVALUATION = {"EBM_EVAL_STRATEGIES": "sr_rag,naive,med_r2,meta_rag,claims,kg_refine",
-                   "EBM_EVAL_MAX_QUESTIONS": "2", "EBM_EVAL_FULL_STRATEGIES": "sr_rag,naive"}
+DEMO_EVALUATION = {
+    "EBM_EVAL_STRATEGIES": "sr_rag,naive,med_r2,meta_rag,claims,kg_refine",
+    "EBM_EVAL_MAX_QUESTIONS": "2",
+    "EBM_EVAL_FULL_STRATEGIES": "sr_rag,naive",
+}
 
 
 def start_step_server() -> None:
@@ -347,15 +411,16 @@ def start_step_server() -> None:
 
     print_progress()
     multiprocessing.get_context("forkserver").set_forkserver_preload(
-        ["dagster._core.executor.multiprocess", *STEP_MODULES])  # the list the executor sets (definitions.py)
+        ["dagster._core.executor.multiprocess", *STEP_MODULES]
+    )  # the list the executor sets (definitions.py)
     forkserver.ensure_running()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from ebm_platform.atomic import write_text_atomic
     from ebm_platform.conditions import active_catalogue
-    from ebm_platform.index.embeddings import cores
     from ebm_platform.corpus.importers import import_all
+    from ebm_platform.index.embeddings import cores
     from ebm_platform.settings import get_settings
 
     for key, value in DEMO_EVALUATION.items():
@@ -366,26 +431,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if os.environ.get("DAGSTER_HOME"):  # runs go through the instance and its multiprocess executor
         start_step_server()
     if settings.datasets_dir and Path(settings.datasets_dir).is_dir():
-        import_all(Path(settings.datasets_dir), settings.landing_dir, active_catalogue(), settings.lake / "reports",
-                   progress=_say)
+        import_all(
+            Path(settings.datasets_dir),
+            settings.landing_dir,
+            active_catalogue(),
+            settings.lake / "reports",
+            progress=_say,
+        )
     else:
         _say("EBM_DATASETS_DIR not found: materialising only what is already in the landing folders")
-    _say(f"materialising every asset for {len(active_catalogue().codes)} partitions (offline: "
-         f"model={settings.llm_model}) ...")
+    _say(
+        f"materialising every asset for {len(active_catalogue().codes)} partitions (offline: "
+        f"model={settings.llm_model}) ..."
+    )
     run_all_partitions()
     run_evaluation()
     report = write_demo_report(settings.lake)
     _say(f"\n{report.read_text(encoding='utf-8')}")
     seconds = time.perf_counter() - started
-    write_text_atomic(settings.lake / "reports" / "demo_timing.json", json.dumps(
-        {"seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores()}))
+    write_text_atomic(
+        settings.lake / "reports" / "demo_timing.json",
+        json.dumps({"seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores()}),
+    )
     _say(f"demo finished in {seconds:.0f}s; report: {report}; open the UI with `make dev`")
     return 0
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    from ebm_platform.defs.backfill import run_backfill
     from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.defs.backfill import run_backfill
     from ebm_platform.settings import get_settings
 
     if not os.environ.get("DAGSTER_HOME"):
@@ -395,17 +469,29 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"unknown partitions: {', '.join(unknown)}")
     _progress(f"submitting a backfill of {args.job} over {len(codes)} partitions to {os.environ['DAGSTER_HOME']} ...")
-    outcome = run_backfill(_instance(), defs, args.job, codes, get_settings().lake / ".dagster" / "daemon.log", _progress)
-    result = {"backfill_id": outcome.backfill_id, "status": outcome.status, "runs": dict(outcome.runs),
-              "failed_partitions": outcome.failed_partitions, "seconds": round(outcome.seconds, 1)}
-    print(json.dumps(result) if args.json else
-          f"backfill {outcome.backfill_id}: {outcome.status}, runs {dict(outcome.runs)}, "
-          f"failed partitions {outcome.failed_partitions or 'none'}, {outcome.seconds:.0f}s")
+    outcome = run_backfill(
+        _instance(), defs, args.job, codes, get_settings().lake / ".dagster" / "daemon.log", _progress
+    )
+    result = {
+        "backfill_id": outcome.backfill_id,
+        "status": outcome.status,
+        "runs": dict(outcome.runs),
+        "failed_partitions": outcome.failed_partitions,
+        "seconds": round(outcome.seconds, 1),
+    }
+    print(
+        json.dumps(result)
+        if args.json
+        else f"backfill {outcome.backfill_id}: {outcome.status}, runs {dict(outcome.runs)}, "
+        f"failed partitions {outcome.failed_partitions or 'none'}, {outcome.seconds:.0f}s"
+    )
     return 1 if outcome.failed_partitions else 0
 
 
-EXAMPLE_QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
-                    "more than knee exercise alone?")
+EXAMPLE_QUESTION = (
+    "In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
+    "more than knee exercise alone?"
+)
 
 
 def _tagger_line(lake: Path) -> str:
@@ -417,9 +503,11 @@ def _tagger_line(lake: Path) -> str:
     if get_settings().pico_extractor == "rules" or not meta.get("beats_rules"):
         return "PICO extraction: the offline rules (no usable learned tagger, or EBM_PICO_EXTRACTOR=rules)."
     report = meta["validation"]
-    return (f"PICO extraction: the learned tagger (token macro F1 over I and O on Evidence Inference validation "
-            f"{report['learned']['macro_f1']:.3f}, rules {report['rules']['macro_f1']:.3f}, same run) with the rules "
-            "for everything else.")
+    return (
+        f"PICO extraction: the learned tagger (token macro F1 over I and O on Evidence Inference validation "
+        f"{report['learned']['macro_f1']:.3f}, rules {report['rules']['macro_f1']:.3f}, same run) with the rules "
+        "for everything else."
+    )
 
 
 def write_demo_report(lake: Path) -> Path:
@@ -431,26 +519,51 @@ def write_demo_report(lake: Path) -> Path:
     from ebm_platform.retrieval.ask import ask
 
     corpus = pl.read_csv(lake / "reports" / "corpus_by_condition.csv")
-    lines = ["# ebm-platform demo report", "", "## Corpus by condition", "",
-             "| " + " | ".join(corpus.columns) + " |", "|" + "---|" * len(corpus.columns)]
+    lines = [
+        "# ebm-platform demo report",
+        "",
+        "## Corpus by condition",
+        "",
+        "| " + " | ".join(corpus.columns) + " |",
+        "|" + "---|" * len(corpus.columns),
+    ]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in corpus.iter_rows()]
     graph = graph_summary(lake / "stores" / "kuzu" / "graph.kz")
-    lines += ["", "## Knowledge graph (Kùzu)", "",
-              f"{graph['entities']} entities, {graph['attributes']} attribute nodes, {graph['relations']} typed "
-              f"relations, {graph['communities']} communities in the knowledge tree.", "",
-              f"PICO-core share of entity + attribute nodes: {graph['pico_core_share']:.1%} "
-              f"(paper: {graph['pico_core_share_paper']:.1%}).", "",
-              f"PICO-core entity names: {graph['pico_core_names']['total']}, of which verb phrases "
-              f"{graph['pico_core_names']['verb_phrases']} and lone abbreviations "
-              f"{graph['pico_core_names']['lone_abbreviations']}.", "", _tagger_line(lake), "",
-              "| core type | here | paper |", "|---|---|---|"]
+    lines += [
+        "",
+        "## Knowledge graph (Kùzu)",
+        "",
+        f"{graph['entities']} entities, {graph['attributes']} attribute nodes, {graph['relations']} typed "
+        f"relations, {graph['communities']} communities in the knowledge tree.",
+        "",
+        f"PICO-core share of entity + attribute nodes: {graph['pico_core_share']:.1%} "
+        f"(paper: {graph['pico_core_share_paper']:.1%}).",
+        "",
+        f"PICO-core entity names: {graph['pico_core_names']['total']}, of which verb phrases "
+        f"{graph['pico_core_names']['verb_phrases']} and lone abbreviations "
+        f"{graph['pico_core_names']['lone_abbreviations']}.",
+        "",
+        _tagger_line(lake),
+        "",
+        "| core type | here | paper |",
+        "|---|---|---|",
+    ]
     lines += [f"| {t} | {graph['core_mix'][t]:.1%} | {p:.1%} |" for t, p in graph["core_mix_paper"].items()]
     answer = ask(EXAMPLE_QUESTION, lake=lake)
-    lines += ["", "## Example answer (`ebm ask`, offline)", "", f"**Q:** {EXAMPLE_QUESTION}", "",
-              f"_{answer['mode']}_", ""]
+    lines += [
+        "",
+        "## Example answer (`ebm ask`, offline)",
+        "",
+        f"**Q:** {EXAMPLE_QUESTION}",
+        "",
+        f"_{answer['mode']}_",
+        "",
+    ]
     lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
-    lines += [""] + [f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
-                     for c in answer["citations"]]
+    lines += [""] + [
+        f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
+        for c in answer["citations"]
+    ]
     evaluation = lake / "reports" / "evaluation.md"
     if evaluation.exists():
         lines += ["", evaluation.read_text(encoding="utf-8").replace("# ", "## ", 1).replace("\n## ", "\n### ")]
@@ -493,15 +606,19 @@ def cmd_graph_stats(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
-    _say(f"entities {summary['entities']}, attributes {summary['attributes']}, relations {summary['relations']}, "
-         f"communities {summary['communities']}")
+    _say(
+        f"entities {summary['entities']}, attributes {summary['attributes']}, relations {summary['relations']}, "
+        f"communities {summary['communities']}"
+    )
     _say(f"PICO-core share of entity+attribute nodes: {summary['pico_core_share']:.1%} (paper {PAPER_CORE_SHARE:.1%})")
     _say("core mix (here / paper): " + ", ".join(f"{t} {core_mix[t]:.1%}/{p:.1%}" for t, p in PAPER_CORE_MIX.items()))
     _say("nodes by type: " + ", ".join(f"{t} {n}" for t, n in summary["nodes_by_type"].items()))
     _say("relations by type: " + ", ".join(f"{t} {n}" for t, n in summary["relations_by_type"].items()))
     names = summary["pico_core_names"]
-    _say(f"PICO-core entity names: {names['total']}, of which verb phrases {names['verb_phrases']}, "
-         f"lone abbreviations {names['lone_abbreviations']}")
+    _say(
+        f"PICO-core entity names: {names['total']}, of which verb phrases {names['verb_phrases']}, "
+        f"lone abbreviations {names['lone_abbreviations']}"
+    )
     for code, c in summary["per_condition"].items():
         _say(f"  {code:<7} entities {c['entities']:>6}  PICO-core {c['pico_core']:>6}")
     return 0
@@ -531,8 +648,11 @@ def cmd_graph_load_edges(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     counts = load_into_kuzu(read_edges(Path(args.file)), Path(args.db))
     counts["seconds"] = round(time.perf_counter() - started, 2)
-    _say(json.dumps(counts) if args.json else
-         f"loaded {counts['edges']} edges between {counts['nodes']} nodes into {args.db} in {counts['seconds']}s")
+    _say(
+        json.dumps(counts)
+        if args.json
+        else f"loaded {counts['edges']} edges between {counts['nodes']} nodes into {args.db} in {counts['seconds']}s"
+    )
     return 0
 
 
@@ -568,8 +688,16 @@ def cmd_pico_tag(args: argparse.Namespace) -> int:
 
     def flush() -> None:
         for doc, entities in zip(batch, extract([d["text"] for d in batch])):
-            sys.stdout.write(json.dumps({"id": doc["id"], "extractor": name, "entities": [
-                {k: e[k] for k in ("type", "text", "start", "end")} for e in entities]}) + "\n")
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "id": doc["id"],
+                        "extractor": name,
+                        "entities": [{k: e[k] for k in ("type", "text", "start", "end")} for e in entities],
+                    }
+                )
+                + "\n"
+            )
         sys.stdout.flush()
         batch.clear()
 
@@ -596,27 +724,37 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     datasets = settings.require_datasets_dir()
-    result = {"token_level": token_evaluation(datasets, settings, args.split, args.limit, args.llm, _progress),
-              "span_overlap_rules": evaluate(datasets, args.split, args.limit, progress=_progress)}
+    result = {
+        "token_level": token_evaluation(datasets, settings, args.split, args.limit, args.llm, _progress),
+        "span_overlap_rules": evaluate(datasets, args.split, args.limit, progress=_progress),
+    }
     if args.json:
         _say(json.dumps(result, indent=2))
         return 0
     tokens = result["token_level"]
-    _say(f"Token-level PICO (EBM-NLP classes) on Evidence Inference {args.split}: {tokens['articles']} articles, "
-         f"{tokens['tokens']} words; gold: {tokens['gold']}")
+    _say(
+        f"Token-level PICO (EBM-NLP classes) on Evidence Inference {args.split}: {tokens['articles']} articles, "
+        f"{tokens['tokens']} words; gold: {tokens['gold']}"
+    )
     _say(f"{'extractor':<20}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
     names = ("learned", "learned_word_labels", "rules", *(k for k in tokens if k.startswith("llm:")), "majority_class")
     for name in (n for n in names if n in tokens):
         for c, m in tokens[name]["classes"].items():
-            _say(f"{name:<20}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
+            _say(
+                f"{name:<20}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}"
+            )
         bounds = tokens.get("macro_f1_interval_95", {}).get(name)
         ci = f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
-        _say(f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}{ci}   (I, O; P* is a proxy, not in the macro)")
+        _say(
+            f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}{ci}   (I, O; P* is a proxy, not in the macro)"
+        )
     _say("learned_word_labels: the tagger's head alone, without the entity selector (an ablation)")
     if "learned_minus_rules" in tokens.get("macro_f1_interval_95", {}):
         low, high = tokens["macro_f1_interval_95"]["learned_minus_rules"]
-        _say(f"learned minus rules, macro F1 {tokens['learned_minus_rules_macro_f1']:+.3f} [{low:+.3f}, {high:+.3f}]; "
-             f"intervals: {tokens['interval']}")
+        _say(
+            f"learned minus rules, macro F1 {tokens['learned_minus_rules_macro_f1']:+.3f} [{low:+.3f}, {high:+.3f}]; "
+            f"intervals: {tokens['interval']}"
+        )
     spans = result["span_overlap_rules"]
     _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
     _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
@@ -637,8 +775,10 @@ def cmd_eval_questions(args: argparse.Namespace) -> int:
     _say(f"{'phrasing':<28}{'group':<13}{'I':>7}{'C':>7}{'O':>7}{'mean':>7}{'whole question':>16}")
     for name, m in result["phrasings"].items():
         p = m["parser"]
-        _say(f"{name:<28}{m['group']:<13}{p['intervention']:>7.3f}{p['comparator']:>7.3f}{p['outcome']:>7.3f}"
-             f"{p['mean']:>7.3f}{m['whole question']['mean']:>16.3f}")
+        _say(
+            f"{name:<28}{m['group']:<13}{p['intervention']:>7.3f}{p['comparator']:>7.3f}{p['outcome']:>7.3f}"
+            f"{p['mean']:>7.3f}{m['whole question']['mean']:>16.3f}"
+        )
     for group, summary in result["summary"].items():
         parser, whole = summary["parser"], summary["whole question"]
         low, high = parser["interval_95"]
@@ -665,8 +805,11 @@ def _print_answer(result: dict) -> None:
     _say("\n3. PICO comparison")
     comparison = result["pico_comparison"]
     for field, value in comparison.get("fields", {}).items():
-        detail = (f"'{value['question']}' vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"
-                  if "closest_evidence" in value else value.get("question") or "")
+        detail = (
+            f"'{value['question']}' vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"
+            if "closest_evidence" in value
+            else value.get("question") or ""
+        )
         _say(f"   {field:<13} {value['status']}: {detail}")
     if comparison.get("summary"):
         _say(f"   {comparison['summary']}")
@@ -701,8 +844,9 @@ def cmd_lake_build(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     ids = set(Path(args.ids).read_text(encoding="utf-8").split()) if args.ids else None
-    report = import_dataset(args.dataset, settings.require_datasets_dir(), settings.landing_dir, active_catalogue(),
-                            ids=ids, progress=_say)
+    report = import_dataset(
+        args.dataset, settings.require_datasets_dir(), settings.landing_dir, active_catalogue(), ids=ids, progress=_say
+    )
     _say(report.table())
     run_all_partitions(partition_job="corpus_index_job", global_job="graph_global_job", resume=args.resume)
     return 0
@@ -745,7 +889,9 @@ def _evaluation_setup(args: argparse.Namespace):
         datasets = settings.require_datasets_dir()
         if getattr(args, "corpus", "all") == "split":
             if args.benchmark != "evidence-inference":
-                raise ValueError("--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)")
+                raise ValueError(
+                    "--corpus split applies to evidence-inference (PubMedQA's corpus is its 500 abstracts)"
+                )
             from ebm_platform.benchmark.evidence_inference import article_ids
 
             ids = article_ids(datasets, args.split)
@@ -754,36 +900,64 @@ def _evaluation_setup(args: argparse.Namespace):
     if args.limit:
         items = items[: args.limit]
     names = tuple(c.name.lower() for c in load_catalogue(DEFAULT_CATALOGUE).conditions)
-    retriever = Retriever(lake, client_from_settings(), settings.embedding_model, settings.cross_encoder, names,
-                          embedding_backend=settings.embedding_backend)
+    retriever = Retriever(
+        lake,
+        client_from_settings(),
+        settings.embedding_model,
+        settings.cross_encoder,
+        names,
+        embedding_backend=settings.embedding_backend,
+    )
     if args.benchmark == "generated":
-        reranker = (retriever.reranker.learned.meta if retriever.reranker.learned else
-                    {"source": "none: materialise reranker_model (make demo)"})
+        reranker = (
+            retriever.reranker.learned.meta
+            if retriever.reranker.learned
+            else {"source": "none: materialise reranker_model (make demo)"}
+        )
     elif getattr(args, "reranker", "trained") == "shipped":
         reranker = shipped_reranker(retriever, Path(settings.lake))
     else:
         reranker = ensure_reranker(retriever, args.benchmark, datasets, args.train_questions, progress=_progress)
-    _progress(f"{args.benchmark} {args.split}: {len(items)} questions kept"
-              + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped") + f"; corpus lake {lake}")
-    corpus = ("the platform lake's own corpus" if args.benchmark == "generated" else
-              "every article of the dataset" if ids is None else f"the {len(ids)} {args.split} articles")
-    header = {"benchmark": args.benchmark, "split": args.split, "lake": str(lake), "corpus": corpus,
-              "phrasing": phrasing or "the benchmark's template", "questions_kept": len(items),
-              "dropped": dict(dropped), "corpus_windows": retriever.index.count()}
+    _progress(
+        f"{args.benchmark} {args.split}: {len(items)} questions kept"
+        + (f"; dropped: {dict(dropped)}" if dropped else "; none dropped")
+        + f"; corpus lake {lake}"
+    )
+    corpus = (
+        "the platform lake's own corpus"
+        if args.benchmark == "generated"
+        else "every article of the dataset"
+        if ids is None
+        else f"the {len(ids)} {args.split} articles"
+    )
+    header = {
+        "benchmark": args.benchmark,
+        "split": args.split,
+        "lake": str(lake),
+        "corpus": corpus,
+        "phrasing": phrasing or "the benchmark's template",
+        "questions_kept": len(items),
+        "dropped": dict(dropped),
+        "corpus_windows": retriever.index.count(),
+    }
     return retriever, items, strategies, reranker, header
 
 
 def _reranker_summary(reranker: dict) -> dict:
-    return {k: reranker.get(k) for k in ("source", "key", "trained_on", "rounds", "train_questions", "beats_hand_set",
-                                          "validation", "gain") if k in reranker}
+    return {
+        k: reranker.get(k)
+        for k in ("source", "key", "trained_on", "rounds", "train_questions", "beats_hand_set", "validation", "gain")
+        if k in reranker
+    }
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.retrieval_eval import evaluate
 
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
-    results, per_question = evaluate(retriever, items, strategies, args.k, progress=_progress,
-                                     oracle_utility=args.oracle_utility)
+    results, per_question = evaluate(
+        retriever, items, strategies, args.k, progress=_progress, oracle_utility=args.oracle_utility
+    )
     if args.oracle_utility and "med_r2" in results:
         results["med_r2 (oracle f_u)"] = results.pop("med_r2")
         per_question["med_r2 (oracle f_u)"] = per_question.pop("med_r2")
@@ -791,8 +965,14 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     for name in strategies:
         probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
         notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
-    summary = {**header, "k": args.k, "results": results, "notes": notes, "reranker": _reranker_summary(reranker),
-               "per_question": per_question}
+    summary = {
+        **header,
+        "k": args.k,
+        "results": results,
+        "notes": notes,
+        "reranker": _reranker_summary(reranker),
+        "per_question": per_question,
+    }
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
@@ -811,13 +991,19 @@ def _print_retrieval(results: dict[str, dict], k: int) -> None:
 
     names = metric_names(k)
     width = max(len(s) for s in results) + 2
-    _say(f"{'strategy':<{width}}" + "".join(f"{n + ' [95% interval]':>25}" for n in names) + f"{'questions':>11}{'s/question':>12}")
+    _say(
+        f"{'strategy':<{width}}"
+        + "".join(f"{n + ' [95% interval]':>25}" for n in names)
+        + f"{'questions':>11}{'s/question':>12}"
+    )
     for name, m in results.items():
         cells = "".join(f"{_with_interval(m[n], m['interval_95'][n]):>25}" for n in names)
         _say(f"{name:<{width}}{cells}{m['questions']:>11}{m['seconds_per_question']:>12.2f}")
     paired = {name: m["sr_rag_minus_this"] for name, m in results.items() if "sr_rag_minus_this" in m}
     if paired:
-        _say("\nsr_rag minus each strategy, same questions (paired bootstrap 95% interval; wins/ties/losses of sr_rag):")
+        _say(
+            "\nsr_rag minus each strategy, same questions (paired bootstrap 95% interval; wins/ties/losses of sr_rag):"
+        )
         _print_paired(paired, names)
 
 
@@ -828,8 +1014,10 @@ def _with_interval(value: float, bounds: list[float]) -> str:
 def _print_paired(paired: dict[str, dict], names: tuple[str, ...]) -> None:
     width = max(len(s) for s in paired) + 2
     for name, by_metric in paired.items():
-        cells = "  ".join(f"{n} {d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] {d['wins']}/{d['ties']}/{d['losses']}"
-                          for n, d in ((n, by_metric[n]) for n in names))
+        cells = "  ".join(
+            f"{n} {d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] {d['wins']}/{d['ties']}/{d['losses']}"
+            for n, d in ((n, by_metric[n]) for n in names)
+        )
         _say(f"  {name:<{width}}{cells}  ({by_metric[names[0]]['n']} questions)")
 
 
@@ -852,9 +1040,11 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps({"first": args.first, "second": args.second, "second_minus_first": paired}, indent=2))
         return 0
-    _say(f"second minus first, per strategy, on the questions both runs have (paired bootstrap 95% interval; "
-         f"wins/ties/losses of the second):\n  first:  {args.first} ({first.get('lake')})\n  second: {args.second} "
-         f"({second.get('lake')})")
+    _say(
+        f"second minus first, per strategy, on the questions both runs have (paired bootstrap 95% interval; "
+        f"wins/ties/losses of the second):\n  first:  {args.first} ({first.get('lake')})\n  second: {args.second} "
+        f"({second.get('lake')})"
+    )
     _print_paired(paired, metric_names(first["k"]))
     return 0
 
@@ -866,18 +1056,26 @@ def cmd_eval_tune(args: argparse.Namespace) -> int:
     retriever, items, _, _, header = _evaluation_setup(args)
     items = tuning_items(items, args.questions)
     names = list(tunable.grid)
-    _progress(f"choosing {args.strategy}'s {', '.join(names)} on {len(items)} train questions "
-              f"({'x'.join(str(len(v)) for v in tunable.grid.values())} grid points) ...")
+    _progress(
+        f"choosing {args.strategy}'s {', '.join(names)} on {len(items)} train questions "
+        f"({'x'.join(str(len(v)) for v in tunable.grid.values())} grid points) ..."
+    )
     result = choose_constants(args.strategy, retriever, items, tunable.constants.from_settings(), progress=_progress)
     if args.json:
         _say(json.dumps({**header, "questions_kept": len(items), **result}, indent=2))
         return 0
     _say(f"{'':<12}" + "".join(f"{n:>12}" for n in names) + f"{'MRR':>8}{'R@10':>8}{'Hit@10':>8}")
-    labelled = [("chosen", result["chosen"])] + [(f"top {i}", row) for i, row in enumerate(result["top"][1:], 2)] + \
-        [("settings", result["baseline"]), ("worst", result["worst"])]
+    labelled = (
+        [("chosen", result["chosen"])]
+        + [(f"top {i}", row) for i, row in enumerate(result["top"][1:], 2)]
+        + [("settings", result["baseline"]), ("worst", result["worst"])]
+    )
     for label, row in labelled:
-        _say(f"{label:<12}" + "".join(f"{row[n]:>12g}" for n in names)
-             + f"{row['MRR']:>8.3f}{row['R@10']:>8.3f}{row['Hit@10']:>8.3f}")
+        _say(
+            f"{label:<12}"
+            + "".join(f"{row[n]:>12g}" for n in names)
+            + f"{row['MRR']:>8.3f}{row['R@10']:>8.3f}{row['Hit@10']:>8.3f}"
+        )
     prefix = f"EBM_{args.strategy.upper()}_"
     _say("\nto use the chosen values: " + " ".join(f"{prefix}{n.upper()}={result['chosen'][n]:g}" for n in names))
     return 0
@@ -904,17 +1102,35 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no benchmark_splits in {lake}: run `make demo` first")
     split = pl.read_parquet(splits_path).filter(pl.col("split") == (args.split or "test")).select("question_id")
     limit = settings.eval_max_questions if args.max_questions is None else args.max_questions
-    questions = pl.concat([pick_questions(tables[c].join(split, on="question_id"), limit, settings.eval_seed)
-                           for c in codes if c in tables], how="diagonal_relaxed")
-    _progress(f"answering {questions.height} {args.split or 'test'} questions of {len(codes)} condition(s) with "
-              f"{len(strategies)} strategies ...")
+    questions = pl.concat(
+        [
+            pick_questions(tables[c].join(split, on="question_id"), limit, settings.eval_seed)
+            for c in codes
+            if c in tables
+        ],
+        how="diagonal_relaxed",
+    )
+    _progress(
+        f"answering {questions.height} {args.split or 'test'} questions of {len(codes)} condition(s) with "
+        f"{len(strategies)} strategies ..."
+    )
     retriever = retriever_for(str(lake))
     rows = evaluate(retriever, questions, strategies, retriever.client, progress=_progress)
     summary = summarise(rows, settings.eval_seed)
     if args.json:
-        _say(json.dumps({"lake": str(lake), "split": args.split or "test", "strategies": strategies,
-                         "questions": questions.height, "summary": summary.long().to_dicts(),
-                         "paired_vs_sr_rag": summary.paired.to_dicts()}, indent=2))
+        _say(
+            json.dumps(
+                {
+                    "lake": str(lake),
+                    "split": args.split or "test",
+                    "strategies": strategies,
+                    "questions": questions.height,
+                    "summary": summary.long().to_dicts(),
+                    "paired_vs_sr_rag": summary.paired.to_dicts(),
+                },
+                indent=2,
+            )
+        )
     else:
         _say(summary.markdown(describe(rows, codes)))
     return 0
@@ -931,8 +1147,9 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     args.split = args.split or "validation"
     args.strategies = args.strategies or "sr_rag,naive"
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
-    retriever.verdict_model = ensure_verdict_model(Path(header["lake"]), get_settings().require_datasets_dir(),
-                                                   retriever.encoder, _progress)
+    retriever.verdict_model = ensure_verdict_model(
+        Path(header["lake"]), get_settings().require_datasets_dir(), retriever.encoder, _progress
+    )
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]
     if yes_no:
@@ -941,25 +1158,45 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         train = labelled_prompts(get_settings().require_datasets_dir(), "train")["label"].to_list()
         baseline = {**majority(train, gold), "note": "most frequent label of the train split"}
     results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress)
-    summary = {**header, "labels": dict(Counter(gold).most_common()), "majority_class": baseline, "results": results,
-               "verdict": ("the answer's verdict mapped to yes/no/maybe (effect -> yes, no significant difference "
-                           "-> no, insufficient evidence -> maybe)") if yes_no else "the answer's verdict",
-               "verdict_model": retriever.verdict_model.meta, "reranker": _reranker_summary(reranker)}
+    summary = {
+        **header,
+        "labels": dict(Counter(gold).most_common()),
+        "majority_class": baseline,
+        "results": results,
+        "verdict": (
+            "the answer's verdict mapped to yes/no/maybe (effect -> yes, no significant difference "
+            "-> no, insufficient evidence -> maybe)"
+        )
+        if yes_no
+        else "the answer's verdict",
+        "verdict_model": retriever.verdict_model.meta,
+        "reranker": _reranker_summary(reranker),
+    }
     if args.json:
         _say(json.dumps(summary, indent=2))
         return 0
     width = max(len(s) for s in [*strategies, "majority class"]) + 2
     first = strategies[0]
-    _say(f"{'strategy':<{width}}{'accuracy':>9} {'95% interval':<16}{'macro-F1':>9}{'R@10':>7}{'questions':>10}   "
-         f"{first} minus this, accuracy [95%] (wins/ties/losses)")
-    _say(f"{'majority class':<{width}}{baseline['accuracy']:>9.3f} {'':<16}{baseline['macro_f1']:>9.3f}{'':>7}"
-         f"{baseline['questions']:>10}   ({baseline['answer']})")
+    _say(
+        f"{'strategy':<{width}}{'accuracy':>9} {'95% interval':<16}{'macro-F1':>9}{'R@10':>7}{'questions':>10}   "
+        f"{first} minus this, accuracy [95%] (wins/ties/losses)"
+    )
+    _say(
+        f"{'majority class':<{width}}{baseline['accuracy']:>9.3f} {'':<16}{baseline['macro_f1']:>9.3f}{'':>7}"
+        f"{baseline['questions']:>10}   ({baseline['answer']})"
+    )
     for name, m in results.items():
         low, high = m["accuracy_interval_95"]
         d = m.get(f"{first}_minus_this_accuracy")
-        paired = f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({d['wins']}/{d['ties']}/{d['losses']})" if d else ""
-        _say(f"{name:<{width}}{m['accuracy']:>9.3f} [{low:.3f}, {high:.3f}]{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}"
-             f"{m['questions']:>10}   {paired}")
+        paired = (
+            f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] ({d['wins']}/{d['ties']}/{d['losses']})"
+            if d
+            else ""
+        )
+        _say(
+            f"{name:<{width}}{m['accuracy']:>9.3f} [{low:.3f}, {high:.3f}]{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}"
+            f"{m['questions']:>10}   {paired}"
+        )
     if results:
         _say(f"sentences quoted by: {next(iter(results.values()))['sentence_selection']}")
     return 0
@@ -986,9 +1223,12 @@ def cmd_benchmark_stats(args: argparse.Namespace) -> int:
     stats = {}
     for code, bench in _benchmark_tables(lake).items():
         windows_path = lake / "assets" / "evidence_windows" / f"{code}.parquet"
-        windows = pl.read_parquet(windows_path) if windows_path.exists() else pl.DataFrame({"window_id": [], "text": []})
-        rules = structural_rules(bench, set(windows["window_id"].to_list())) + \
-            quality_rules(bench, dict(zip(windows["window_id"].to_list(), windows["text"].to_list())), embed)
+        windows = (
+            pl.read_parquet(windows_path) if windows_path.exists() else pl.DataFrame({"window_id": [], "text": []})
+        )
+        rules = structural_rules(bench, set(windows["window_id"].to_list())) + quality_rules(
+            bench, dict(zip(windows["window_id"].to_list(), windows["text"].to_list())), embed
+        )
         stats[code] = {
             "questions": bench.height,
             "by_source": dict(sorted(bench.group_by("source").len().iter_rows())) if bench.height else {},
@@ -1002,8 +1242,10 @@ def cmd_benchmark_stats(args: argparse.Namespace) -> int:
     for code, s in stats.items():
         errors = [n for n, c in s["checks"].items() if c["severity"] == "ERROR" and not c["passed"]]
         warns = [n for n, c in s["checks"].items() if c["severity"] == "WARN" and not c["passed"]]
-        _say(f"{code:<8}{s['questions']:>10}{s['with_gold']:>6}  {('FAIL ' + ','.join(errors)) if errors else 'pass':<12}"
-             f"{','.join(warns) or '-':<40} {s['by_source']}")
+        _say(
+            f"{code:<8}{s['questions']:>10}{s['with_gold']:>6}  {('FAIL ' + ','.join(errors)) if errors else 'pass':<12}"
+            f"{','.join(warns) or '-':<40} {s['by_source']}"
+        )
     total = sum(s["questions"] for s in stats.values())
     boiler = sum(s["checks"]["boilerplate_ground_truth"]["boilerplate_answers"] for s in stats.values())
     _say(f"total {total} questions; boilerplate ground truths (WARN): {boiler}")
@@ -1020,15 +1262,16 @@ def cmd_benchmark_export_review(args: argparse.Namespace) -> int:
     bench = pl.concat(list(_benchmark_tables(lake).values()), how="diagonal_relaxed")
     path = Path(args.out) if args.out else sheet_path(lake)
     rows = export_sheet(lake, bench, path)
-    _say(f"wrote {rows} questions to {path} (decisions so far are kept in {store_path(lake)}); set decision to "
-         f"keep or discard and save the sheet as {sheet_path(lake)}: the next benchmark_qa materialisation records "
-         f"and honours it")
+    _say(
+        f"wrote {rows} questions to {path} (decisions so far are kept in {store_path(lake)}); set decision to "
+        f"keep or discard and save the sheet as {sheet_path(lake)}: the next benchmark_qa materialisation records "
+        f"and honours it"
+    )
     return 0
 
 
 def cmd_embedder(args: argparse.Namespace) -> int:
     """Prepare the configured embedder (OpenVINO conversion, offline) and compare it with torch."""
-    import numpy as np
 
     from ebm_platform.index.embeddings import get_encoder, load_embedder
     from ebm_platform.settings import get_settings
@@ -1038,15 +1281,39 @@ def cmd_embedder(args: argparse.Namespace) -> int:
     encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
     _say(f"embedder: {encoder.description}, ready in {time.perf_counter() - started:.1f}s")
     if args.check:
-        texts = ["Hip and knee strengthening reduced pain more than knee exercise alone in patellofemoral pain.",
-                 "Eccentric loading for Achilles tendinopathy improved VISA-A scores at 12 weeks.",
-                 "No significant difference in disability was found between motor control and general exercise."]
+        texts = [
+            "Hip and knee strengthening reduced pain more than knee exercise alone in patellofemoral pain.",
+            "Eccentric loading for Achilles tendinopathy improved VISA-A scores at 12 weeks.",
+            "No significant difference in disability was found between motor control and general exercise.",
+        ]
         reference = load_embedder(settings.embedding_model).encode(texts, normalize_embeddings=True)
         cosine = (encoder.embed(texts) * reference).sum(axis=1)
         _say(f"cosine with sentence-transformers (torch): min {cosine.min():.5f}")
         if cosine.min() < 0.99:
-            raise RuntimeError(f"{encoder.description} disagrees with torch (cosine {cosine.min():.4f}); "
-                               "set EBM_EMBEDDING_BACKEND=torch")
+            raise RuntimeError(
+                f"{encoder.description} disagrees with torch (cosine {cosine.min():.4f}); "
+                "set EBM_EMBEDDING_BACKEND=torch"
+            )
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """Train (or find) the environment's PICO tagger and verdict model before any lake needs them."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.settings import get_settings
+    from ebm_platform.trained_models import ensure_environment_models
+
+    settings = get_settings()
+    started = time.perf_counter()
+    _say("the environment's models (trained once per environment, about 15-35 min on 2 cores; then reused) ...")
+
+    def progress(message: str) -> None:
+        _progress(f"  {message} ({time.perf_counter() - started:.0f} s)")
+
+    encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+    for line in ensure_environment_models(settings.require_datasets_dir(), encoder, progress):
+        _say(line)
+    _say(f"models ready in {time.perf_counter() - started:.0f} s")
     return 0
 
 
@@ -1062,14 +1329,19 @@ def cmd_betr_show(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(data, indent=2))
         return 0
-    _say(f"BETR r(q,d) = a*s(q,d) + u(grade): a = {params.a:.4f}, "
-         + ", ".join(f"u_{g} = {v:.4f}" for g, v in params.u.items()) + f", tau = {params.tau}")
+    _say(
+        f"BETR r(q,d) = a*s(q,d) + u(grade): a = {params.a:.4f}, "
+        + ", ".join(f"u_{g} = {v:.4f}" for g, v in params.u.items())
+        + f", tau = {params.tau}"
+    )
     _say("provenance: " + ", ".join(f"{k} {v}" for k, v in params.provenance.items()))
     return 0
 
 
-PHRASING_HELP = ("evidence-inference: ask each prompt in this phrasing (names: `ebm eval questions`) instead of the "
-                 "template; the reranker still trains on the template")
+PHRASING_HELP = (
+    "evidence-inference: ask each prompt in this phrasing (names: `ebm eval questions`) instead of the "
+    "template; the reranker still trains on the template"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1079,14 +1351,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="import the datasets and materialise every asset for every partition")
     demo.set_defaults(func=cmd_demo)
-    backfill = sub.add_parser("backfill", help="submit a partition backfill to the instance (daemon, queue, "
-                                               "multiprocess executor, pools) and wait for it")
-    backfill.add_argument("--job", default="conditions_job", choices=["conditions_job", "corpus_index_job", "evaluation_job"])
+    backfill = sub.add_parser(
+        "backfill",
+        help="submit a partition backfill to the instance (daemon, queue, "
+        "multiprocess executor, pools) and wait for it",
+    )
+    backfill.add_argument(
+        "--job", default="conditions_job", choices=["conditions_job", "corpus_index_job", "evaluation_job"]
+    )
     backfill.add_argument("--codes", help="comma-separated partitions (default: all)")
     backfill.add_argument("--json", action="store_true")
     backfill.set_defaults(func=cmd_backfill)
     imp = sub.add_parser("import", help="write normalised landing files from a public dataset")
-    imp.add_argument("dataset", choices=list(DATASETS), help="cochrane: Cochrane reviews (grade B); guidelines: guideline files (grade A, or B for an overview)")
+    imp.add_argument(
+        "dataset",
+        choices=list(DATASETS),
+        help="cochrane: Cochrane reviews (grade B); guidelines: guideline files (grade A, or B for an overview)",
+    )
     imp.add_argument("--from", dest="source", help="datasets folder (default EBM_DATASETS_DIR)")
     imp.add_argument("--json", action="store_true")
     imp.set_defaults(func=cmd_import)
@@ -1096,9 +1377,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer a clinical question with cited, grade-ordered evidence")
     ask.add_argument("question")
     ask.add_argument("--condition", help="restrict to one condition code (e.g. PFP)")
-    ask.add_argument("--strategy", default="sr_rag",
-                     help="sr_rag (default), its ablations sr_rag_<lever>, naive / bm25 / dense / hybrid, "
-                          "med_r2, meta_rag, claims, kg_refine (and kg_refine_no_scorer|no_pruner|plain)")
+    ask.add_argument(
+        "--strategy",
+        default="sr_rag",
+        help="sr_rag (default), its ablations sr_rag_<lever>, naive / bm25 / dense / hybrid, "
+        "med_r2, meta_rag, claims, kg_refine (and kg_refine_no_scorer|no_pruner|plain)",
+    )
     ask.add_argument("--json", action="store_true")
     ask.add_argument("--explain", action="store_true", help="show every candidate's channel ranks and scores")
     ask.set_defaults(func=cmd_ask)
@@ -1121,8 +1405,12 @@ def build_parser() -> argparse.ArgumentParser:
     pico_cmd = sub.add_parser("pico", help="PICO extraction").add_subparsers(dest="pico_command", required=True)
     tag = pico_cmd.add_parser("tag", help="tag JSON lines {id, text} from stdin with typed character spans")
     tag.add_argument("--jsonl", action="store_true", required=True, help="JSON lines in and out (the only format)")
-    tag.add_argument("--extractor", default="default", choices=["default", "learned", "rules", "llm"],
-                     help="default: the lake's learned tagger when it passed its check, else the rules")
+    tag.add_argument(
+        "--extractor",
+        default="default",
+        choices=["default", "learned", "rules", "llm"],
+        help="default: the lake's learned tagger when it passed its check, else the rules",
+    )
     tag.set_defaults(func=cmd_pico_tag)
 
     evaluation = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
@@ -1132,61 +1420,97 @@ def build_parser() -> argparse.ArgumentParser:
     pico.add_argument("--llm", action="store_true", help="also score the LLM extraction (EBM_LLM_MODEL)")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
-    questions = evaluation.add_parser("questions", help="question parsing (I, C, O anchors) on Evidence Inference "
-                                      "prompts put into clinicians' phrasings (a proxy)")
+    questions = evaluation.add_parser(
+        "questions",
+        help="question parsing (I, C, O anchors) on Evidence Inference "
+        "prompts put into clinicians' phrasings (a proxy)",
+    )
     questions.add_argument("--split", default="validation", choices=["train", "validation"])
     questions.add_argument("--limit", type=int, help="at most this many prompts")
     questions.add_argument("--json", action="store_true")
     questions.set_defaults(func=cmd_eval_questions)
     retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")
-    retrieval.add_argument("--benchmark", required=True, choices=["evidence-inference", "pubmedqa", "generated"],
-                           help="generated = the platform's benchmark_qa in the production lake")
+    retrieval.add_argument(
+        "--benchmark",
+        required=True,
+        choices=["evidence-inference", "pubmedqa", "generated"],
+        help="generated = the platform's benchmark_qa in the production lake",
+    )
     retrieval.add_argument("--split", default="validation")
-    retrieval.add_argument("--strategies", default="sr_rag,naive,bm25,dense,hybrid",
-                           help="comma-separated; also med_r2, meta_rag, claims, kg_refine, and the ablations "
-                                "sr_rag_<lever> (no_graph, no_hyde, one_pool, hand_set, no_betr, no_colbert) and "
-                                "kg_refine_<flag> (no_scorer, no_pruner, plain)")
-    retrieval.add_argument("--train-questions", type=int,
-                           help="train-split questions the lake's learned reranker is trained on (seeded sample; "
-                                "default 600)")
-    retrieval.add_argument("--reranker", choices=["trained", "shipped"], default="trained",
-                           help="trained: the evaluation lake's own reranker (Evidence Inference train questions); "
-                                "shipped: the production lake's (multi-source, what `ebm ask` ranks with)")
+    retrieval.add_argument(
+        "--strategies",
+        default="sr_rag,naive,bm25,dense,hybrid",
+        help="comma-separated; also med_r2, meta_rag, claims, kg_refine, and the ablations "
+        "sr_rag_<lever> (no_graph, no_hyde, one_pool, hand_set, no_betr, no_colbert) and "
+        "kg_refine_<flag> (no_scorer, no_pruner, plain)",
+    )
+    retrieval.add_argument(
+        "--train-questions",
+        type=int,
+        help="train-split questions the lake's learned reranker is trained on (seeded sample; default 600)",
+    )
+    retrieval.add_argument(
+        "--reranker",
+        choices=["trained", "shipped"],
+        default="trained",
+        help="trained: the evaluation lake's own reranker (Evidence Inference train questions); "
+        "shipped: the production lake's (multi-source, what `ebm ask` ranks with)",
+    )
     retrieval.add_argument("--k", type=int, default=10)
-    retrieval.add_argument("--oracle-utility", action="store_true",
-                           help="evaluation only: Med-R2's f_u from the gold answer (the verdict model's loss drop)")
+    retrieval.add_argument(
+        "--oracle-utility",
+        action="store_true",
+        help="evaluation only: Med-R2's f_u from the gold answer (the verdict model's loss drop)",
+    )
     retrieval.add_argument("--limit", type=int, help="evaluate at most this many questions")
     retrieval.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
-    retrieval.add_argument("--corpus", choices=["all", "split"], default="all",
-                           help="all: every article of the dataset (default); split: only the split's own articles")
+    retrieval.add_argument(
+        "--corpus",
+        choices=["all", "split"],
+        default="all",
+        help="all: every article of the dataset (default); split: only the split's own articles",
+    )
     retrieval.add_argument("--json", action="store_true")
     retrieval.add_argument("--phrasing", help=PHRASING_HELP)
     retrieval.set_defaults(func=cmd_eval_retrieval)
-    compare = evaluation.add_parser("compare", help="two `eval retrieval --json` outputs (e.g. two builds), paired "
-                                                    "per question: second minus first with bootstrap 95% intervals")
+    compare = evaluation.add_parser(
+        "compare",
+        help="two `eval retrieval --json` outputs (e.g. two builds), paired "
+        "per question: second minus first with bootstrap 95% intervals",
+    )
     compare.add_argument("first")
     compare.add_argument("second")
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=cmd_eval_compare)
-    tune = evaluation.add_parser("tune", help="choose a seed strategy's open constants on Evidence Inference train "
-                                              "questions (those the lake's reranker trained on excluded)")
+    tune = evaluation.add_parser(
+        "tune",
+        help="choose a seed strategy's open constants on Evidence Inference train "
+        "questions (those the lake's reranker trained on excluded)",
+    )
     tune.add_argument("--strategy", required=True, choices=["meta_rag", "med_r2", "claims"])
     tune.add_argument("--questions", type=int, default=300, help="train questions to score each grid point on")
     tune.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
     tune.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     tune.add_argument("--json", action="store_true")
-    tune.set_defaults(func=cmd_eval_tune, benchmark="evidence-inference", split="train", limit=None, corpus="all",
-                      strategies="sr_rag")
+    tune.set_defaults(
+        func=cmd_eval_tune, benchmark="evidence-inference", split="train", limit=None, corpus="all", strategies="sr_rag"
+    )
     answers = evaluation.add_parser(
-        "answers", help="answer metrics: the platform's benchmark (default; the evaluation_summary table) or answer "
-                        "correctness (verdict) against Evidence Inference / PubMedQA gold in an evaluation lake")
+        "answers",
+        help="answer metrics: the platform's benchmark (default; the evaluation_summary table) or answer "
+        "correctness (verdict) against Evidence Inference / PubMedQA gold in an evaluation lake",
+    )
     answers.add_argument("--benchmark", default="generated", choices=["generated", "evidence-inference", "pubmedqa"])
     answers.add_argument("--split", help="default: test for the platform's benchmark, validation otherwise")
-    answers.add_argument("--strategies", help="default: EBM_EVAL_STRATEGIES for the platform's benchmark (all), "
-                                              "sr_rag,naive otherwise")
+    answers.add_argument(
+        "--strategies", help="default: EBM_EVAL_STRATEGIES for the platform's benchmark (all), sr_rag,naive otherwise"
+    )
     answers.add_argument("--condition", help="the platform's benchmark: one condition code")
-    answers.add_argument("--max-questions", type=int, help="the platform's benchmark: questions per condition "
-                                                           "(default EBM_EVAL_MAX_QUESTIONS; 0 all)")
+    answers.add_argument(
+        "--max-questions",
+        type=int,
+        help="the platform's benchmark: questions per condition (default EBM_EVAL_MAX_QUESTIONS; 0 all)",
+    )
     answers.add_argument("--train-questions", type=int, help="as for `eval retrieval` (the lake's learned reranker)")
     answers.add_argument("--limit", type=int, help="evaluate at most this many questions")
     answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
@@ -1194,7 +1518,9 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--phrasing", help=PHRASING_HELP)
     answers.set_defaults(func=cmd_eval_answers)
 
-    bench = sub.add_parser("benchmark", help="the benchmark QA set").add_subparsers(dest="benchmark_command", required=True)
+    bench = sub.add_parser("benchmark", help="the benchmark QA set").add_subparsers(
+        dest="benchmark_command", required=True
+    )
     bstats = bench.add_parser("stats", help="questions per condition and source, gold coverage, check results")
     bstats.add_argument("--json", action="store_true")
     bstats.set_defaults(func=cmd_benchmark_stats)
@@ -1206,6 +1532,9 @@ def build_parser() -> argparse.ArgumentParser:
     embedder.add_argument("--check", action="store_true", help="compare it with sentence-transformers on torch")
     embedder.set_defaults(func=cmd_embedder)
 
+    models = sub.add_parser("models", help="train (or find) the environment's PICO tagger and verdict model")
+    models.set_defaults(func=cmd_models)
+
     betr_cmd = sub.add_parser("betr", help="BETR parameters").add_subparsers(dest="betr_command", required=True)
     show = betr_cmd.add_parser("show", help="the fitted parameters and their provenance")
     show.add_argument("--json", action="store_true")
@@ -1215,8 +1544,11 @@ def build_parser() -> argparse.ArgumentParser:
     build = lake.add_parser("build", help="import one dataset into EBM_LAKE and materialise corpus, graph and index")
     build.add_argument("dataset", choices=["evidence-inference", "pubmedqa"])
     build.add_argument("--ids", help="file of document ids (PMC ids / PubMed ids) to import instead of all")
-    build.add_argument("--resume", action="store_true",
-                       help="reuse the corpus and extraction outputs an interrupted build of this lake left")
+    build.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the corpus and extraction outputs an interrupted build of this lake left",
+    )
     build.set_defaults(func=cmd_lake_build)
     return parser
 

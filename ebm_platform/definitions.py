@@ -7,25 +7,50 @@ import dagster as dg
 from ebm_platform.defs import STEP_MODULES
 from ebm_platform.defs.attributes import with_operator_attributes
 from ebm_platform.defs.automation import automation_sensor, landing_sensor
+from ebm_platform.defs.benchmark import (
+    benchmark_qa,
+    benchmark_quality_signals,
+    benchmark_splits,
+    benchmark_structure,
+    splits_unique_across_conditions,
+)
 from ebm_platform.defs.betr import betr_parameters, betr_parameters_sound, betr_report, candidate_pools
-from ebm_platform.defs.benchmark import (benchmark_qa, benchmark_quality_signals, benchmark_splits, benchmark_structure,
-                                         splits_unique_across_conditions)
 from ebm_platform.defs.corpus import corpus_report, evidence_windows, landing_files, landing_imports, source_documents
-from ebm_platform.defs.graph import knowledge_graph, knowledge_tree, pico_extractions, pico_tagger, pico_tagger_beats_rules
 from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
+from ebm_platform.defs.graph import (
+    knowledge_graph,
+    knowledge_tree,
+    pico_extractions,
+    pico_tagger,
+    pico_tagger_beats_rules,
+)
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
-from ebm_platform.defs.retrieval import (fused_candidates, reranker_beats_hand_set, reranker_model, verdict_model,
-                                         verdict_model_beats_baselines)
 from ebm_platform.defs.resources import default_resources
+from ebm_platform.defs.retrieval import (
+    fused_candidates,
+    reranker_beats_hand_set,
+    reranker_model,
+    verdict_model,
+    verdict_model_beats_baselines,
+)
 
 CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
 PARTITIONED_ASSETS = [*CORPUS_INDEX_ASSETS, benchmark_qa]
-GLOBAL_ASSETS = [corpus_report, knowledge_tree, benchmark_splits, fused_candidates, reranker_model, candidate_pools,
-                 betr_parameters, betr_report]
+GLOBAL_ASSETS = [
+    corpus_report,
+    knowledge_tree,
+    benchmark_splits,
+    fused_candidates,
+    reranker_model,
+    candidate_pools,
+    betr_parameters,
+    betr_report,
+]
 
 conditions_job = dg.define_asset_job(
-    "conditions_job", selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),
+    "conditions_job",
+    selection=dg.AssetSelection.assets(*PARTITIONED_ASSETS),
     partitions_def=conditions_partitions,
     description="Every per-condition asset for one partition (backfill it over all 23 codes).",
 )
@@ -34,14 +59,21 @@ global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.asset
 models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger, verdict_model))
 # Evaluation after the global assets: the per-condition reports, then their summary.
 evaluation_job = dg.define_asset_job(
-    "evaluation_job", selection=dg.AssetSelection.assets(evaluation_report), partitions_def=conditions_partitions,
-    description="evaluation_report for one partition (backfill it over all 23 codes), then run evaluation_summary.")
-evaluation_summary_job = dg.define_asset_job("evaluation_summary_job",
-                                             selection=dg.AssetSelection.assets(evaluation_summary))
+    "evaluation_job",
+    selection=dg.AssetSelection.assets(evaluation_report),
+    partitions_def=conditions_partitions,
+    description="evaluation_report for one partition (backfill it over all 23 codes), then run evaluation_summary.",
+)
+evaluation_summary_job = dg.define_asset_job(
+    "evaluation_summary_job", selection=dg.AssetSelection.assets(evaluation_summary)
+)
 # What an evaluation lake needs: the corpus, the graph and the index, without benchmark or BETR.
 corpus_index_job = dg.define_asset_job(
-    "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions)
-graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree))
+    "corpus_index_job", selection=dg.AssetSelection.assets(*CORPUS_INDEX_ASSETS), partitions_def=conditions_partitions
+)
+graph_global_job = dg.define_asset_job(
+    "graph_global_job", selection=dg.AssetSelection.assets(corpus_report, knowledge_tree)
+)
 
 # Two steps at a time within a run: after window_index a partition run has two branches
 # (benchmark_qa and its checks; pico_extractions -> knowledge_graph), and one branch's process
@@ -57,16 +89,40 @@ graph_global_job = dg.define_asset_job("graph_global_job", selection=dg.AssetSel
 # lancedb and never opens a table, so no LanceDB state is mid-operation when a step forks.
 warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
 executor = dg.multiprocess_executor.configured(
-    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": list(STEP_MODULES)}}})
+    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": list(STEP_MODULES)}}}
+)
 
 defs = dg.Definitions(
-    assets=with_operator_attributes([landing_files, landing_imports, pico_tagger, verdict_model, *PARTITIONED_ASSETS,
-                                     *GLOBAL_ASSETS, evaluation_report, evaluation_summary]),
-    asset_checks=[pico_tagger_beats_rules, benchmark_structure, benchmark_quality_signals, splits_unique_across_conditions,
-                  reranker_beats_hand_set,
-                  verdict_model_beats_baselines, betr_parameters_sound],
-    jobs=[models_job, conditions_job, global_job, evaluation_job, evaluation_summary_job, corpus_index_job,
-          graph_global_job],
+    assets=with_operator_attributes(
+        [
+            landing_files,
+            landing_imports,
+            pico_tagger,
+            verdict_model,
+            *PARTITIONED_ASSETS,
+            *GLOBAL_ASSETS,
+            evaluation_report,
+            evaluation_summary,
+        ]
+    ),
+    asset_checks=[
+        pico_tagger_beats_rules,
+        benchmark_structure,
+        benchmark_quality_signals,
+        splits_unique_across_conditions,
+        reranker_beats_hand_set,
+        verdict_model_beats_baselines,
+        betr_parameters_sound,
+    ],
+    jobs=[
+        models_job,
+        conditions_job,
+        global_job,
+        evaluation_job,
+        evaluation_summary_job,
+        corpus_index_job,
+        graph_global_job,
+    ],
     sensors=[landing_sensor, automation_sensor],
     resources=default_resources(),
     executor=executor,

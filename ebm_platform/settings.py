@@ -40,23 +40,39 @@ class Settings(BaseSettings):
     max_windows_per_chunk: int = 3
     group_similarity: float = 0.30
     graph_schema: str = "pico_extended"
-    pico_extractor: str = Field(default="learned", pattern="^(learned|rules)$",
-                                description="offline PICO extraction: the learned tagger (when it passed its check) or the rules")
+    pico_extractor: str = Field(
+        default="learned",
+        pattern="^(learned|rules)$",
+        description="offline PICO extraction: the learned tagger (when it passed its check) or the rules",
+    )
     benchmark_sources: str = "sr_rag_release,evidence_inference,pubmedqa,generated"
-    eval_strategies: str = Field(default="all", description="strategies evaluation_report runs: `all` registered "
-                                                            "ones or a comma-separated list")
-    eval_max_questions: int = Field(default=0, ge=0, description="test questions per condition evaluation_report "
-                                                                 "answers (0: all)")
-    eval_full_strategies: str = Field(default="", description="strategies evaluation_report also runs on every other "
-                                                              "test question with gold windows when "
-                                                              "eval_max_questions caps the rest (comma-separated)")
+    eval_strategies: str = Field(
+        default="all", description="strategies evaluation_report runs: `all` registered ones or a comma-separated list"
+    )
+    eval_max_questions: int = Field(
+        default=0, ge=0, description="test questions per condition evaluation_report answers (0: all)"
+    )
+    eval_full_strategies: str = Field(
+        default="",
+        description="strategies evaluation_report also runs on every other "
+        "test question with gold windows when "
+        "eval_max_questions caps the rest (comma-separated)",
+    )
     eval_seed: int = 7
-    run_workers: int = Field(default=2, ge=1, description="partition runs `ebm demo` executes at once, each in its own "
-                                                          "process (capped at the cores; 1: one after another)")
-    index_keep_versions_min: float = Field(default=60.0, ge=0, description="window-index table versions younger "
-                                                                           "than this survive each write's cleanup")
-    store_wait_s: float = Field(default=30.0, ge=0, description="how long a reader waits for a store being "
-                                                                "rewritten before it reports 'being rebuilt'")
+    run_workers: int = Field(
+        default=2,
+        ge=1,
+        description="partition runs `ebm demo` executes at once, each in its own "
+        "process (capped at the cores; 1: one after another)",
+    )
+    index_keep_versions_min: float = Field(
+        default=60.0, ge=0, description="window-index table versions younger than this survive each write's cleanup"
+    )
+    store_wait_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="how long a reader waits for a store being rewritten before it reports 'being rebuilt'",
+    )
     # the seed strategies' open constants (retrieval/meta_rag.py MetaRagConstants, med_r2.py
     # MedR2Constants, claims.py ClaimsConstants): chosen on Evidence Inference train questions by `ebm eval tune --strategy X`;
     # see README "The five seed systems"
@@ -68,8 +84,9 @@ class Settings(BaseSettings):
     meta_rag_r_c: float = Field(default=4.5, description="META-RAG reliability R_c that keeps a dissenter")
     claims_windows: int = Field(default=10, ge=1, description="CLAIMS: the best retrieved windows claims come from")
     med_r2_coarse_k: int = Field(default=10, ge=1, description="Med-R2 coarse candidates F re-orders")
-    med_r2_temperature: float = Field(default=0.2, gt=0, description="Med-R2 softmax temperature of the "
-                                                                      "document-category prototypes (f_g)")
+    med_r2_temperature: float = Field(
+        default=0.2, gt=0, description="Med-R2 softmax temperature of the document-category prototypes (f_g)"
+    )
 
     @property
     def landing_dir(self) -> Path:

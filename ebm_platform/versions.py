@@ -31,8 +31,9 @@ def write_parquet(frame: pl.DataFrame, path: Path, version: str | None = None) -
             frame.write_parquet(tmp)
         else:
             table = frame.to_arrow()
-            pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                                          VERSION_KEY: version.encode()}), tmp)
+            pq.write_table(
+                table.replace_schema_metadata({**(table.schema.metadata or {}), VERSION_KEY: version.encode()}), tmp
+            )
 
 
 def table_version(table: pa.Table | pa.Schema) -> str | None:
@@ -49,8 +50,7 @@ def parquet_version(path: Path) -> str | None:
 def mismatched(store_versions: dict[str, str | None], file_versions: dict[str, str | None]) -> list[str]:
     """Partitions whose parquet and store record differ (both absent counts as agreeing: lakes
     written before versions were recorded)."""
-    return sorted(p for p in set(file_versions) | set(store_versions)
-                  if file_versions.get(p) != store_versions.get(p))
+    return sorted(p for p in set(file_versions) | set(store_versions) if file_versions.get(p) != store_versions.get(p))
 
 
 def read_consistent(read: Callable[[], tuple[T, list[str]]], what: str, wait_s: float, poll_s: float = 0.5) -> T:
@@ -62,6 +62,8 @@ def read_consistent(read: Callable[[], tuple[T, list[str]]], what: str, wait_s: 
         if not problems:
             return value
         if time.monotonic() >= deadline:
-            raise StoreBusyError(f"{what} is being rebuilt ({'; '.join(problems)}): retry when the run finishes; "
-                                 f"if no run is in progress (one was killed), materialise {what} again")
+            raise StoreBusyError(
+                f"{what} is being rebuilt ({'; '.join(problems)}): retry when the run finishes; "
+                f"if no run is in progress (one was killed), materialise {what} again"
+            )
         time.sleep(poll_s)

@@ -28,6 +28,16 @@ def datasets_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def environment_models(datasets_dir: Path) -> list[str]:
+    """The environment's PICO tagger and verdict model, trained once (as `make models` does) before
+    any test that builds a lake through the models job, so no test's run includes training."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.trained_models import ensure_environment_models
+
+    return ensure_environment_models(datasets_dir, get_encoder())
+
+
 @pytest.fixture()
 def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh lake folder, selected through EBM_LAKE for code that reads settings."""
@@ -88,38 +98,67 @@ class ScriptedServer:
                 if action == "429":
                     return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}})
                 if action.startswith("429-after:"):
-                    return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
-                                      {"Retry-After": action.split(":", 1)[1]})
+                    return self._send(
+                        429,
+                        {"error": {"message": "rate limited", "type": "rate_limit"}},
+                        {"Retry-After": action.split(":", 1)[1]},
+                    )
                 if action == "500":
                     return self._send(500, {"error": {"message": "internal error", "type": "server_error"}})
                 if action == "html":
                     return self._raw(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
                 if action == "truncated":
-                    return self._raw(200, b'{"id": "x", "object": "chat.completion", "choi', "application/json",
-                                     length=400)
+                    return self._raw(
+                        200, b'{"id": "x", "object": "chat.completion", "choi', "application/json", length=400
+                    )
                 if action == "401":  # like some providers, echo the key it was given
-                    return self._send(401, {"error": {"message": f"Incorrect API key provided: "
-                                                                 f"{self.headers.get('Authorization')}",
-                                                      "type": "invalid_request_error"}})
+                    return self._send(
+                        401,
+                        {
+                            "error": {
+                                "message": f"Incorrect API key provided: {self.headers.get('Authorization')}",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                 if action == "400":
                     return self._send(400, {"error": {"message": "bad request", "type": "invalid_request"}})
                 if action == "slow":
                     time.sleep(1.5)
-                content = ("this is {not json" if action == "malformed" else action[len("content:"):]
-                           if action.startswith("content:") else server.reply(server.prompts[-1]) if server.reply
-                           else '```json\n{"answer": 42}\n```')
-                self._send(200, {
-                    "id": "x", "object": "chat.completion", "created": 0, "model": "test-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-                })
+                content = (
+                    "this is {not json"
+                    if action == "malformed"
+                    else action[len("content:") :]
+                    if action.startswith("content:")
+                    else server.reply(server.prompts[-1])
+                    if server.reply
+                    else '```json\n{"answer": 42}\n```'
+                )
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "test-model",
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                        ],
+                        "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+                    },
+                )
 
             def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
                 self._raw(status, json.dumps(body).encode(), "application/json", headers=headers)
 
-            def _raw(self, status: int, data: bytes, content_type: str, length: int | None = None,
-                     headers: dict[str, str] | None = None) -> None:
+            def _raw(
+                self,
+                status: int,
+                data: bytes,
+                content_type: str,
+                length: int | None = None,
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", content_type)
@@ -147,7 +186,7 @@ class ScriptedServer:
 
 
 @pytest.fixture()
-def server() -> "ScriptedServer":
+def server() -> ScriptedServer:
     s = ScriptedServer()
     yield s
     s.close()
@@ -167,12 +206,18 @@ def small_lake(tmp_path_factory, datasets_dir):
     from ebm_platform_tests.test_readers import GUIDELINE
 
     root = tmp_path_factory.mktemp("retrieval") / "lake"
-    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
-                   ids={"PMC1562433", "PMC2249589"})
+    import_dataset(
+        "evidence-inference",
+        datasets_dir,
+        root / "landing",
+        load_catalogue(DEFAULT_CATALOGUE),
+        ids={"PMC1562433", "PMC2249589"},
+    )
     (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
     assets = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
-    assert dg.materialize(assets, partition_key="PFP", resources=lake_resources(root),
-                          instance=dg.DagsterInstance.ephemeral()).success
+    assert dg.materialize(
+        assets, partition_key="PFP", resources=lake_resources(root), instance=dg.DagsterInstance.ephemeral()
+    ).success
     return root
 
 
@@ -187,8 +232,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     columns = ("test", "runs", "failures", *test_reliability.LOST_COLUMNS)
     write = terminalreporter.write_line
     write("")
-    write("| " + " | ".join(c if c == "test" else f"lost {c}" if c in test_reliability.LOST_COLUMNS else c
-                             for c in columns) + " |")
+    write(
+        "| "
+        + " | ".join(c if c == "test" else f"lost {c}" if c in test_reliability.LOST_COLUMNS else c for c in columns)
+        + " |"
+    )
     write("|" + "---|" * len(columns))
     for row in rows:
         write("| " + " | ".join(str(row[c]) for c in columns) + " |")

@@ -1,11 +1,11 @@
 """Child process of the reliability suite (`make reliability`).
 
-    python -m ebm_platform_tests.reliability_child materialise LAKE ASSET [BARRIER]
-        materialise ASSET (partition PFP when partitioned) of the test lake LAKE; with BARRIER, kill
-        this process with SIGKILL at that point inside the write (see BARRIERS).
-    python -m ebm_platform_tests.reliability_child read LAKE STOP_FILE QUESTION
-        until STOP_FILE exists: open the lake afresh, ask QUESTION with two strategies, query the
-        graph and retrieve a candidate pool; print one JSON line per outcome.
+python -m ebm_platform_tests.reliability_child materialise LAKE ASSET [BARRIER]
+    materialise ASSET (partition PFP when partitioned) of the test lake LAKE; with BARRIER, kill
+    this process with SIGKILL at that point inside the write (see BARRIERS).
+python -m ebm_platform_tests.reliability_child read LAKE STOP_FILE QUESTION
+    until STOP_FILE exists: open the lake afresh, ask QUESTION with two strategies, query the
+    graph and retrieve a candidate pool; print one JSON line per outcome.
 """
 
 from __future__ import annotations
@@ -90,9 +90,18 @@ def run(lake: Path, names: list[str]) -> bool:
     if names == ["betr_parameters"]:
         assets, partition = [dg.SourceAsset("candidate_pools"), betr_parameters], None
     else:
-        assets, partition = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index], PARTITION
-    return dg.materialize(assets, selection=names, partition_key=partition, resources=lake_resources(lake),
-                          instance=dg.DagsterInstance.ephemeral(), raise_on_error=False).success
+        assets, partition = (
+            [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index],
+            PARTITION,
+        )
+    return dg.materialize(
+        assets,
+        selection=names,
+        partition_key=partition,
+        resources=lake_resources(lake),
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    ).success
 
 
 def materialise(lake: Path, asset: str, barrier: str | None) -> int:
@@ -117,8 +126,13 @@ def read(lake: Path, stop: Path, question: str) -> int:
                 if kind == "ask":
                     answer = ask(question, strategy=strategies[n % 2], lake=lake)
                     n_cited = len(answer["citations"])
-                    ok = bool(answer["core_answer"]) and n_cited > 0 and all(
-                        1 <= i <= n_cited for statement in answer["core_answer"] for i in statement["citations"])
+                    ok = (
+                        bool(answer["core_answer"])
+                        and n_cited > 0
+                        and all(
+                            1 <= i <= n_cited for statement in answer["core_answer"] for i in statement["citations"]
+                        )
+                    )
                     outcome = "answered" if ok else "partial answer"
                 elif kind == "graph_query":
                     with GraphStore(lake / "stores" / "kuzu" / "graph.kz", read_only=True) as store:

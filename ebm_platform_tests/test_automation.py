@@ -12,8 +12,10 @@ from ebm_platform_tests.test_readers import GUIDELINE
 
 def _tick(lake, cursor=None, instance=None):
     context = dg.build_sensor_context(
-        cursor=cursor, instance=instance or dg.DagsterInstance.ephemeral(),
-        resources={"lake": LakeResource(root=str(lake), catalogue_path=str(DEFAULT_CATALOGUE))})
+        cursor=cursor,
+        instance=instance or dg.DagsterInstance.ephemeral(),
+        resources={"lake": LakeResource(root=str(lake), catalogue_path=str(DEFAULT_CATALOGUE))},
+    )
     return landing_sensor(context)
 
 
@@ -87,8 +89,9 @@ def test_a_fresh_sensor_over_a_built_lake_requests_nothing_until_a_file_changes(
     (lake / "landing" / "PFP").mkdir()
     (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE)
     instance = dg.DagsterInstance.ephemeral()
-    assert dg.materialize([source_documents], partition_key="PFP", resources=lake_resources(lake),
-                          instance=instance).success
+    assert dg.materialize(
+        [source_documents], partition_key="PFP", resources=lake_resources(lake), instance=instance
+    ).success
     first = _tick(lake, instance=instance)
     assert first.run_requests == []
     (lake / "landing" / "PFP" / "g.md").write_bytes(GUIDELINE + b"\nA new paragraph.\n")
@@ -130,14 +133,16 @@ def _settle(defs, instance, cursor, start, ticks: int = 12):
 
     requested: dict[tuple[str, str | None], list[int]] = {}
     for tick in range(ticks):
-        result = dg.evaluate_automation_conditions(defs, instance, evaluation_time=start + timedelta(minutes=tick),
-                                                   cursor=cursor)
+        result = dg.evaluate_automation_conditions(
+            defs, instance, evaluation_time=start + timedelta(minutes=tick), cursor=cursor
+        )
         cursor = result.cursor
         done = [p for r in result.results for p in r.true_subset.expensively_compute_asset_partitions()]
         for partition in done:
             requested.setdefault((partition.asset_key.to_user_string(), partition.partition_key), []).append(tick)
-            instance.report_runless_asset_event(dg.AssetMaterialization(partition.asset_key,
-                                                                        partition=partition.partition_key))
+            instance.report_runless_asset_event(
+                dg.AssetMaterialization(partition.asset_key, partition=partition.partition_key)
+            )
     return requested, cursor
 
 
@@ -162,14 +167,24 @@ def test_one_changed_condition_runs_its_chain_then_each_global_once_and_empty_co
     start = datetime(2026, 11, 24, 12)
     idle, cursor = _settle(defs, instance, None, start, ticks=2)
     assert idle == {}  # a built lake starts nothing
-    instance.report_runless_asset_event(dg.AssetMaterialization("source_documents", partition="ACL"))  # the sensor's run
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization("source_documents", partition="ACL")
+    )  # the sensor's run
     requested, _ = _settle(defs, instance, cursor, start.replace(hour=13), ticks=8)
     requested = {k: v for k, v in requested.items() if not k[0].startswith("evaluation_")}
     assert {k for k in requested if k[1] is not None} == {
-        (a, "ACL") for a in ("evidence_windows", "pico_extractions", "knowledge_graph", "window_index", "benchmark_qa")}
+        (a, "ACL") for a in ("evidence_windows", "pico_extractions", "knowledge_graph", "window_index", "benchmark_qa")
+    }
     assert {a for a, p in requested if p is None} == {  # every global, although 21 conditions were never built
-        "corpus_report", "knowledge_tree", "benchmark_splits", "fused_candidates", "reranker_model", "candidate_pools",
-        "betr_parameters", "betr_report"}
+        "corpus_report",
+        "knowledge_tree",
+        "benchmark_splits",
+        "fused_candidates",
+        "reranker_model",
+        "candidate_pools",
+        "betr_parameters",
+        "betr_report",
+    }
     assert all(len(ticks) == 1 for ticks in requested.values()), requested  # each ran once ...
     tick = {a: ticks[0] for (a, _), ticks in requested.items()}
     for asset in tick:  # ... and after everything upstream of it (a partition's chain shares one run)

@@ -13,16 +13,28 @@ from ebm_platform.benchmark.review import discarded, export_sheet, latest, sheet
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.conditions import load_catalogue
 from ebm_platform.corpus.importers import import_dataset
-from ebm_platform.defs.benchmark import (BenchmarkResource, benchmark_qa, benchmark_quality_signals, benchmark_splits,
-                                         benchmark_structure)
+from ebm_platform.defs.benchmark import (
+    BenchmarkResource,
+    benchmark_qa,
+    benchmark_quality_signals,
+    benchmark_splits,
+    benchmark_structure,
+)
 from ebm_platform.defs.corpus import evidence_windows, source_documents
 from ebm_platform.defs.index import window_index
 from ebm_platform.index.embeddings import embed
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.conftest import lake_resources
 
-ASSETS = [source_documents, evidence_windows, window_index, benchmark_qa, benchmark_structure,
-          benchmark_quality_signals, benchmark_splits]
+ASSETS = [
+    source_documents,
+    evidence_windows,
+    window_index,
+    benchmark_qa,
+    benchmark_structure,
+    benchmark_quality_signals,
+    benchmark_splits,
+]
 
 
 def test_release_counts_per_code_equal_the_summary(datasets_dir):
@@ -38,14 +50,36 @@ def test_release_counts_per_code_equal_the_summary(datasets_dir):
 
 
 def test_quality_rules_find_boilerplate_duplicates_and_copies():
-    rows = [sources.row(question_id="a", condition="X", source="generated", question="Does hip exercise reduce pain?",
-                        exact_answer="No specific values or timepoints are reported.", split_kind="main",
-                        gold_window_ids=["w1"], gold_i="hip exercise"),
-            sources.row(question_id="b", condition="X", source="generated", question="Does hip exercise reduce pain?",
-                        exact_answer="Yes.", split_kind="main", gold_window_ids=["w2"]),
-            sources.row(question_id="c", condition="X", source="generated",
-                        question="the quick brown fox jumps over the lazy dog again and again today now ok",
-                        exact_answer="x", split_kind="main", gold_window_ids=["w1"])]
+    rows = [
+        sources.row(
+            question_id="a",
+            condition="X",
+            source="generated",
+            question="Does hip exercise reduce pain?",
+            exact_answer="No specific values or timepoints are reported.",
+            split_kind="main",
+            gold_window_ids=["w1"],
+            gold_i="hip exercise",
+        ),
+        sources.row(
+            question_id="b",
+            condition="X",
+            source="generated",
+            question="Does hip exercise reduce pain?",
+            exact_answer="Yes.",
+            split_kind="main",
+            gold_window_ids=["w2"],
+        ),
+        sources.row(
+            question_id="c",
+            condition="X",
+            source="generated",
+            question="the quick brown fox jumps over the lazy dog again and again today now ok",
+            exact_answer="x",
+            split_kind="main",
+            gold_window_ids=["w1"],
+        ),
+    ]
     bench = sources.frame(rows)
     text = {"w1": "so the quick brown fox jumps over the lazy dog again and again today now ok end", "w2": "y"}
     structural = {r.name: r for r in structural_rules(bench, {"w1", "w2"})}
@@ -58,9 +92,17 @@ def test_quality_rules_find_boilerplate_duplicates_and_copies():
 
 
 def test_splits_are_query_grouped_stratified_and_deterministic():
-    rows = [sources.row(question_id=f"q{i}", condition="A" if i % 2 else "B", source="generated",
-                        question=f"question {i // 2}" if i < 10 else f"question {i}", exact_answer="x", split_kind="main")
-            for i in range(100)]
+    rows = [
+        sources.row(
+            question_id=f"q{i}",
+            condition="A" if i % 2 else "B",
+            source="generated",
+            question=f"question {i // 2}" if i < 10 else f"question {i}",
+            exact_answer="x",
+            split_kind="main",
+        )
+        for i in range(100)
+    ]
     bench = sources.frame(rows)
     first, second = make_splits(bench), make_splits(bench)
     assert first.equals(second)
@@ -82,8 +124,14 @@ def _decide(path, decisions: dict[str, str]) -> None:
 
 
 def test_review_decisions_survive_re_export_and_a_discard_never_returns(tmp_path):
-    bench = sources.frame([sources.row(question_id=q, condition="X", source="generated", question=q,
-                                       exact_answer="a", split_kind="main") for q in ("q1", "q2", "q3")])
+    bench = sources.frame(
+        [
+            sources.row(
+                question_id=q, condition="X", source="generated", question=q, exact_answer="a", split_kind="main"
+            )
+            for q in ("q1", "q2", "q3")
+        ]
+    )
     assert export_sheet(tmp_path, bench) == 3
     _decide(sheet_path(tmp_path), {"q1": "keep", "q2": "discard"})
     assert discarded(tmp_path) == {"q2"}
@@ -102,8 +150,13 @@ def test_review_decisions_survive_re_export_and_a_discard_never_returns(tmp_path
 
 
 def test_review_sheet_with_a_bad_decision_is_refused_and_the_store_kept(tmp_path):
-    bench = sources.frame([sources.row(question_id="q1", condition="X", source="generated", question="q1",
-                                       exact_answer="a", split_kind="main")])
+    bench = sources.frame(
+        [
+            sources.row(
+                question_id="q1", condition="X", source="generated", question="q1", exact_answer="a", split_kind="main"
+            )
+        ]
+    )
     export_sheet(tmp_path, bench)
     _decide(sheet_path(tmp_path), {"q1": "discard"})
     assert discarded(tmp_path) == {"q1"}
@@ -117,8 +170,13 @@ def test_review_sheet_with_a_bad_decision_is_refused_and_the_store_kept(tmp_path
 @pytest.fixture(scope="module")
 def bench_lake(tmp_path_factory, datasets_dir):
     root = tmp_path_factory.mktemp("bench") / "lake"
-    import_dataset("evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE),
-                   ids={"PMC1562433", "PMC2249589"})
+    import_dataset(
+        "evidence-inference",
+        datasets_dir,
+        root / "landing",
+        load_catalogue(DEFAULT_CATALOGUE),
+        ids={"PMC1562433", "PMC2249589"},
+    )
     return root
 
 
@@ -127,8 +185,13 @@ def _resources(root, datasets_dir, **kw):
 
 
 def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir):
-    result = dg.materialize(ASSETS, partition_key="PFP", resources=_resources(bench_lake, datasets_dir),
-                            instance=dg.DagsterInstance.ephemeral(), selection=ASSETS[:6])
+    result = dg.materialize(
+        ASSETS,
+        partition_key="PFP",
+        resources=_resources(bench_lake, datasets_dir),
+        instance=dg.DagsterInstance.ephemeral(),
+        selection=ASSETS[:6],
+    )
     assert result.success
     bench = pl.read_parquet(bench_lake / "assets" / "benchmark_qa" / "PFP.parquet")
     windows = pl.read_parquet(bench_lake / "assets" / "evidence_windows" / "PFP.parquet")
@@ -149,33 +212,57 @@ def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir
 
 
 def test_blocking_check_stops_splits_and_keeps_the_last_good_benchmark(bench_lake, datasets_dir, monkeypatch):
-    good = dg.materialize(ASSETS, partition_key="PFP", selection=ASSETS[:5], instance=dg.DagsterInstance.ephemeral(),
-                          resources=_resources(bench_lake, datasets_dir, sources=["sr_rag_release"]))
+    good = dg.materialize(
+        ASSETS,
+        partition_key="PFP",
+        selection=ASSETS[:5],
+        instance=dg.DagsterInstance.ephemeral(),
+        resources=_resources(bench_lake, datasets_dir, sources=["sr_rag_release"]),
+    )
     assert good.success
     final, staged = (bench_lake / d / "benchmark_qa" / "PFP.parquet" for d in ("assets", "staging"))
     last_good = pl.read_parquet(final)
     assert last_good.height == 87 and not staged.exists()  # passed, so promoted
 
     def broken(self, code, *args, **kwargs):
-        bad = [sources.row(question_id="dup", condition=code, source="generated", question=f"Question {n}?",
-                           exact_answer="answer", split_kind="main", gold_window_ids=[gold])
-               for n, gold in enumerate(["missing-window", "missing-window"])]
+        bad = [
+            sources.row(
+                question_id="dup",
+                condition=code,
+                source="generated",
+                question=f"Question {n}?",
+                exact_answer="answer",
+                split_kind="main",
+                gold_window_ids=[gold],
+            )
+            for n, gold in enumerate(["missing-window", "missing-window"])
+        ]
         return sources.frame(bad)
 
     monkeypatch.setattr("ebm_platform.benchmark.generation.QuestionGenerator.rows", broken)
-    result = dg.materialize(ASSETS, partition_key="PFP", raise_on_error=False,
-                            resources=_resources(bench_lake, datasets_dir, sources=["generated"]),
-                            instance=dg.DagsterInstance.ephemeral())
+    result = dg.materialize(
+        ASSETS,
+        partition_key="PFP",
+        raise_on_error=False,
+        resources=_resources(bench_lake, datasets_dir, sources=["generated"]),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
     assert not result.success
-    evaluations = {e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
-                   for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    evaluations = {
+        e.asset_check_evaluation_data.check_name: e.asset_check_evaluation_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
     structure = evaluations["benchmark_structure"]
     assert not structure.passed and structure.severity == dg.AssetCheckSeverity.ERROR
     meta = structure.metadata
     assert meta["unique_ids.failing_rows"].value == [{"question_id": "dup"}]
     assert {r["gold_window_ids"] for r in meta["gold_windows_exist.failing_rows"].value} == {"missing-window"}
-    assert "benchmark_splits" not in {m.asset_key.path[-1] for m in result.get_asset_materialization_events()
-                                      for m in [m.event_specific_data.materialization]}
+    assert "benchmark_splits" not in {
+        m.asset_key.path[-1]
+        for m in result.get_asset_materialization_events()
+        for m in [m.event_specific_data.materialization]
+    }
     assert pl.read_parquet(final).equals(last_good)  # what downstream assets read is the last good benchmark
     assert pl.read_parquet(staged)["question_id"].to_list() == ["dup", "dup"]  # the failed write, kept to inspect
 
@@ -186,9 +273,13 @@ def test_discarded_questions_stay_out_through_export_and_materialisation(tmp_pat
     resources = _resources(lake, datasets_dir, sources=["sr_rag_release"])
 
     def materialise() -> pl.DataFrame:
-        result = dg.materialize([source_documents, evidence_windows, benchmark_qa, benchmark_structure],
-                                selection=[benchmark_qa, benchmark_structure],
-                                partition_key="PFP", resources=resources, instance=dg.DagsterInstance.ephemeral())
+        result = dg.materialize(
+            [source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+            selection=[benchmark_qa, benchmark_structure],
+            partition_key="PFP",
+            resources=resources,
+            instance=dg.DagsterInstance.ephemeral(),
+        )
         assert result.success
         return pl.read_parquet(lake / "assets" / "benchmark_qa" / "PFP.parquet")
 
@@ -217,17 +308,26 @@ def test_a_document_in_two_conditions_yields_distinct_question_ids(datasets_dir)
 def test_split_problems_name_repeated_ids_lost_questions_and_leaks():
     from ebm_platform.benchmark.splits import split_problems
 
-    bench = pl.DataFrame({"question_id": ["a", "a", "b", "c", "d"], "condition": ["PFP", "ACL", "PFP", "PFP", "ACL"],
-                          "question": ["Does X help?", "Does X help?", "Does Y help?", "does  y help", "Z?"]})
-    splits = pl.DataFrame({"question_id": ["a", "b", "c"], "condition": ["PFP", "PFP", "PFP"],
-                           "split": ["train", "train", "test"]})
+    bench = pl.DataFrame(
+        {
+            "question_id": ["a", "a", "b", "c", "d"],
+            "condition": ["PFP", "ACL", "PFP", "PFP", "ACL"],
+            "question": ["Does X help?", "Does X help?", "Does Y help?", "does  y help", "Z?"],
+        }
+    )
+    splits = pl.DataFrame(
+        {"question_id": ["a", "b", "c"], "condition": ["PFP", "PFP", "PFP"], "split": ["train", "train", "test"]}
+    )
     problems = split_problems(bench, splits)
     assert problems["repeated_question_ids"] == [{"question_id": "a", "condition": ["ACL", "PFP"]}]
     assert problems["questions_without_split"] == ["d"]
     assert problems["text_in_two_splits"] == [{"question_id": ["b", "c"], "split": ["test", "train"]}]
     sound = bench.filter(pl.col("question_id").is_in(["b", "d"]))
-    assert not any(split_problems(sound, pl.DataFrame({"question_id": ["b", "d"], "condition": ["PFP", "ACL"],
-                                                       "split": ["train", "test"]})).values())
+    assert not any(
+        split_problems(
+            sound, pl.DataFrame({"question_id": ["b", "d"], "condition": ["PFP", "ACL"], "split": ["train", "test"]})
+        ).values()
+    )
 
 
 # PFP's Evidence Inference questions replaced by two that fail benchmark_structure (a repeated id, a
@@ -268,7 +368,9 @@ def test_partition_runs_start_with_the_largest_landing_folders(tmp_path):
     assert largest_first(["A", "B", "C", "D"], tmp_path) == ["B", "A", "C", "D"]  # ties keep their order
 
 
-def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_splits(tmp_path, datasets_dir):
+def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_splits(
+    tmp_path, datasets_dir, environment_models
+):
     """The CLI path (`ebm demo`'s partition runs through the instance, two at a time in worker
     processes, then the global job) with PFP's benchmark broken:
     the build reports PFP and carries on, MACL is built, PFP keeps its last good benchmark (none
@@ -281,20 +383,33 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
 
     lake, home = tmp_path / "lake", tmp_path / "home"
     home.mkdir()
-    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text().replace("data_lake/.dagster",
-                                                                                  str(home / ".dagster")))
-    import_dataset("evidence-inference", datasets_dir, lake / "landing", load_catalogue(DEFAULT_CATALOGUE),
-                   ids={"PMC1562433", "PMC2249589"})
+    (home / "dagster.yaml").write_text(
+        (REPO / "dagster.yaml").read_text().replace("data_lake/.dagster", str(home / ".dagster"))
+    )
+    import_dataset(
+        "evidence-inference",
+        datasets_dir,
+        lake / "landing",
+        load_catalogue(DEFAULT_CATALOGUE),
+        ids={"PMC1562433", "PMC2249589"},
+    )
     (tmp_path / "patch").mkdir()
     (tmp_path / "patch" / "sitecustomize.py").write_text(BROKEN_PFP_SOURCE)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'patch'}:{REPO}", "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake),
-           "EBM_DATASETS_DIR": str(datasets_dir), "EBM_BENCHMARK_SOURCES": "sr_rag_release,evidence_inference"}
-    done = subprocess.run([sys.executable, "-c", CLI_BUILD], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tmp_path / 'patch'}:{REPO}",
+        "DAGSTER_HOME": str(home),
+        "EBM_LAKE": str(lake),
+        "EBM_DATASETS_DIR": str(datasets_dir),
+        "EBM_BENCHMARK_SOURCES": "sr_rag_release,evidence_inference",
+    }
+    done = subprocess.run([sys.executable, "-c", CLI_BUILD], env=env, cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PFP's benchmark failed benchmark_structure" in done.stdout and "2 partition runs at a time" in done.stdout
-    assert {line.split()[2] for line in done.stdout.splitlines() if line.startswith(("[ 1/2]", "[ 2/2]"))} == \
-        {"PFP", "MACL"}
+    assert {line.split()[2] for line in done.stdout.splitlines() if line.startswith(("[ 1/2]", "[ 2/2]"))} == {
+        "PFP",
+        "MACL",
+    }
     assert "BLOCKED {'PFP': \"benchmark_structure's latest evaluation is FAILED\"}" in done.stdout
     assert not (lake / "assets" / "benchmark_qa" / "PFP.parquet").exists()  # never passed: nothing promoted
     assert pl.read_parquet(lake / "staging" / "benchmark_qa" / "PFP.parquet")["question_id"].to_list().count("dup") == 2

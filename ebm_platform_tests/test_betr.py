@@ -41,8 +41,13 @@ def test_objective_is_query_normalised():
     from ebm_platform.betr.fit import Pairs
 
     # query 0: one pair that is certainly right; query 1: nine coin-flip pairs
-    pairs = Pairs(query=np.array([0] + [1] * 9), delta_s=np.array([50.0] + [0.0] * 9),
-                  grade_pos=np.zeros(10, dtype=int), grade_neg=np.zeros(10, dtype=int), n_queries=2)
+    pairs = Pairs(
+        query=np.array([0] + [1] * 9),
+        delta_s=np.array([50.0] + [0.0] * 9),
+        grade_pos=np.zeros(10, dtype=int),
+        grade_neg=np.zeros(10, dtype=int),
+        n_queries=2,
+    )
     assert objective_np(np.zeros(5), pairs, tau=1.0) == pytest.approx(math.log(0.5) / 2)  # not 0.9 * log(0.5)
 
 
@@ -62,14 +67,18 @@ def test_metrics_on_a_hand_checked_pool():
     boosted = query_metrics(s, grades, gold, betr(1.0, {"A": 0, "B": 0, "C": -1, "D": -1, "E": -1}), k=2)
     assert boosted["HGSR"] == 1.0  # B's gold window now reaches the top 2
     assert query_metrics(s, grades, gold, heuristic(0.0), k=4)["SA-NDCG"] == pytest.approx(
-        query_metrics(s, grades, gold, semantic, k=4)["SA-NDCG"])
+        query_metrics(s, grades, gold, semantic, k=4)["SA-NDCG"]
+    )
 
 
-@pytest.mark.parametrize("params, problem", [
-    (BetrParameters(1.0, {"A": 0, "B": -0.1, "C": 0.2, "D": -0.3, "E": -0.4}), "monotone"),
-    (BetrParameters(float("nan"), {"A": 0, "B": 0, "C": 0, "D": 0, "E": 0}), "non-finite"),
-    (BetrParameters(0.0, {"A": 0, "B": 0, "C": 0, "D": 0, "E": 0}), "not positive"),
-])
+@pytest.mark.parametrize(
+    "params, problem",
+    [
+        (BetrParameters(1.0, {"A": 0, "B": -0.1, "C": 0.2, "D": -0.3, "E": -0.4}), "monotone"),
+        (BetrParameters(float("nan"), {"A": 0, "B": 0, "C": 0, "D": 0, "E": 0}), "non-finite"),
+        (BetrParameters(0.0, {"A": 0, "B": 0, "C": 0, "D": 0, "E": 0}), "not positive"),
+    ],
+)
 def test_unsound_parameters_are_rejected(params, problem):
     assert any(problem in p for p in parameter_problems(params))
     assert parameter_problems(BetrParameters(1.03, {"A": 0, "B": -0.13, "C": -0.26, "D": -0.39, "E": -0.52})) == []

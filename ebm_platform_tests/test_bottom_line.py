@@ -10,13 +10,16 @@ from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
 
 
-@pytest.mark.parametrize("question, kind", [
-    ("What is the effect of exercise therapy compared with usual care on pain?", "comparative"),
-    ("Is exercise therapy better than usual care for chronic low back pain?", "comparative"),
-    ("Does hip strengthening reduce pain in runners with patellofemoral pain?", "effect"),
-    ("Should athletes with ankle sprain wear a brace?", "yes/no"),
-    ("How is patellofemoral pain diagnosed?", "open"),
-])
+@pytest.mark.parametrize(
+    "question, kind",
+    [
+        ("What is the effect of exercise therapy compared with usual care on pain?", "comparative"),
+        ("Is exercise therapy better than usual care for chronic low back pain?", "comparative"),
+        ("Does hip strengthening reduce pain in runners with patellofemoral pain?", "effect"),
+        ("Should athletes with ankle sprain wear a brace?", "yes/no"),
+        ("How is patellofemoral pain diagnosed?", "open"),
+    ],
+)
 def test_question_types(question: str, kind: str) -> None:
     assert question_type(question, question_anchors(question)) == kind
 
@@ -32,9 +35,13 @@ def test_a_verdict_is_read_against_the_direction_the_question_asks_about() -> No
 
 
 def _answer(verdict: str, statements: list[tuple[str, int]], grades: dict[int, str]) -> dict:
-    return {"verdict": verdict, "certainty": {"level": "moderate"},
-            "core_answer": [{"statement": s, "citations": [n]} for s, n in statements],
-            "evidence_by_grade": [], "citations": [{"n": n, "grade": g} for n, g in grades.items()]}
+    return {
+        "verdict": verdict,
+        "certainty": {"level": "moderate"},
+        "core_answer": [{"statement": s, "citations": [n]} for s, n in statements],
+        "evidence_by_grade": [],
+        "citations": [{"n": n, "grade": g} for n, g in grades.items()],
+    }
 
 
 def _rules(statement: str) -> str:
@@ -43,16 +50,26 @@ def _rules(statement: str) -> str:
 
 def test_a_closed_question_answered_by_a_guideline_and_counted_by_grade() -> None:
     question = "Is exercise therapy effective for chronic low back pain?"
-    answer = _answer(DECREASED, [
-        ("Exercise reduced pain more than no treatment (p < 0.01).", 2),
-        ("For patients with low back pain, we suggest a structured exercise program. (Strength of recommendation: "
-         "Weak for; New-replaced.)", 1),
-        ("Pain did not differ between exercise and usual care (p = 0.4).", 3)], {1: "A", 2: "B", 3: "C"})
+    answer = _answer(
+        DECREASED,
+        [
+            ("Exercise reduced pain more than no treatment (p < 0.01).", 2),
+            (
+                "For patients with low back pain, we suggest a structured exercise program. (Strength of recommendation: "
+                "Weak for; New-replaced.)",
+                1,
+            ),
+            ("Pain did not differ between exercise and usual care (p = 0.4).", 3),
+        ],
+        {1: "A", 2: "B", 3: "C"},
+    )
     line = bottom_line(question, question_anchors(question), answer, _rules)
     assert line["question_type"] == "effect" and line["answer"] == "yes"
     assert line["text"] == "Yes: the guideline recommends it."
     assert line["support"] == {"A": 1, "B": 1} and line["contradict"] == {"C": 1}
-    assert line["summary"].endswith("(certainty moderate; supported by 1 grade A, 1 grade B; contradicted by 1 grade C)")
+    assert line["summary"].endswith(
+        "(certainty moderate; supported by 1 grade A, 1 grade B; contradicted by 1 grade C)"
+    )
 
 
 def test_direction_decides_a_closed_answer_without_a_guideline() -> None:
@@ -65,9 +82,12 @@ def test_direction_decides_a_closed_answer_without_a_guideline() -> None:
 
 def test_a_comparative_question_states_the_effect_and_insufficient_evidence_claims_no_support() -> None:
     question = "What is the effect of naproxen compared with placebo on pain?"
-    line = bottom_line(question, question_anchors(question),
-                       _answer(NO_DIFFERENCE, [("There was no significant difference in pain (p = 0.6).", 1)], {1: "C"}),
-                       _rules)
+    line = bottom_line(
+        question,
+        question_anchors(question),
+        _answer(NO_DIFFERENCE, [("There was no significant difference in pain (p = 0.6).", 1)], {1: "C"}),
+        _rules,
+    )
     assert line["text"] == "No significant difference in pain between naproxen and placebo."
     empty = bottom_line(question, question_anchors(question), _answer(INSUFFICIENT, [], {}), _rules)
     assert empty["text"] == "Insufficient evidence to answer." and empty["support"] == {}
@@ -75,15 +95,26 @@ def test_a_comparative_question_states_the_effect_and_insufficient_evidence_clai
 
 def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:
     question = "Should patients with chronic low back pain take opioids?"
-    against = ("For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
-               "Weak against; New-replaced.)")
-    answer = _answer(INCREASED, [("Opioids increased pain relief compared with placebo (p < 0.01).", 2),
-                                 (against, 1), (against.replace("we suggest", "we recommend"), 3)],
-                     {1: "A", 2: "C", 3: "A"})
+    against = (
+        "For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
+        "Weak against; New-replaced.)"
+    )
+    answer = _answer(
+        INCREASED,
+        [
+            ("Opioids increased pain relief compared with placebo (p < 0.01).", 2),
+            (against, 1),
+            (against.replace("we suggest", "we recommend"), 3),
+        ],
+        {1: "A", 2: "C", 3: "A"},
+    )
     line = bottom_line(question, question_anchors(question), answer, _rules)
     assert line["question_type"] == "yes/no" and line["answer"] == "no"
     assert line["text"] == "No: the guideline recommends against it."
     assert line["support"] == {"A": 2} and line["contradict"] == {"C": 1}
-    split = _answer(INCREASED, [("Pain increased with opioids (p < 0.01).", 1),
-                                ("There was no significant difference in pain (p = 0.5).", 2)], {1: "B", 2: "B"})
+    split = _answer(
+        INCREASED,
+        [("Pain increased with opioids (p < 0.01).", 1), ("There was no significant difference in pain (p = 0.5).", 2)],
+        {1: "B", 2: "B"},
+    )
     assert bottom_line(question, question_anchors(question), split, _rules)["answer"] == "uncertain"  # a tie in B

@@ -6,8 +6,31 @@ from ebm_platform.conditions import CatalogueError, load_catalogue
 from ebm_platform.corpus.tagging import tag_conditions
 from ebm_platform.settings import DEFAULT_CATALOGUE, EVALUATION_CATALOGUE
 
-PAPER_CODES = ["GL-GEN", "GL-SP", "ACL", "AT", "BSI", "FS", "GPA", "GTPS", "HSI", "IS", "LAS", "LBP",
-               "ITBS", "LET", "MACL", "MTSS", "NAHJP", "NP", "PHP", "PFP", "PT", "RCRSP", "FTASD"]
+PAPER_CODES = [
+    "GL-GEN",
+    "GL-SP",
+    "ACL",
+    "AT",
+    "BSI",
+    "FS",
+    "GPA",
+    "GTPS",
+    "HSI",
+    "IS",
+    "LAS",
+    "LBP",
+    "ITBS",
+    "LET",
+    "MACL",
+    "MTSS",
+    "NAHJP",
+    "NP",
+    "PHP",
+    "PFP",
+    "PT",
+    "RCRSP",
+    "FTASD",
+]
 
 
 def test_default_catalogue_is_the_papers_23_codes():

@@ -15,7 +15,7 @@ def texts(datasets_dir) -> list[str]:
     out = []
     for path in paths:
         text = read_jats(path.read_bytes(), str(path)).text
-        out += [text[i:i + 1600] for i in range(0, min(len(text), 8000), 1600)]
+        out += [text[i : i + 1600] for i in range(0, min(len(text), 8000), 1600)]
     return out
 
 
@@ -61,7 +61,7 @@ def test_every_segment_of_a_long_window_opens_with_its_title_and_section(texts):
     segments = encoder._segments(ids, head)
     room = encoder.spec.max_length - 2
     assert len(segments) >= 2 and segments[0][1:-1] == ids[:room]  # the first is what truncation reads
-    assert all(s[1:1 + head] == ids[:head] for s in segments[1:])
+    assert all(s[1 : 1 + head] == ids[:head] for s in segments[1:])
     assert all(len(s) <= encoder.spec.max_length for s in segments)
     assert room + sum(len(s) - 2 - head for s in segments[1:]) == len(ids)  # nothing dropped, nothing twice
     window = encoder.encode_windows([long], None, [len(prefix)])[0]

@@ -17,8 +17,11 @@ from ebm_platform_tests.test_readers import GUIDELINE
 
 
 def _snapshot(root):
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "eval" not in p.relative_to(root).parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "eval" not in p.relative_to(root).parts
+    }
 
 
 def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path, monkeypatch, capsys):
@@ -33,16 +36,27 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     before = _snapshot(lake)
     monkeypatch.setenv("EBM_DATASETS_DIR", str(small))
     get_settings.cache_clear()
-    args = ["eval", "retrieval", "--benchmark", "pubmedqa", "--split", "validation", "--strategies", "sr_rag,naive",
-            "--json"]
+    args = [
+        "eval",
+        "retrieval",
+        "--benchmark",
+        "pubmedqa",
+        "--split",
+        "validation",
+        "--strategies",
+        "sr_rag,naive",
+        "--json",
+    ]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["questions_kept"] == 3 and set(summary["results"]) == {"sr_rag", "naive"}
     for metrics in summary["results"].values():
         assert metrics["questions"] == 3 and metrics["R@10"] >= 0.5  # most of the source abstract's windows
     assert summary["results"]["naive"]["Hit@10"] == 1.0  # three abstracts: the gold one is always retrieved
-    assert set(summary["per_question"]["naive"]) == set(summary["per_question"]["sr_rag"]) and \
-        len(summary["per_question"]["naive"]) == 3  # (R@10, Hit@10, reciprocal rank) per question id
+    assert (
+        set(summary["per_question"]["naive"]) == set(summary["per_question"]["sr_rag"])
+        and len(summary["per_question"]["naive"]) == 3
+    )  # (R@10, Hit@10, reciprocal rank) per question id
     low, high = summary["results"]["sr_rag"]["interval_95"]["MRR"]
     assert low <= summary["results"]["sr_rag"]["MRR"] <= high
     paired = summary["results"]["naive"]["sr_rag_minus_this"]["MRR"]
@@ -123,8 +137,12 @@ def _alive(pid: int) -> bool:
 
 def test_the_builder_dies_with_the_process_that_started_it():
     # SIGTERM ignored in the parent (as under some job runners; the child would inherit that) must not save the builder
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN),
+    )
     child = int(parent.stdout.readline())
     assert _alive(child)
     os.kill(parent.pid, signal.SIGKILL)  # a hard kill: no handler in the parent runs

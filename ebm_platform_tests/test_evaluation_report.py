@@ -26,17 +26,27 @@ def one_hot_embed(texts: list[str]) -> np.ndarray:
 
 
 OFFLINE = LLMClient()
-ANSWER = {"core_answer": [{"statement": "Hip strengthening reduced pain in runners.", "citations": [1]}],
-          "evidence_by_grade": [{"grade": "C", "statements": [
-              {"statement": "Hip strengthening reduced pain in runners.", "citations": [1]},
-              {"statement": "Knee bracing improved function at six weeks.", "citations": [2]}]}],
-          "citations": [{"n": 1, "window_id": "d1-a"}, {"n": 2, "window_id": "d2-b"}]}
+ANSWER = {
+    "core_answer": [{"statement": "Hip strengthening reduced pain in runners.", "citations": [1]}],
+    "evidence_by_grade": [
+        {
+            "grade": "C",
+            "statements": [
+                {"statement": "Hip strengthening reduced pain in runners.", "citations": [1]},
+                {"statement": "Knee bracing improved function at six weeks.", "citations": [2]},
+            ],
+        }
+    ],
+    "citations": [{"n": 1, "window_id": "d1-a"}, {"n": 2, "window_id": "d2-b"}],
+}
 
 
 def test_answer_statements_are_deduplicated_and_carry_their_window_ids():
     statements = am.answer_statements(ANSWER)
-    assert statements == [am.Statement("Hip strengthening reduced pain in runners.", ("d1-a",)),
-                          am.Statement("Knee bracing improved function at six weeks.", ("d2-b",))]
+    assert statements == [
+        am.Statement("Hip strengthening reduced pain in runners.", ("d1-a",)),
+        am.Statement("Knee bracing improved function at six weeks.", ("d2-b",)),
+    ]
 
 
 def test_nugget_coverage_proxy_weights_vital_one_and_okay_half():
@@ -44,16 +54,20 @@ def test_nugget_coverage_proxy_weights_vital_one_and_okay_half():
     # vital: hip, strengthening, pain of its four terms are in the answer (3/4 >= 0.6) -> covered;
     # okay: none of ice, lowered, swelling, and no answer statement equals it -> not covered
     assert am.term_coverage("hip strengthening reduces pain", am.stems(statements[0].text)) == pytest.approx(3 / 4)
-    name, value = am.nugget_coverage(["hip strengthening reduces pain"], ["ice lowered swelling"], statements,
-                                     one_hot_embed, OFFLINE)
+    name, value = am.nugget_coverage(
+        ["hip strengthening reduces pain"], ["ice lowered swelling"], statements, one_hot_embed, OFFLINE
+    )
     assert name == "NC_proxy" and value == pytest.approx(1.0 / 1.5)
     assert am.nugget_coverage([], [], statements, one_hot_embed, OFFLINE) is None
 
 
 def test_a_nugget_is_covered_by_embedding_when_its_terms_are_not():
     statements = [am.Statement("Completely different words.", ("w",))]
-    flags = am.covered_offline(["Completely different words.", "unrelated phrase"], [s.text for s in statements],
-                               lambda texts: np.ones((len(texts), 4), dtype=np.float32) / 2)  # cosine 1 for all
+    flags = am.covered_offline(
+        ["Completely different words.", "unrelated phrase"],
+        [s.text for s in statements],
+        lambda texts: np.ones((len(texts), 4), dtype=np.float32) / 2,
+    )  # cosine 1 for all
     assert flags == [True, True]
     flags = am.covered_offline(["unrelated phrase"], [s.text for s in statements], one_hot_embed)
     assert flags == [False]
@@ -88,8 +102,17 @@ def test_semantic_similarity_is_the_cosine_of_answer_and_reference():
 
 
 def test_pico_match_proxy_over_non_null_gold_fields(monkeypatch):
-    monkeypatch.setattr(am, "answer_fields", lambda statements: {
-        "P": ["recreational runners"], "I": ["hip abductor strengthening"], "C": [], "O": [], "T": []})
+    monkeypatch.setattr(
+        am,
+        "answer_fields",
+        lambda statements: {
+            "P": ["recreational runners"],
+            "I": ["hip abductor strengthening"],
+            "C": [],
+            "O": [],
+            "T": [],
+        },
+    )
     statements = [am.Statement("Hip abductor strengthening reduced pain in recreational runners.", ())]
     gold = {"P": "adults with knee osteoarthritis", "I": "hip strengthening", "C": None, "O": "pain", "T": " "}
     # P: no term overlap, cosine 0 -> miss; I: all terms in the phrase -> match; O: no phrase, text has it -> match
@@ -107,9 +130,20 @@ def test_bootstrap_intervals_are_reproducible_with_a_seed():
 
 
 def _rows(values: dict[str, list[float | None]]) -> pl.DataFrame:
-    return pl.DataFrame([{"question_id": f"q{i}", "condition": "PFP" if i < 2 else "ACL", "source": "generated",
-                          "strategy": strategy, "mode": "offline", "R@10": v}
-                         for strategy, vs in values.items() for i, v in enumerate(vs)])
+    return pl.DataFrame(
+        [
+            {
+                "question_id": f"q{i}",
+                "condition": "PFP" if i < 2 else "ACL",
+                "source": "generated",
+                "strategy": strategy,
+                "mode": "offline",
+                "R@10": v,
+            }
+            for strategy, vs in values.items()
+            for i, v in enumerate(vs)
+        ]
+    )
 
 
 def test_pooled_token_f1_and_its_article_bootstrap_interval():
@@ -148,8 +182,11 @@ def test_eval_compare_pairs_two_saved_runs(tmp_path, capsys):
 
     def run(name: str, rr: list[float]) -> str:
         path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps({"lake": name, "k": 10, "per_question": {
-            "sr_rag": {f"q{i}": [1.0, 1.0, v] for i, v in enumerate(rr)}}}))
+        path.write_text(
+            json.dumps(
+                {"lake": name, "k": 10, "per_question": {"sr_rag": {f"q{i}": [1.0, 1.0, v] for i, v in enumerate(rr)}}}
+            )
+        )
         return str(path)
 
     before, after = run("before", [1.0, 0.5, 0.5, 1.0]), run("after", [1.0, 1.0, 1.0, 0.5])
@@ -175,18 +212,39 @@ def test_paired_comparison_counts_wins_ties_and_losses_on_shared_questions():
 
 
 def test_a_capped_run_sees_every_source():
-    bench = sources.frame([sources.row(question_id=f"{s}-{i}", condition="X", source=s, question=f"q {s} {i}",
-                                       exact_answer="a", split_kind="main")
-                           for s, n in (("sr_rag_release", 6), ("generated", 1), ("pubmedqa", 1)) for i in range(n)])
+    bench = sources.frame(
+        [
+            sources.row(
+                question_id=f"{s}-{i}",
+                condition="X",
+                source=s,
+                question=f"q {s} {i}",
+                exact_answer="a",
+                split_kind="main",
+            )
+            for s, n in (("sr_rag_release", 6), ("generated", 1), ("pubmedqa", 1))
+            for i in range(n)
+        ]
+    )
     picked = pick_questions(bench, 3, seed=7)
     assert sorted(picked["source"].to_list()) == ["generated", "pubmedqa", "sr_rag_release"]
     assert pick_questions(bench, 3, seed=7).equals(picked) and pick_questions(bench, 0, seed=7).height == 8
 
 
 def test_splits_group_questions_across_conditions_and_by_source_article():
-    rows = [sources.row(question_id=f"ei-{c}-{n}", condition=c, source="evidence_inference",
-                        question=f"Effect of drug {n} on outcome {n}?", exact_answer="x", split_kind="main",
-                        gold_window_ids=[f"doc{n // 4}-w{n}"]) for n in range(40) for c in ("PFP", "ACL")]
+    rows = [
+        sources.row(
+            question_id=f"ei-{c}-{n}",
+            condition=c,
+            source="evidence_inference",
+            question=f"Effect of drug {n} on outcome {n}?",
+            exact_answer="x",
+            split_kind="main",
+            gold_window_ids=[f"doc{n // 4}-w{n}"],
+        )
+        for n in range(40)
+        for c in ("PFP", "ACL")
+    ]
     bench = sources.frame(rows)
     split = dict(make_splits(bench).select("question_id", "split").iter_rows())
     for n in range(40):
@@ -203,41 +261,73 @@ def eval_lake(small_lake, tmp_path):
 
 
 def _materialised(result) -> set[str]:
-    return {e.event_specific_data.materialization.asset_key.path[-1] + (
-        f"[{e.event_specific_data.materialization.partition}]" if e.event_specific_data.materialization.partition else "")
-        for e in result.get_asset_materialization_events()}
+    return {
+        e.event_specific_data.materialization.asset_key.path[-1]
+        + (
+            f"[{e.event_specific_data.materialization.partition}]"
+            if e.event_specific_data.materialization.partition
+            else ""
+        )
+        for e in result.get_asset_materialization_events()
+    }
 
 
-def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_check(eval_lake, datasets_dir,
-                                                                                   monkeypatch):
-    from ebm_platform.defs.benchmark import (BenchmarkResource, benchmark_qa, benchmark_splits, benchmark_structure,
-                                             splits_unique_across_conditions)
+def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_check(
+    eval_lake, datasets_dir, monkeypatch
+):
+    from ebm_platform.defs.benchmark import (
+        BenchmarkResource,
+        benchmark_qa,
+        benchmark_splits,
+        benchmark_structure,
+        splits_unique_across_conditions,
+    )
     from ebm_platform.defs.corpus import evidence_windows, source_documents
     from ebm_platform.defs.evaluation import EvaluationResource, evaluation_report, evaluation_summary
     from ebm_platform_tests.conftest import lake_resources
 
-    assets = [source_documents, evidence_windows, benchmark_qa, benchmark_structure, benchmark_splits,
-              splits_unique_across_conditions, evaluation_report, evaluation_summary]
+    assets = [
+        source_documents,
+        evidence_windows,
+        benchmark_qa,
+        benchmark_structure,
+        benchmark_splits,
+        splits_unique_across_conditions,
+        evaluation_report,
+        evaluation_summary,
+    ]
     resources = lake_resources(eval_lake) | {
-        "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"]),
-        "evaluation": EvaluationResource(strategies="sr_rag,naive", max_questions=3)}
+        "benchmark": BenchmarkResource(
+            datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"]
+        ),
+        "evaluation": EvaluationResource(strategies="sr_rag,naive", max_questions=3),
+    }
     instance = dg.DagsterInstance.ephemeral()
 
     def run(selection, partition=None, ok=True):
-        result = dg.materialize(assets, selection=selection, partition_key=partition, resources=resources,
-                                instance=instance, raise_on_error=False)
+        result = dg.materialize(
+            assets,
+            selection=selection,
+            partition_key=partition,
+            resources=resources,
+            instance=instance,
+            raise_on_error=False,
+        )
         assert result.success is ok
         return result
 
     for code in ("PFP", "ACL"):  # ACL has no documents here: its benchmark is the release's ACL questions
         run([source_documents, evidence_windows, benchmark_qa] if code == "ACL" else [benchmark_qa], code)
     first = run([benchmark_splits])
-    check = next(e.asset_check_evaluation_data for e in first.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION")
+    check = next(
+        e.asset_check_evaluation_data for e in first.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    )
     assert check.check_name == "splits_unique_across_conditions" and check.passed
     assert set(pl.read_parquet(eval_lake / "assets" / "benchmark_splits.parquet")["condition"]) == {"ACL", "PFP"}
     ranged = {"dagster/asset_partition_range_start": "ACL", "dagster/asset_partition_range_end": "AT"}
-    refused = dg.materialize(assets, selection=[evaluation_report], tags=ranged, resources=resources, instance=instance,
-                             raise_on_error=False)  # one run over ACL..AT: AT's benchmark was never built
+    refused = dg.materialize(
+        assets, selection=[evaluation_report], tags=ranged, resources=resources, instance=instance, raise_on_error=False
+    )  # one run over ACL..AT: AT's benchmark was never built
     failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
     assert "[AT] benchmark_structure has never run" in failure.event_specific_data.error.message
     assert not (eval_lake / "assets" / "evaluation_report").exists()  # nothing written, ACL's included
@@ -249,8 +339,11 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     alone = pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "ACL.parquet")
     both = dg.materialize(assets, selection=[evaluation_report], tags=ranged, resources=resources, instance=instance)
     assert _materialised(both) == {"evaluation_report[ACL]", "evaluation_report[AT]"}  # one run, a file each
-    assert pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "ACL.parquet").drop("seconds").equals(
-        alone.drop("seconds"))
+    assert (
+        pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "ACL.parquet")
+        .drop("seconds")
+        .equals(alone.drop("seconds"))
+    )
     assert set(pl.read_parquet(eval_lake / "assets" / "evaluation_report" / "AT.parquet")["condition"]) <= {"AT"}
     assert report.height == 6 and set(report["strategy"]) == {"sr_rag", "naive"}
     meta = result.get_asset_materialization_events()[0].event_specific_data.materialization.metadata
@@ -261,15 +354,28 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     # PFP's benchmark now breaks its structure rules: its check fails, its report no longer runs,
     # ACL's still does, and the summary leaves PFP's older report out
     def broken(*args, **kwargs):
-        return sources.frame([sources.row(question_id="dup", condition="PFP", source="evidence_inference",
-                                          question=f"Question {n}?", exact_answer="a", split_kind="main",
-                                          gold_window_ids=["missing-window"]) for n in range(2)])
+        return sources.frame(
+            [
+                sources.row(
+                    question_id="dup",
+                    condition="PFP",
+                    source="evidence_inference",
+                    question=f"Question {n}?",
+                    exact_answer="a",
+                    split_kind="main",
+                    gold_window_ids=["missing-window"],
+                )
+                for n in range(2)
+            ]
+        )
 
     monkeypatch.setattr("ebm_platform.defs.benchmark.evidence_inference_rows", broken)
     last_good = pl.read_parquet(eval_lake / "assets" / "benchmark_qa" / "PFP.parquet")
     failed = run([benchmark_qa], "PFP", ok=False)
     assert pl.read_parquet(eval_lake / "assets" / "benchmark_qa" / "PFP.parquet").equals(last_good)  # not replaced
-    checks = [e.asset_check_evaluation_data for e in failed.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    checks = [
+        e.asset_check_evaluation_data for e in failed.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
     assert any(c.check_name == "benchmark_structure" and not c.passed for c in checks)
     blocked = run([evaluation_report], "PFP", ok=False)
     failure = next(e for e in blocked.all_events if e.event_type_value == "STEP_FAILURE")
@@ -294,28 +400,35 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     assert "PFP" not in set(table["group"])
 
 
-def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_failed(eval_lake, datasets_dir,
-                                                                                    monkeypatch):
+def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_failed(
+    eval_lake, datasets_dir, monkeypatch
+):
     """The sensor and on_cron path: automation over the real definitions, tick by tick. benchmark_qa
     runs for real (its checks too); every other asset stands in as a runless materialisation (with
     its unpartitioned checks passed). When PFP's benchmark fails its blocking check, the globals
     refresh and ACL's report is requested again, PFP's is not."""
     from datetime import datetime, timedelta
 
+    from ebm_platform.definitions import defs
     from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_structure
     from ebm_platform.defs.corpus import evidence_windows, source_documents
-    from ebm_platform.definitions import defs
     from ebm_platform_tests.conftest import lake_resources
 
     graph, instance = defs.resolve_asset_graph(), dg.DagsterInstance.ephemeral()
     resources = lake_resources(eval_lake) | {
-        "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"])}
+        "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir), sources=["sr_rag_release", "evidence_inference"])
+    }
 
     def bench(code: str) -> bool:
         upstream = [source_documents, evidence_windows] if code == "ACL" else []  # ACL has no parquet in the lake
-        return dg.materialize([source_documents, evidence_windows, benchmark_qa, benchmark_structure],
-                              selection=[*upstream, benchmark_qa, benchmark_structure], partition_key=code,
-                              resources=resources, instance=instance, raise_on_error=False).success
+        return dg.materialize(
+            [source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+            selection=[*upstream, benchmark_qa, benchmark_structure],
+            partition_key=code,
+            resources=resources,
+            instance=instance,
+            raise_on_error=False,
+        ).success
 
     def runless(key: dg.AssetKey, partition: str | None) -> None:
         instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
@@ -332,8 +445,9 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     def settle(cursor, start: datetime, ticks: int):
         requested = set()
         for tick in range(ticks):
-            result = dg.evaluate_automation_conditions(defs, instance, evaluation_time=start + timedelta(minutes=tick),
-                                                       cursor=cursor)
+            result = dg.evaluate_automation_conditions(
+                defs, instance, evaluation_time=start + timedelta(minutes=tick), cursor=cursor
+            )
             cursor = result.cursor
             for partition in [p for r in result.results for p in r.true_subset.expensively_compute_asset_partitions()]:
                 requested.add((partition.asset_key.to_user_string(), partition.partition_key))
@@ -342,9 +456,23 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
 
     idle, cursor = settle(None, datetime(2026, 11, 24, 12), 2)
     assert idle == set()
-    monkeypatch.setattr("ebm_platform.defs.benchmark.evidence_inference_rows", lambda code, *args: sources.frame(
-        [sources.row(question_id="dup", condition=code, source="evidence_inference", question=f"Question {n}?",
-                     exact_answer="a", split_kind="main", gold_window_ids=["missing-window"]) for n in range(2)]))
+    monkeypatch.setattr(
+        "ebm_platform.defs.benchmark.evidence_inference_rows",
+        lambda code, *args: sources.frame(
+            [
+                sources.row(
+                    question_id="dup",
+                    condition=code,
+                    source="evidence_inference",
+                    question=f"Question {n}?",
+                    exact_answer="a",
+                    split_kind="main",
+                    gold_window_ids=["missing-window"],
+                )
+                for n in range(2)
+            ]
+        ),
+    )
     assert not bench("PFP")
     requested, _ = settle(cursor, datetime(2026, 11, 24, 13), 10)
     assert {"benchmark_splits", "betr_parameters"} <= {a for a, p in requested if p is None}
@@ -365,13 +493,23 @@ def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
     from ebm_platform.defs.evaluation import EvaluationResource
     from ebm_platform.evaluation.report import gold_rest, pick_questions
 
-    bench = sources.frame([sources.row(question_id=f"q{n}", condition="PFP", source="evidence_inference",
-                                       question=f"Question {n}?", gold_window_ids=[f"w{n}"] if n % 3 else [])
-                           for n in range(9)])
+    bench = sources.frame(
+        [
+            sources.row(
+                question_id=f"q{n}",
+                condition="PFP",
+                source="evidence_inference",
+                question=f"Question {n}?",
+                gold_window_ids=[f"w{n}"] if n % 3 else [],
+            )
+            for n in range(9)
+        ]
+    )
     picked = pick_questions(bench, 2, 7)
     rest = gold_rest(bench, picked)
     assert set(rest["question_id"]) == {f"q{n}" for n in range(9) if n % 3} - set(picked["question_id"])
     assert gold_rest(bench.head(0), picked).height == 0
-    assert EvaluationResource(strategies="all", max_questions=2, full_strategies="sr_rag,naive").full_strategy_names() \
-        == ["sr_rag", "naive"]
+    assert EvaluationResource(
+        strategies="all", max_questions=2, full_strategies="sr_rag,naive"
+    ).full_strategy_names() == ["sr_rag", "naive"]
     assert EvaluationResource(max_questions=0, full_strategies="sr_rag").full_strategy_names() == []  # nothing capped

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from ebm_platform.benchmark.generation import (QuestionGenerator, grounded, offline_relation, sample_windows)
+from ebm_platform.benchmark.generation import QuestionGenerator, grounded, offline_relation, sample_windows
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.index.embeddings import embed
 from ebm_platform.llm.client import LLMClient
@@ -19,12 +19,15 @@ ARTICLE = "PMC2907397"
 @pytest.fixture(scope="module")
 def windows(datasets_dir) -> pl.DataFrame:
     """The article's paragraphs as grade-B windows (real text, no model needed to cut them)."""
-    path = next((datasets_dir / "evidence_inference" / "xml").glob(f"{ARTICLE}*.nxml"), None) or \
-        sorted((datasets_dir / "evidence_inference" / "xml").glob("*.nxml"))[0]
+    path = (
+        next((datasets_dir / "evidence_inference" / "xml").glob(f"{ARTICLE}*.nxml"), None)
+        or sorted((datasets_dir / "evidence_inference" / "xml").glob("*.nxml"))[0]
+    )
     doc = read_jats(path.read_bytes(), path.name)
     paragraphs = [p.strip() for p in doc.text.split("\n\n") if len(p.strip()) > 200 and not p.startswith("|")]
-    return pl.DataFrame({"window_id": [f"w{n}" for n in range(len(paragraphs))], "grade": ["B"] * len(paragraphs),
-                         "text": paragraphs})
+    return pl.DataFrame(
+        {"window_id": [f"w{n}" for n in range(len(paragraphs))], "grade": ["B"] * len(paragraphs), "text": paragraphs}
+    )
 
 
 def _embed(texts: list[str]):
@@ -54,17 +57,35 @@ def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tm
     pool = [w for w in windows["window_id"].to_list() if w != seed["window_id"]][:2]
     server = ScriptedServer()
     server.script = [
-        _reply({"question": f"Does {intervention} change {outcome}?",
-                "picot": {"p": "elite marathon runners over ninety", "i": intervention, "c": None, "o": outcome,
-                          "t": None},
-                "exact_answer": "It did.", "certainty": "uncertain",
-                "nuggets": [{"fact": "Effect observed", "importance": "vital"},
-                            {"fact": "Small sample", "importance": "okay"}]}),
+        _reply(
+            {
+                "question": f"Does {intervention} change {outcome}?",
+                "picot": {
+                    "p": "elite marathon runners over ninety",
+                    "i": intervention,
+                    "c": None,
+                    "o": outcome,
+                    "t": None,
+                },
+                "exact_answer": "It did.",
+                "certainty": "uncertain",
+                "nuggets": [
+                    {"fact": "Effect observed", "importance": "vital"},
+                    {"fact": "Small sample", "importance": "okay"},
+                ],
+            }
+        ),
         _reply({"grades": [{"n": 1, "relation": "supportive"}, {"n": 2, "relation": "weakly related"}]}),
     ]
     try:
-        client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5,
-                           max_retries=0, cache_path=tmp_path / "cache.sqlite")
+        client = LLMClient(
+            model="openai/test-model",
+            api_base=server.base,
+            api_key="k",
+            timeout_s=5,
+            max_retries=0,
+            cache_path=tmp_path / "cache.sqlite",
+        )
         generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], _embed)
         rows = generator.rows("PFP", windows.filter(pl.col("window_id").is_in([seed["window_id"], *pool])), 1)
     finally:
@@ -80,9 +101,18 @@ def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tm
 
 def test_llm_question_without_grounded_intervention_or_valid_json_is_rejected(windows, tmp_path):
     server = ScriptedServer()
-    server.script = [_reply({"question": "Does acupuncture help?", "picot": {"i": "acupuncture needles xyz", "o": "pain"},
-                             "exact_answer": "Yes, it helps.", "certainty": "sufficient", "nuggets": []}),
-                     "malformed"]
+    server.script = [
+        _reply(
+            {
+                "question": "Does acupuncture help?",
+                "picot": {"i": "acupuncture needles xyz", "o": "pain"},
+                "exact_answer": "Yes, it helps.",
+                "certainty": "sufficient",
+                "nuggets": [],
+            }
+        ),
+        "malformed",
+    ]
     try:
         client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5, max_retries=0)
         generator = QuestionGenerator(client, lambda q, n: [], _embed)

@@ -23,15 +23,20 @@ WORDS = frozenset({"diagnosis", "imaging", "recommendation", "strong", "take", "
 
 def test_split_words_are_joined_and_real_words_are_left_alone() -> None:
     text = "THE DIAGNOSI S of low back pain: a re commendation to avoid i maging. Stron g for. In addi tion, the cat"
-    assert join_split_words(text, WORDS) == ("THE DIAGNOSIS of low back pain: a recommendation to avoid imaging. "
-                                             "Strong for. In addition, the cat")
+    assert join_split_words(text, WORDS) == (
+        "THE DIAGNOSIS of low back pain: a recommendation to avoid imaging. Strong for. In addition, the cat"
+    )
     assert join_split_words("evidence -based and clinician-\ndirected care", WORDS) == (
-        "evidence-based and clinician-directed care")
+        "evidence-based and clinician-directed care"
+    )
 
 
 def test_running_header_and_page_marks_are_removed() -> None:
-    pages = [f"Body text of page {n} says something different about topic {n * 7}. "
-             f"Guideline for Back Pain February 2022 Page {n} of 9\n" for n in range(1, 9)]
+    pages = [
+        f"Body text of page {n} says something different about topic {n * 7}. "
+        f"Guideline for Back Pain February 2022 Page {n} of 9\n"
+        for n in range(1, 9)
+    ]
     clean = remove_furniture("Guideline for Back Pain\n" + "".join(pages), title="Guideline for Back Pain")
     assert "Page" not in clean and "February 2022" not in clean
     assert clean.count("Guideline for Back Pain") == 1  # the title stays where it first stands
@@ -39,16 +44,21 @@ def test_running_header_and_page_marks_are_removed() -> None:
 
 
 def test_recommendations_keep_their_strength_and_drop_templates_and_repeats() -> None:
-    text = ("Table 4 Strong for We recommend … Weak for We suggest … "
-            "8. For patients with chronic low back pain, we suggest cognitive behavioral therapy. Weak for Reviewed, "
-            "New-replaced 9. For patients with low back pain, we suggest a structured exercise program. Weak for "
-            "Reviewed, New-replaced Discussion ... Recommendation 9.For patients with low back pain, we suggest a "
-            "structured exercise program. (Weak for | Reviewed, New-replaced) "
-            "B.1 Massage Massage may be offered as part of care to adults with CPLBP. (conditional recommendation "
-            "in favour of use, very low certainty evidence)")
+    text = (
+        "Table 4 Strong for We recommend … Weak for We suggest … "
+        "8. For patients with chronic low back pain, we suggest cognitive behavioral therapy. Weak for Reviewed, "
+        "New-replaced 9. For patients with low back pain, we suggest a structured exercise program. Weak for "
+        "Reviewed, New-replaced Discussion ... Recommendation 9.For patients with low back pain, we suggest a "
+        "structured exercise program. (Weak for | Reviewed, New-replaced) "
+        "B.1 Massage Massage may be offered as part of care to adults with CPLBP. (conditional recommendation "
+        "in favour of use, very low certainty evidence)"
+    )
     found = recommendations(text)
-    assert [r.strength for r in found] == ["Weak for; New-replaced", "Weak for; New-replaced",
-                                           "conditional recommendation in favour of use, very low certainty evidence"]
+    assert [r.strength for r in found] == [
+        "Weak for; New-replaced",
+        "Weak for; New-replaced",
+        "conditional recommendation in favour of use, very low certainty evidence",
+    ]
     assert found[1].statement == "For patients with low back pain, we suggest a structured exercise program."
     assert found[2].statement.endswith("may be offered as part of care to adults with CPLBP.")
 
@@ -57,19 +67,35 @@ def _cochrane_sets(root: Path) -> Path:
     folder = root / "graded_evidence"
     for name in ("cochrane_auto", "cochrane_simplification", "cochrane_conclusions"):
         (folder / name).mkdir(parents=True)
-    (folder / "cochrane_auto" / "val.json").write_text(json.dumps([
-        {"doi": "10.1002/14651858.CD000001.pub2", "name": "Exercise therapy for chronic low back pain",
-         "abstract": [{"heading": "Main results", "text": "We included 249 trials. Exercise reduced pain."},
-                      {"heading": "Authors' conclusions", "text": "Exercise probably reduces pain."}]},
-        {"doi": "not a review doi", "name": "Broken", "abstract": []}]), encoding="utf-8")
+    (folder / "cochrane_auto" / "val.json").write_text(
+        json.dumps(
+            [
+                {
+                    "doi": "10.1002/14651858.CD000001.pub2",
+                    "name": "Exercise therapy for chronic low back pain",
+                    "abstract": [
+                        {"heading": "Main results", "text": "We included 249 trials. Exercise reduced pain."},
+                        {"heading": "Authors' conclusions", "text": "Exercise probably reduces pain."},
+                    ],
+                },
+                {"doi": "not a review doi", "name": "Broken", "abstract": []},
+            ]
+        ),
+        encoding="utf-8",
+    )
     simplification = folder / "cochrane_simplification"
-    (simplification / "val.source").write_text("Short results.\nTwelve trials of bracing for ankle sprain were "
-                                               "included; bracing reduced re-injury.\n", encoding="utf-8")
-    (simplification / "val.doi").write_text("10.1002/14651858.CD000001.pub2\n10.1002/14651858.CD000002\n",
-                                            encoding="utf-8")
+    (simplification / "val.source").write_text(
+        "Short results.\nTwelve trials of bracing for ankle sprain were included; bracing reduced re-injury.\n",
+        encoding="utf-8",
+    )
+    (simplification / "val.doi").write_text(
+        "10.1002/14651858.CD000001.pub2\n10.1002/14651858.CD000002\n", encoding="utf-8"
+    )
     (folder / "cochrane_conclusions" / "dev-targets.csv").write_text(
         ",ReviewID,Target\n0,CD000002,Bracing probably prevents recurrent ankle sprain.\n"
-        "1,CD000003,There is insufficient evidence for heel cups in plantar heel pain.\n", encoding="utf-8")
+        "1,CD000003,There is insufficient evidence for heel cups in plantar heel pain.\n",
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -93,10 +119,10 @@ def test_cochrane_import_lands_tagged_reviews_only_and_reports_the_broken_record
     _cochrane_sets(tmp_path)
     report = import_dataset("cochrane", tmp_path, tmp_path / "landing", load_catalogue(DEFAULT_CATALOGUE))
     assert report.failed == {"cochrane_auto/val.json#1": "no review number in its DOI, or no abstract text"}
-    assert {c: dict(g) for c, g in report.per_condition.items()} == {"LAS": {"B": 1}, "LBP": {"B": 1},
-                                                                      "PHP": {"B": 1}}
-    landed = read_landing_file(tmp_path / "landing" / "LAS" / "cochrane-CD000002.md", "LAS",
-                               load_catalogue(DEFAULT_CATALOGUE))
+    assert {c: dict(g) for c, g in report.per_condition.items()} == {"LAS": {"B": 1}, "LBP": {"B": 1}, "PHP": {"B": 1}}
+    landed = read_landing_file(
+        tmp_path / "landing" / "LAS" / "cochrane-CD000002.md", "LAS", load_catalogue(DEFAULT_CATALOGUE)
+    )
     assert landed.grade == "B" and landed.doi == "10.1002/14651858.CD000002"
 
 
@@ -119,7 +145,7 @@ def test_the_va_dod_guideline_keeps_each_recommendation_with_its_strength_in_one
     document = read_guideline(path, wordpiece_words())
     assert document.grade == "A" and document.study_design == "guideline" and document.year == 2022
     assert "DIAGNOSI S" not in document.text and "Page 22 of 141" not in document.text
-    exercise = ("For patients with low back pain, we suggest a structured clinician-directed exercise program")
+    exercise = "For patients with low back pain, we suggest a structured clinician-directed exercise program"
     windows = build_windows(document.doc_id, document.text, WindowParams(), lambda blocks: list(range(len(blocks))))
     holding = [w for w in windows if exercise in w["text"] and "> Recommendation" in w["section"]]
     assert len(holding) == 1 and "(Strength of recommendation: Weak for; New-replaced.)" in holding[0]["text"]

@@ -4,7 +4,6 @@ import gzip
 import json
 from collections import Counter
 
-import dagster as dg
 import networkx as nx
 import numpy as np
 import polars as pl
@@ -20,10 +19,12 @@ from ebm_platform.graph.tree import TreeParams, build_tree, tree_tables
 from ebm_platform.llm.client import LLMClient
 from ebm_platform_tests.test_llm_client import ScriptedServer
 
-TRIAL = ("Sixty adults with chronic low back pain aged 20-60 were randomly assigned to receive either motor "
-         "control exercise or general exercise. Pain intensity was measured with the VAS and disability with the "
-         "ODI at 12 weeks. Participants trained 3 times per week for 45 minutes. Compared with placebo, hip "
-         "strengthening reduced pain. No serious adverse events were reported. 60 patients were randomized.")
+TRIAL = (
+    "Sixty adults with chronic low back pain aged 20-60 were randomly assigned to receive either motor "
+    "control exercise or general exercise. Pain intensity was measured with the VAS and disability with the "
+    "ODI at 12 weeks. Participants trained 3 times per week for 45 minutes. Compared with placebo, hip "
+    "strengthening reduced pain. No serious adverse events were reported. 60 patients were randomized."
+)
 
 
 def test_offline_rules_find_pico_elements():
@@ -34,8 +35,14 @@ def test_offline_rules_find_pico_elements():
     assert ("Comparator", "general exercise") in names and ("Comparator", "placebo") in names
     assert {("Outcome", "VAS"), ("Outcome", "ODI"), ("Timepoint", "12 weeks")} <= names
     attrs = {(a["attribute"], a["value"]) for a in found.attributes}
-    assert {("age_range", "20-60"), ("age_bin", "adult"), ("frequency", "3 times per week"),
-            ("sample_size", "60"), ("followup_weeks", "12.0"), ("baseline_severity", "chronic")} <= attrs
+    assert {
+        ("age_range", "20-60"),
+        ("age_bin", "adult"),
+        ("frequency", "3 times per week"),
+        ("sample_size", "60"),
+        ("followup_weeks", "12.0"),
+        ("baseline_severity", "chronic"),
+    } <= attrs
     relations = {(r["source"], r["relation"], r["target"]) for r in found.relations}
     assert ("motor control exercise", "compares_to", "general exercise") in relations
 
@@ -44,26 +51,47 @@ def test_clean_name_keeps_compound_heads():
     assert clean_name("side effects") == "side effects" and clean_name("the adverse effect of") == "adverse effect"
     assert clean_name("the effects") == "" and clean_name("pain effects") == "pain"
     found = extract("Side effects were mild. Adverse effects were rare in both groups.")
-    assert {e["name"].lower() for e in found.entities if e["type"] == "AdverseEvent"} == {"side effects", "adverse effects"}
+    assert {e["name"].lower() for e in found.entities if e["type"] == "AdverseEvent"} == {
+        "side effects",
+        "adverse effects",
+    }
 
 
 def test_validation_drops_and_counts_out_of_schema_output():
     schema = load_schema("pico_extended")
     drops = Counter()
-    raw = {"entities": [{"name": "knee exercise", "type": "Intervention"}, {"name": "", "type": "Outcome"},
-                        {"name": "x" * 500, "type": "Outcome"}, {"name": "pain", "type": "Symptom"},
-                        {"name": "placebo", "type": "Comparator"}],
-           "relations": [{"source": "knee exercise", "relation": "compares_to", "target": "placebo"},
-                         {"source": "knee exercise", "relation": "cures", "target": "placebo"},
-                         {"source": "placebo", "relation": "compares_to", "target": "knee exercise"},
-                         {"source": "ghost", "relation": "compares_to", "target": "placebo"}],
-           "attributes": [{"entity": "knee exercise", "attribute": "dose", "value": "3x10"},
-                          {"entity": "knee exercise", "attribute": "colour", "value": "red"}]}
+    raw = {
+        "entities": [
+            {"name": "knee exercise", "type": "Intervention"},
+            {"name": "", "type": "Outcome"},
+            {"name": "x" * 500, "type": "Outcome"},
+            {"name": "pain", "type": "Symptom"},
+            {"name": "placebo", "type": "Comparator"},
+        ],
+        "relations": [
+            {"source": "knee exercise", "relation": "compares_to", "target": "placebo"},
+            {"source": "knee exercise", "relation": "cures", "target": "placebo"},
+            {"source": "placebo", "relation": "compares_to", "target": "knee exercise"},
+            {"source": "ghost", "relation": "compares_to", "target": "placebo"},
+        ],
+        "attributes": [
+            {"entity": "knee exercise", "attribute": "dose", "value": "3x10"},
+            {"entity": "knee exercise", "attribute": "colour", "value": "red"},
+        ],
+    }
     kept = validate(raw, schema, drops)
     assert [e["name"] for e in kept["entities"]] == ["knee exercise", "placebo"]
     assert len(kept["relations"]) == 1 and len(kept["attributes"]) == 1
-    assert drops == Counter({"entity_bad_name": 2, "entity_unknown_type": 1, "relation_unknown_type": 1,
-                             "relation_signature": 1, "relation_unknown_endpoint": 1, "attribute_unknown_type": 1})
+    assert drops == Counter(
+        {
+            "entity_bad_name": 2,
+            "entity_unknown_type": 1,
+            "relation_unknown_type": 1,
+            "relation_signature": 1,
+            "relation_unknown_endpoint": 1,
+            "attribute_unknown_type": 1,
+        }
+    )
     assert validate("not a dict", schema, drops) == {"entities": [], "relations": [], "attributes": []}
 
 
@@ -71,10 +99,24 @@ def test_llm_mode_malformed_output_is_dropped_never_fatal(tmp_path):
     server = ScriptedServer()
     try:
         server.script = ["malformed"] * 2 + [
-            "content:" + json.dumps({"entities": [{"name": "hip strengthening", "type": "Intervention"},
-                                                  {"name": "pain", "type": "Feeling"}]})]
-        client = LLMClient(model="openai/test", api_base=server.base, api_key="k", max_retries=1,
-                           backoff_s=0.01, cache_path=tmp_path / "c.sqlite")
+            "content:"
+            + json.dumps(
+                {
+                    "entities": [
+                        {"name": "hip strengthening", "type": "Intervention"},
+                        {"name": "pain", "type": "Feeling"},
+                    ]
+                }
+            )
+        ]
+        client = LLMClient(
+            model="openai/test",
+            api_base=server.base,
+            api_key="k",
+            max_retries=1,
+            backoff_s=0.01,
+            cache_path=tmp_path / "c.sqlite",
+        )
         extractor = Extractor(load_schema("pico_extended"), client)
         assert extractor.window("window one") == {"entities": [], "relations": [], "attributes": []}
         assert extractor.failed_windows == 1
@@ -97,11 +139,21 @@ def test_neutral_schema_is_a_configuration_rerun():
 def test_merge_is_conservative_and_skips_numeric_names():
     assert normalise("The  Hip-Strengthening  Exercises.") == "hip-strengthening exercises"
     assert mostly_numeric("12 weeks") and not mostly_numeric("hip strengthening")
-    vectors = {"knee exercise": [1, 0], "knee exercises": [0.999, 0.04], "12 weeks": [1, 0], "16 weeks": [1, 0],
-               "placebo": [0, 1]}
+    vectors = {
+        "knee exercise": [1, 0],
+        "knee exercises": [0.999, 0.04],
+        "12 weeks": [1, 0],
+        "16 weeks": [1, 0],
+        "placebo": [0, 1],
+    }
     embed = lambda names: np.array([vectors[n] for n in names], dtype=np.float32)  # noqa: E731
-    keys = [("Intervention", "knee exercise"), ("Intervention", "knee exercises"), ("Timepoint", "12 weeks"),
-            ("Timepoint", "16 weeks"), ("Comparator", "placebo")]
+    keys = [
+        ("Intervention", "knee exercise"),
+        ("Intervention", "knee exercises"),
+        ("Timepoint", "12 weeks"),
+        ("Timepoint", "16 weeks"),
+        ("Comparator", "placebo"),
+    ]
     canonical = merge_entities(keys, embed, 0.92)
     assert canonical[("Intervention", "knee exercises")] == ("Intervention", "knee exercise")
     assert canonical[("Timepoint", "16 weeks")] == ("Timepoint", "16 weeks")
@@ -115,7 +167,9 @@ def test_knowledge_tree_groups_related_entities():
     entities = pl.DataFrame({"id": ids, "name": ids, "vector": [list(map(float, v)) for v in vecs]})
     edges = [(f"{g}{i}", f"{g}{j}", "compares_to", 2.0) for g in "ab" for i in range(5) for j in range(i + 1, 5)]
     edges.append(("a0", "b0", "co_mention", 1.0))
-    community, stats = build_tree(entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"))
+    community, stats = build_tree(
+        entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row")
+    )
     assert len({community[f"a{i}"] for i in range(5)}) == 1 and community["a1"] != community["b1"]
     assert stats["communities"] == 2
 
@@ -133,9 +187,14 @@ def test_release_edges_in_kuzu_match_networkx(tmp_path, datasets_dir):
     graph.add_edges_from((s, t) for s, t in edges.select("source", "target").iter_rows())
     assert counts == {"nodes": graph.number_of_nodes(), "edges": 3000}
     import kuzu
+
     conn = kuzu.Connection(kuzu.Database(str(tmp_path / "db.kz"), read_only=True))
     for node in ["entity_1", edges["source"][1500]]:
-        assert two_hop_kuzu(conn, node) == two_hop_networkx(graph, node) == len(nx.descendants_at_distance(graph, node, 1) | nx.descendants_at_distance(graph, node, 2))
+        assert (
+            two_hop_kuzu(conn, node)
+            == two_hop_networkx(graph, node)
+            == len(nx.descendants_at_distance(graph, node, 1) | nx.descendants_at_distance(graph, node, 2))
+        )
     with pytest.raises(FileExistsError):
         load_into_kuzu(edges, tmp_path / "db.kz")
 
@@ -143,24 +202,50 @@ def test_release_edges_in_kuzu_match_networkx(tmp_path, datasets_dir):
 def test_tree_tables_rank_keywords_by_salience_and_count_layers():
     """A hub linked mostly outside its community loses to a member central inside it."""
     ids = ["hub", "core", "x", "y", "out1", "out2", "out3"]
-    entities = pl.DataFrame({"id": ids, "name": ids, "type": ["Intervention", "Outcome", "Outcome", "Population",
-                                                                "Outcome", "Outcome", "Outcome"]})
+    entities = pl.DataFrame(
+        {
+            "id": ids,
+            "name": ids,
+            "type": ["Intervention", "Outcome", "Outcome", "Population", "Outcome", "Outcome", "Outcome"],
+        }
+    )
     community = {"hub": 0, "core": 0, "x": 0, "y": 0, "out1": 1, "out2": 1, "out3": 1}
-    edges = [("core", "x", "has_timepoint", 2.0), ("core", "y", "has_population", 2.0), ("hub", "core", "compares_to", 2.0)]
+    edges = [
+        ("core", "x", "has_timepoint", 2.0),
+        ("core", "y", "has_population", 2.0),
+        ("hub", "core", "compares_to", 2.0),
+    ]
     edges += [("hub", o, "co_mention", 3.0) for o in ("out1", "out2", "out3")]
-    tables, mode = tree_tables(entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"),
-                               community, {"core": 2, "x": 1},
-                               params=TreeParams(keywords=1))
+    tables, mode = tree_tables(
+        entities,
+        pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"),
+        community,
+        {"core": 2, "x": 1},
+        params=TreeParams(keywords=1),
+    )
     first = tables["Community"].filter(pl.col("id") == "community-0").row(0, named=True)
     assert first["name"] == "core"  # degree alone would pick the hub (weight 11 vs 6)
     assert first["l2_triples"] == 3 and first["l1_attributes"] == 3
-    assert mode.startswith("offline") and "core has timepoint x" in first["summary"] and "4 entities" in first["summary"]
+    assert (
+        mode.startswith("offline") and "core has timepoint x" in first["summary"] and "4 entities" in first["summary"]
+    )
 
 
 def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp_path):
     """A COPY that fails inside the transaction surfaces its own error, and nothing is half-written."""
-    good = {"Document": pl.DataFrame({"id": ["P|d"], "partition": ["P"], "doc_id": ["d"], "title": ["t"],
-                                      "grade": ["C"], "year": [2020], "source": ["s"]})}
+    good = {
+        "Document": pl.DataFrame(
+            {
+                "id": ["P|d"],
+                "partition": ["P"],
+                "doc_id": ["d"],
+                "title": ["t"],
+                "grade": ["C"],
+                "year": [2020],
+                "source": ["s"],
+            }
+        )
+    }
     with GraphStore(tmp_path / "g.kz") as store:
         store.replace_partition("P", good, "run-1")
         broken = {"Document": good["Document"].with_columns(pl.lit("x").alias("extra"))}
@@ -175,12 +260,23 @@ def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp
 
 def test_a_writer_works_on_a_copy_that_replaces_the_store_only_when_it_closes_cleanly(tmp_path):
     """Readers keep reading the live file while a writer works; an error discards the writer's copy."""
-    doc = pl.DataFrame({"id": ["P|d"], "partition": ["P"], "doc_id": ["d"], "title": ["t"], "grade": ["C"],
-                        "year": [2020], "source": ["s"]})
+    doc = pl.DataFrame(
+        {
+            "id": ["P|d"],
+            "partition": ["P"],
+            "doc_id": ["d"],
+            "title": ["t"],
+            "grade": ["C"],
+            "year": [2020],
+            "source": ["s"],
+        }
+    )
     with GraphStore(tmp_path / "g.kz") as store:
         store.replace_partition("P", {"Document": doc}, "run-1")
     with GraphStore(tmp_path / "g.kz") as writer:
-        writer.replace_partition("P", {"Document": pl.concat([doc, doc.with_columns(pl.lit("P|e").alias("id"))])}, "run-2")
+        writer.replace_partition(
+            "P", {"Document": pl.concat([doc, doc.with_columns(pl.lit("P|e").alias("id"))])}, "run-2"
+        )
         with GraphStore(tmp_path / "g.kz", read_only=True) as reader:  # opens while the writer holds its copy
             assert reader.count("MATCH (d:Document) RETURN count(*)") == 1 and reader.versions() == {"P": "run-1"}
     with GraphStore(tmp_path / "g.kz", read_only=True) as reader:

@@ -20,16 +20,23 @@ ARTICLES = {"ACL": {"PMC3718450"}, "PFP": {"PMC1562433"}}
 
 def _counts(lake, code):
     with GraphStore(lake / "stores" / "kuzu" / "graph.kz", read_only=True) as store:
-        return {label: store.count(f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)", {"p": code})
-                for label in ("Document", "Window", "Attribute")} | {
-            "Entity": store.count("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p "
-                                  "RETURN count(DISTINCT e.id)", {"p": code}),
-            "RELATES": store.count("MATCH (:Entity)-[r:RELATES]->() WHERE r.partition = $p RETURN count(*)", {"p": code})}
+        return {
+            label: store.count(f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)", {"p": code})
+            for label in ("Document", "Window", "Attribute")
+        } | {
+            "Entity": store.count(
+                "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p RETURN count(DISTINCT e.id)",
+                {"p": code},
+            ),
+            "RELATES": store.count(
+                "MATCH (:Entity)-[r:RELATES]->() WHERE r.partition = $p RETURN count(*)", {"p": code}
+            ),
+        }
 
 
 def test_partitions_write_idempotently_and_feed_the_tree_and_channel(lake, datasets_dir):
     catalogue = load_catalogue(DEFAULT_CATALOGUE)
-    for code, ids in ARTICLES.items():
+    for ids in ARTICLES.values():
         import_dataset("evidence-inference", datasets_dir, lake / "landing", catalogue, ids=ids)
     for extra in (lake / "landing").iterdir():
         if extra.name not in ARTICLES:
@@ -55,14 +62,18 @@ def test_partitions_write_idempotently_and_feed_the_tree_and_channel(lake, datas
     shared = entities.group_by("id").agg(pl.col("partition").n_unique().alias("k")).filter(pl.col("k") == 2)["id"]
     assert shared.len() > 0  # the same name and type in both conditions ...
     with GraphStore(lake / "stores" / "kuzu" / "graph.kz", read_only=True) as store:
-        nodes = store.query("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids "
-                            "RETURN e.id AS id, count(DISTINCT w.partition) AS k", {"ids": shared.to_list()})
+        nodes = store.query(
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids "
+            "RETURN e.id AS id, count(DISTINCT w.partition) AS k",
+            {"ids": shared.to_list()},
+        )
         assert nodes.height == shared.len() and set(nodes["k"]) == {2}  # ... is one node mentioned in both
         members = store.count("MATCH (:Entity)-[:IN_COMMUNITY]->(:Community) RETURN count(*)")
         assert members == entities["id"].n_unique()
         channel = GraphChannel(store, entities, lambda t: embed(t, max_tokens=32))
-        anchors = question_anchors("Does exercise therapy reduce pain in patients with patellofemoral pain?",
-                                   ("patellofemoral pain",))
+        anchors = question_anchors(
+            "Does exercise therapy reduce pain in patients with patellofemoral pain?", ("patellofemoral pain",)
+        )
         found = channel.search(anchors, partitions=["PFP"])
     windows = set(pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")["window_id"])
     assert found and all(c.window_id in windows for c in found) and len(found) <= 120

@@ -13,49 +13,124 @@ from ebm_platform.retrieval.questions import question_anchors
 
 # (question, intervention, comparator, outcome, population, timepoint)
 CASES = [
-    ("Does eccentric exercise reduce pain in patellar tendinopathy compared with usual care?",
-     "eccentric exercise", "usual care", "pain", None, None),
-    ("In adults with low back pain, is yoga better than stretching for disability at 12 weeks?",
-     "yoga", "stretching", "disability", "adults with low back pain", "12 weeks"),
-    ("Does manual therapy versus exercise improve function in knee osteoarthritis?",
-     "manual therapy", "exercise", "function", None, None),
-    ("Compared with placebo, does naproxen change pain scores in runners at 6 weeks?",
-     "naproxen", "placebo", "pain scores", "runners", "6 weeks"),
-    ("What is the effect of brief therapy on physical function in patients with non-arthritic, intra-articular hip pain?",
-     "brief therapy", None, "physical function", "patients with non-arthritic, intra-articular hip pain", None),
-    ("Does supervised cycling result in better gait compared to no supervised therapy?",
-     "supervised cycling", "no supervised therapy", "gait", None, None),
-    ("Is there a significant difference in hop distance between bracing and taping?",
-     "bracing", "taping", "hop distance", None, None),
-    ("Which is better for plantar heel pain, shockwave therapy or insoles?",
-     "shockwave therapy", "insoles", "plantar heel pain", None, None),
-    ("What is the effect of losartan 50 mg once daily compared with captopril on mortality?",
-     "losartan 50 mg once daily", "captopril", "mortality", None, None),
+    (
+        "Does eccentric exercise reduce pain in patellar tendinopathy compared with usual care?",
+        "eccentric exercise",
+        "usual care",
+        "pain",
+        None,
+        None,
+    ),
+    (
+        "In adults with low back pain, is yoga better than stretching for disability at 12 weeks?",
+        "yoga",
+        "stretching",
+        "disability",
+        "adults with low back pain",
+        "12 weeks",
+    ),
+    (
+        "Does manual therapy versus exercise improve function in knee osteoarthritis?",
+        "manual therapy",
+        "exercise",
+        "function",
+        None,
+        None,
+    ),
+    (
+        "Compared with placebo, does naproxen change pain scores in runners at 6 weeks?",
+        "naproxen",
+        "placebo",
+        "pain scores",
+        "runners",
+        "6 weeks",
+    ),
+    (
+        "What is the effect of brief therapy on physical function in patients with non-arthritic, intra-articular hip pain?",
+        "brief therapy",
+        None,
+        "physical function",
+        "patients with non-arthritic, intra-articular hip pain",
+        None,
+    ),
+    (
+        "Does supervised cycling result in better gait compared to no supervised therapy?",
+        "supervised cycling",
+        "no supervised therapy",
+        "gait",
+        None,
+        None,
+    ),
+    (
+        "Is there a significant difference in hop distance between bracing and taping?",
+        "bracing",
+        "taping",
+        "hop distance",
+        None,
+        None,
+    ),
+    (
+        "Which is better for plantar heel pain, shockwave therapy or insoles?",
+        "shockwave therapy",
+        "insoles",
+        "plantar heel pain",
+        None,
+        None,
+    ),
+    (
+        "What is the effect of losartan 50 mg once daily compared with captopril on mortality?",
+        "losartan 50 mg once daily",
+        "captopril",
+        "mortality",
+        None,
+        None,
+    ),
     # 'on' inside the intervention: the outcome starts after the comparator
-    ("What is the effect of a workshop on EBM compared with usual teaching on confidence scores?",
-     "workshop on EBM", "usual teaching", "confidence scores", None, None),
+    (
+        "What is the effect of a workshop on EBM compared with usual teaching on confidence scores?",
+        "workshop on EBM",
+        "usual teaching",
+        "confidence scores",
+        None,
+        None,
+    ),
 ]
 
 
 @pytest.mark.parametrize("question, intervention, comparator, outcome, population, timepoint", CASES)
 def test_question_anchors_read_each_phrasing(question, intervention, comparator, outcome, population, timepoint):
     a = question_anchors(question)
-    assert (a.intervention, a.comparator, a.outcome, a.population, a.timepoint) == \
-        (intervention, comparator, outcome, population, timepoint)
-    assert a.terms == [v for v in (a.population, a.intervention, a.comparator, a.outcome, a.timepoint, a.condition) if v]
+    assert (a.intervention, a.comparator, a.outcome, a.population, a.timepoint) == (
+        intervention,
+        comparator,
+        outcome,
+        population,
+        timepoint,
+    )
+    assert a.terms == [
+        v for v in (a.population, a.intervention, a.comparator, a.outcome, a.timepoint, a.condition) if v
+    ]
 
 
 def test_question_anchors_never_invent_missing_fields():
-    a = question_anchors("In adults with patellofemoral pain, does adding hip strengthening to knee exercise "
-                         "reduce pain more than knee exercise alone?", ("patellofemoral pain",))
+    a = question_anchors(
+        "In adults with patellofemoral pain, does adding hip strengthening to knee exercise "
+        "reduce pain more than knee exercise alone?",
+        ("patellofemoral pain",),
+    )
     assert a.population == "adults with patellofemoral pain" and a.condition == "patellofemoral pain"
     assert "hip strengthening" in a.intervention and a.comparator == "knee exercise alone"
     assert a.timepoint is None
     title = question_anchors("Clinical identifiers for adhesive capsulitis: are we seeing the real picture?")
     assert (title.intervention, title.comparator, title.outcome) == (None, None, None)  # a title, not a question
     bare = question_anchors("Is ice useful?")
-    assert (bare.intervention, bare.population, bare.comparator, bare.outcome, bare.timepoint) == \
-        ("ice", None, None, None, None)
+    assert (bare.intervention, bare.population, bare.comparator, bare.outcome, bare.timepoint) == (
+        "ice",
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_the_condition_is_its_own_anchor_not_part_of_the_outcome():
@@ -79,7 +154,9 @@ def test_question_evaluation_scores_the_parser_above_the_whole_question(datasets
 def test_a_phrasing_renders_a_prompt_and_an_unknown_one_fails_before_any_lake_is_built(lake, capsys):
     prompt = {"intervention": "naproxen", "comparator": "placebo", "outcome": "pain"}
     assert phrase(prompt, "better-than") == "Is naproxen better than placebo for pain?"
-    assert phrase(prompt, "outcome-differ", " at 6 weeks") == "Does pain differ between naproxen and placebo at 6 weeks?"
+    assert (
+        phrase(prompt, "outcome-differ", " at 6 weeks") == "Does pain differ between naproxen and placebo at 6 weeks?"
+    )
     with pytest.raises(ValueError, match="unknown phrasing"):
         phrase(prompt, "worse-than")
     assert main(["eval", "retrieval", "--benchmark", "evidence-inference", "--phrasing", "worse-than"]) == 2
@@ -90,13 +167,20 @@ def test_a_phrasing_renders_a_prompt_and_an_unknown_one_fails_before_any_lake_is
 
 
 def test_evaluation_questions_take_the_phrasing_the_template_otherwise(datasets_dir, tmp_path):
-    rows = [r for r in labelled_prompts(datasets_dir, "validation").head(20).iter_rows(named=True)
-            if any(len(e) > 20 for e in r["evidence"])][:3]
+    rows = [
+        r
+        for r in labelled_prompts(datasets_dir, "validation").head(20).iter_rows(named=True)
+        if any(len(e) > 20 for e in r["evidence"])
+    ][:3]
     windows = tmp_path / "assets" / "evidence_windows"
     windows.mkdir(parents=True)
-    pl.DataFrame({"window_id": [f"w{i}" for i in range(len(rows))],
-                  "source": [f"evidence_inference:{r['pmcid']}" for r in rows],
-                  "text": [max(r["evidence"], key=len) for r in rows]}).write_parquet(windows / "ALL.parquet")
+    pl.DataFrame(
+        {
+            "window_id": [f"w{i}" for i in range(len(rows))],
+            "source": [f"evidence_inference:{r['pmcid']}" for r in rows],
+            "text": [max(r["evidence"], key=len) for r in rows],
+        }
+    ).write_parquet(windows / "ALL.parquet")
     template, _ = questions("evidence-inference", "validation", datasets_dir, tmp_path)
     phrased, _ = questions("evidence-inference", "validation", datasets_dir, tmp_path, "better-than")
     by_id = {q["id"]: q for q in phrased}

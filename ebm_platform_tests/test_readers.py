@@ -29,19 +29,26 @@ Combine hip and knee exercises to reduce pain in adults with patellofemoral pain
 def test_markdown_front_matter():
     doc = read_markdown(GUIDELINE, "x.md")
     assert (doc.title, doc.grade, doc.year, doc.conditions) == (
-        "Hip and knee exercise for patellofemoral pain", "A", 2019, ["PFP"])
+        "Hip and knee exercise for patellofemoral pain",
+        "A",
+        2019,
+        ["PFP"],
+    )
     assert doc.grade_basis.startswith("metadata:evidence_grade") and doc.study_design == "guideline"
     assert len(doc.doc_id) == 16 and doc.doc_id == read_markdown(GUIDELINE, "y.md").doc_id
 
 
-@pytest.mark.parametrize("data, reason", [
-    (b"", "empty file"),
-    (b"\x00\x01\x02binary", "binary"),
-    ("---\ntitle: x\n---\nbody caf\u00e9".encode("latin-1"), "UTF-8"),
-    (b"# no front matter\n\ntext", "without YAML front matter"),
-    (GUIDELINE.replace(b"evidence_grade: A", b"evidence_grade: F"), "unknown evidence_grade"),
-    (b"---\ntitle: [unclosed\n---\nbody", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        (b"", "empty file"),
+        (b"\x00\x01\x02binary", "binary"),
+        ("---\ntitle: x\n---\nbody caf\u00e9".encode("latin-1"), "UTF-8"),
+        (b"# no front matter\n\ntext", "without YAML front matter"),
+        (GUIDELINE.replace(b"evidence_grade: A", b"evidence_grade: F"), "unknown evidence_grade"),
+        (b"---\ntitle: [unclosed\n---\nbody", "invalid YAML"),
+    ],
+)
 def test_markdown_errors_say_why(data, reason):
     with pytest.raises(DocumentError, match=reason):
         read_markdown(data)
@@ -53,14 +60,20 @@ def test_grading_rules_in_priority_order():
     assert grade_document(None, "", "Exercise for back pain", "Patients were randomly assigned")[0] == "C"
     assert grade_document(None, "", "Running injuries: a prospective cohort", "")[0] == "D"
     assert grade_document(None, "", "Case report", "")[0] == "E"
-    assert grade_document("b", "", "anything", "") == ("B", "systematic review",
-                                                      "metadata:evidence_grade; type none:no design stated (lowest level)")
+    assert grade_document("b", "", "anything", "") == (
+        "B",
+        "systematic review",
+        "metadata:evidence_grade; type none:no design stated (lowest level)",
+    )
 
 
 def test_guidelines_in_an_abstract_do_not_make_a_trial_a_guideline():
     text = "Following current guidelines, 80 patients were randomized to hip or knee exercise."
-    assert grade_document(None, "research-article", "Hip exercise for knee pain", text) == \
-        ("C", "randomised controlled trial", "abstract:randomised controlled trial")
+    assert grade_document(None, "research-article", "Hip exercise for knee pain", text) == (
+        "C",
+        "randomised controlled trial",
+        "abstract:randomised controlled trial",
+    )
     assert grade_document(None, "", "Clinical practice guideline for knee pain", text)[:2] == ("A", "guideline")
     # an explicit grade wins for the grade; the type still comes from the text
     assert grade_document("A", "", "Knee pain", text)[:2] == ("A", "randomised controlled trial")
@@ -69,15 +82,28 @@ def test_guidelines_in_an_abstract_do_not_make_a_trial_a_guideline():
 def test_design_words_that_name_a_topic_or_cite_other_work_are_not_the_design():
     # real Evidence Inference titles and abstract phrasing: a guideline as a trial's topic, a
     # meta-analysis cited in the background, a non-randomised study
-    assert document_type("", "Implementing a guideline for the treatment of type 2 diabetics: results of a Cluster- "
-                             "Randomized Controlled Trial (C-RCT)", "")[0] == RCT
+    assert (
+        document_type(
+            "",
+            "Implementing a guideline for the treatment of type 2 diabetics: results of a Cluster- "
+            "Randomized Controlled Trial (C-RCT)",
+            "",
+        )[0]
+        == RCT
+    )
     background = "A previous meta-analysis suggested benefit. Sixty patients were randomized to massage or usual care."
     assert document_type("", "Massage for sleep", background)[0] == RCT
-    assert document_type("", "Meta-analyses of exercise", "We searched MEDLINE and Embase for randomized trials.")[0] \
+    assert (
+        document_type("", "Meta-analyses of exercise", "We searched MEDLINE and Embase for randomized trials.")[0]
         == "meta-analysis"
-    assert document_type("", "Delayed gastric emptying", "This prospective, non-randomized study of 51 patients")[0] \
+    )
+    assert (
+        document_type("", "Delayed gastric emptying", "This prospective, non-randomized study of 51 patients")[0]
         == "non-randomised trial"
-    assert document_type("", "Gallbladder carcinoma", "We present the case of a 45-year-old female.")[0] == "case report"
+    )
+    assert (
+        document_type("", "Gallbladder carcinoma", "We present the case of a 45-year-old female.")[0] == "case report"
+    )
     assert document_type("", "Knee pain", "Knee pain is common. Exercise may help.")[0] == "expert opinion"
 
 

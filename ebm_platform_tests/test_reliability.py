@@ -50,13 +50,18 @@ def _pools(seed: int) -> pl.DataFrame:
     from ebm_platform.betr.fit import simulate
 
     pools = simulate(60, 1.0 + 0.3 * seed, {"A": 0, "B": -0.1, "C": -0.3, "D": -0.4, "E": -0.6}, seed=seed)
-    return pools.with_columns(("sim-" + pl.col("question_id")).alias("question_id"), pl.lit("simulated").alias("scorer"),
-                              pl.when(pl.col("question_id").str.slice(1).cast(pl.Int64) % 5 == 0)
-                              .then(pl.lit("validation")).otherwise(pl.lit("train")).alias("split"))
+    return pools.with_columns(
+        ("sim-" + pl.col("question_id")).alias("question_id"),
+        pl.lit("simulated").alias("scorer"),
+        pl.when(pl.col("question_id").str.slice(1).cast(pl.Int64) % 5 == 0)
+        .then(pl.lit("validation"))
+        .otherwise(pl.lit("train"))
+        .alias("split"),
+    )
 
 
 @pytest.fixture(scope="module")
-def states(tmp_path_factory, datasets_dir) -> dict[str, Path]:
+def states(tmp_path_factory, datasets_dir, environment_models) -> dict[str, Path]:
     """Pre-write lakes per store: the store holds A, its inputs are B."""
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.corpus.importers import import_dataset
@@ -66,8 +71,9 @@ def states(tmp_path_factory, datasets_dir) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("reliability")
     lake_a = root / "A" / "lake"
-    import_dataset("evidence-inference", datasets_dir, lake_a / "landing", load_catalogue(DEFAULT_CATALOGUE),
-                   ids=ARTICLES)
+    import_dataset(
+        "evidence-inference", datasets_dir, lake_a / "landing", load_catalogue(DEFAULT_CATALOGUE), ids=ARTICLES
+    )
     for asset in ("upstream", "knowledge_graph", "window_index"):
         _materialise(lake_a, asset)
     write_parquet(_pools(1), lake_a / "assets" / "candidate_pools.parquet")
@@ -123,20 +129,35 @@ def observe_index(lake: Path) -> dict | str:
     index = WindowIndex(lake / "stores" / "lancedb")
     if index.text_index_problems():
         return BUSY
-    return {"rows": index.count(PARTITION), "full_text_hits": index.full_text("knee pain exercise", 500).height,
-            "dense_rows": index.dense(np.ones(384, dtype=np.float32), 500).height}
+    return {
+        "rows": index.count(PARTITION),
+        "full_text_hits": index.full_text("knee pain exercise", 500).height,
+        "dense_rows": index.dense(np.ones(384, dtype=np.float32), 500).height,
+    }
 
 
 def observe_betr(lake: Path) -> dict | str:
     raw = json.loads((lake / "stores" / "betr" / "parameters.json").read_text())
-    return {"a": round(raw["a"], 6), "tau": raw["tau"], "u": json.dumps(raw["u"], sort_keys=True),
-            "train_pairs": raw["provenance"]["train_pairs"]}
+    return {
+        "a": round(raw["a"], 6),
+        "tau": raw["tau"],
+        "u": json.dumps(raw["u"], sort_keys=True),
+        "train_pairs": raw["provenance"]["train_pairs"],
+    }
 
 
 # which lost-data column each observed count feeds
-LOSS = {"documents": "documents", "windows": "windows", "entities": "graph rows", "relations": "graph rows",
-        "attributes": "graph rows", "entity_rows": "graph rows", "rows": "index rows", "full_text_hits": "index rows",
-        "dense_rows": "index rows"}
+LOSS = {
+    "documents": "documents",
+    "windows": "windows",
+    "entities": "graph rows",
+    "relations": "graph rows",
+    "attributes": "graph rows",
+    "entity_rows": "graph rows",
+    "rows": "index rows",
+    "full_text_hits": "index rows",
+    "dense_rows": "index rows",
+}
 
 
 def _lost(expected: dict, seen: dict) -> dict[str, int]:
@@ -148,8 +169,14 @@ def _lost(expected: dict, seen: dict) -> dict[str, int]:
 
 
 def _child(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "ebm_platform_tests.reliability_child", *args], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ebm_platform_tests.reliability_child", *args],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
 
 
 def _run_child(lake: Path, asset: str, barrier: str | None = None, delay: float | None = None) -> tuple[str, float]:
@@ -167,8 +194,9 @@ def _run_child(lake: Path, asset: str, barrier: str | None = None, delay: float 
     return ("killed" if code == -signal.SIGKILL else "completed" if code == 0 else "failed"), seconds
 
 
-def crash_sweep(name: str, asset: str, pre: Path, barriers: list[str], observe: Callable[[Path], dict | str],
-                tmp: Path) -> None:
+def crash_sweep(
+    name: str, asset: str, pre: Path, barriers: list[str], observe: Callable[[Path], dict | str], tmp: Path
+) -> None:
     """KILLS_PER_STORE kills (the barriers, then a delay sweep over the write) of a child writing
     `asset`; after each: the state is A or B exactly (or detected as busy), the next run equals B."""
     state_a = observe(pre)
@@ -199,36 +227,64 @@ def crash_sweep(name: str, asset: str, pre: Path, barriers: list[str], observe: 
         failed = label == "mixture" or recovered != state_b or how == "failed"
         row["failures"] += failed
         if failed:
-            row["notes"].append(f"kill {n} ({barrier or f'{delay:.2f} s'}): {how}, seen {seen}, after rerun {recovered}")
+            row["notes"].append(
+                f"kill {n} ({barrier or f'{delay:.2f} s'}): {how}, seen {seen}, after rerun {recovered}"
+            )
         for key, value in lost.items():
             row[key] += value
         shutil.rmtree(work)
-    row["notes"].insert(0, f"after the kill: {states['A']} in state A, {states['B']} in state B, {states[BUSY]} "
-                           f"detected as being rebuilt, {states['mixture']} mixtures; write {duration:.1f} s")
+    row["notes"].insert(
+        0,
+        f"after the kill: {states['A']} in state A, {states['B']} in state B, {states[BUSY]} "
+        f"detected as being rebuilt, {states['mixture']} mixtures; write {duration:.1f} s",
+    )
     RESULTS.append(row)
     assert row["failures"] == 0, row["notes"]
     assert all(row[c] == 0 for c in LOST_COLUMNS), row
 
 
 def test_crash_source_documents(states, tmp_path):
-    crash_sweep("source_documents (parquet + DuckDB)", "source_documents", states["source_documents"],
-                ["duckdb-committed", "parquet-before-rename"], observe_documents, tmp_path)
+    crash_sweep(
+        "source_documents (parquet + DuckDB)",
+        "source_documents",
+        states["source_documents"],
+        ["duckdb-committed", "parquet-before-rename"],
+        observe_documents,
+        tmp_path,
+    )
 
 
 def test_crash_knowledge_graph(states, tmp_path):
-    crash_sweep("knowledge_graph (Kùzu + parquet)", "knowledge_graph", states["knowledge_graph"],
-                ["graph-committed-in-copy", "graph-renamed-before-parquet", "parquet-before-rename"],
-                observe_graph, tmp_path)
+    crash_sweep(
+        "knowledge_graph (Kùzu + parquet)",
+        "knowledge_graph",
+        states["knowledge_graph"],
+        ["graph-committed-in-copy", "graph-renamed-before-parquet", "parquet-before-rename"],
+        observe_graph,
+        tmp_path,
+    )
 
 
 def test_crash_window_index(states, tmp_path):
-    crash_sweep("window_index (LanceDB + FTS)", "window_index", states["window_index"],
-                ["lance-staging", "lance-committed-before-fts", "lance-before-compaction"], observe_index, tmp_path)
+    crash_sweep(
+        "window_index (LanceDB + FTS)",
+        "window_index",
+        states["window_index"],
+        ["lance-staging", "lance-committed-before-fts", "lance-before-compaction"],
+        observe_index,
+        tmp_path,
+    )
 
 
 def test_crash_betr_parameters(states, tmp_path):
-    crash_sweep("betr_parameters (JSON)", "betr_parameters", states["betr_parameters"], ["betr-before-rename"],
-                observe_betr, tmp_path)
+    crash_sweep(
+        "betr_parameters (JSON)",
+        "betr_parameters",
+        states["betr_parameters"],
+        ["betr-before-rename"],
+        observe_betr,
+        tmp_path,
+    )
 
 
 def test_readers_during_writes(states, tmp_path):
@@ -243,9 +299,22 @@ def test_readers_during_writes(states, tmp_path):
     shutil.copytree(states["source_documents"] / "assets", inputs["A"])  # upstream still from lake A
     stop = tmp_path / "stop"
     env = {**_env(), "EBM_STORE_WAIT_S": "10"}
-    reader = subprocess.Popen([sys.executable, "-m", "ebm_platform_tests.reliability_child", "read", str(lake), str(stop),
-                               "Does exercise therapy reduce knee pain in patellofemoral pain?"],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ebm_platform_tests.reliability_child",
+            "read",
+            str(lake),
+            str(stop),
+            "Does exercise therapy reduce knee pain in patellofemoral pain?",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO,
+    )
     lines: list[str] = []
     pump = threading.Thread(target=lambda: lines.extend(reader.stdout), daemon=True)
     pump.start()
@@ -270,9 +339,15 @@ def test_readers_during_writes(states, tmp_path):
         key = o["outcome"] if not o["outcome"].startswith("crash") else "crash"
         counts[key] = counts.get(key, 0) + 1
     bad = [o for o in outcomes if o["outcome"].startswith(("crash", "partial"))]
-    RESULTS.append({"test": f"readers during {writes} writes (ask, graph query, candidate pool)", "runs": len(outcomes),
-                    "failures": len(bad), **dict.fromkeys(LOST_COLUMNS, 0),
-                    "notes": [f"outcomes: {counts}"] + [o["outcome"] for o in bad[:3]]})
+    RESULTS.append(
+        {
+            "test": f"readers during {writes} writes (ask, graph query, candidate pool)",
+            "runs": len(outcomes),
+            "failures": len(bad),
+            **dict.fromkeys(LOST_COLUMNS, 0),
+            "notes": [f"outcomes: {counts}"] + [o["outcome"] for o in bad[:3]],
+        }
+    )
     assert len(outcomes) >= 20 and not bad, counts
 
 
@@ -297,12 +372,20 @@ def test_load_with_malformed_questions(states, tmp_path):
     for asset in ("knowledge_graph", "window_index"):
         _materialise(lake, asset)
     report = load_run(lake, LOAD_QUESTIONS)
-    RESULTS.append({"test": "load: 200 asks, 4 threads, 20% malformed", "runs": report["calls"],
-                    "failures": report["crashes"] + report["wrong_outcomes"], **dict.fromkeys(LOST_COLUMNS, 0),
-                    "notes": [f"outcomes {report['outcomes']}; p50 {report['p50']:.2f} s, p95 {report['p95']:.2f} s "
-                              f"(same-run serial baseline p50 {report['baseline_p50']:.2f} s, p95 "
-                              f"{report['baseline_p95']:.2f} s); resident memory {report['rss_first_mb']:.0f} MB after "
-                              f"the first 20 calls, {report['rss_end_mb']:.0f} MB at the end ({report['rss_growth']:+.1%})"]})
+    RESULTS.append(
+        {
+            "test": "load: 200 asks, 4 threads, 20% malformed",
+            "runs": report["calls"],
+            "failures": report["crashes"] + report["wrong_outcomes"],
+            **dict.fromkeys(LOST_COLUMNS, 0),
+            "notes": [
+                f"outcomes {report['outcomes']}; p50 {report['p50']:.2f} s, p95 {report['p95']:.2f} s "
+                f"(same-run serial baseline p50 {report['baseline_p50']:.2f} s, p95 "
+                f"{report['baseline_p95']:.2f} s); resident memory {report['rss_first_mb']:.0f} MB after "
+                f"the first 20 calls, {report['rss_end_mb']:.0f} MB at the end ({report['rss_growth']:+.1%})"
+            ],
+        }
+    )
     assert report["crashes"] == 0 and report["wrong_outcomes"] == 0
     assert report["rss_growth"] <= 0.10
 
@@ -331,19 +414,26 @@ def lake_counts(lake: Path, codes: list[str]) -> dict[str, dict[str, int]]:
     counts = {}
     with store:
         for code in codes:
-            row = {a: pl.read_parquet(p).height if (p := lake / "assets" / a / f"{code}.parquet").exists() else 0
-                   for a in ("source_documents", "evidence_windows", "pico_extractions", "benchmark_qa")}
+            row = {
+                a: pl.read_parquet(p).height if (p := lake / "assets" / a / f"{code}.parquet").exists() else 0
+                for a in ("source_documents", "evidence_windows", "pico_extractions", "benchmark_qa")
+            }
             for label in ("Document", "Window", "Attribute"):
-                row[f"graph {label}"] = store.count(f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)",
-                                                    {"p": code})
+                row[f"graph {label}"] = store.count(
+                    f"MATCH (n:{label}) WHERE n.partition = $p RETURN count(*)", {"p": code}
+                )
             row["index rows"] = index.count(code)
             counts[code] = row
     return counts
 
 
 # which lost-data column each counted key feeds
-BACKFILL_LOSS = {"documents": ["source_documents"], "windows": ["evidence_windows"],
-                 "graph rows": ["graph Document", "graph Window", "graph Attribute"], "index rows": ["index rows"]}
+BACKFILL_LOSS = {
+    "documents": ["source_documents"],
+    "windows": ["evidence_windows"],
+    "graph rows": ["graph Document", "graph Window", "graph Attribute"],
+    "index rows": ["index rows"],
+}
 
 
 def _ask_loop(env: dict[str, str], stop: Path, log: list[dict]) -> None:
@@ -352,17 +442,23 @@ def _ask_loop(env: dict[str, str], stop: Path, log: list[dict]) -> None:
     n = 0
     while not stop.exists():
         question = LOAD_QUESTIONS[n % len(LOAD_QUESTIONS)]
-        done = subprocess.run([ebm, "ask", question, "--json"], env=env, cwd=REPO, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [ebm, "ask", question, "--json"], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
+        )
         err = done.stderr.lower()
         answered = done.returncode == 0 and bool(json.loads(done.stdout).get("core_answer"))
-        outcome = ("answered" if answered else "busy (clear retry error)" if "is being rebuilt" in err else
-                   f"failed: exit {done.returncode}: {(done.stderr or done.stdout)[-300:]}")
+        outcome = (
+            "answered"
+            if answered
+            else "busy (clear retry error)"
+            if "is being rebuilt" in err
+            else f"failed: exit {done.returncode}: {(done.stderr or done.stdout)[-300:]}"
+        )
         log.append({"outcome": outcome, "lock_error": "lock" in err})
         n += 1
 
 
-def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, datasets_dir):
+def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, datasets_dir, environment_models):
     """All 23 partitions as one backfill submitted to a real instance (queued run coordinator, 2
     concurrent runs, multiprocess executor, writer pools; the backfill daemon started by `ebm
     backfill`) while `ebm ask` runs in a loop; the counts must equal the serial build's."""
@@ -374,11 +470,22 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
     # backfill's runs are measured (the automation that follows a change is tested in test_automation)
     instance_yaml = (REPO / "dagster.yaml").read_text().replace("data_lake/.dagster", str(home / ".dagster"))
     (home / "dagster.yaml").write_text(instance_yaml + "auto_materialize:\n  enabled: false\n  use_sensors: false\n")
-    env = {**_env(), "DAGSTER_HOME": str(home), "EBM_LAKE": str(lake), "EBM_DATASETS_DIR": str(datasets_dir),
-           "EBM_STORE_WAIT_S": "30"}
+    env = {
+        **_env(),
+        "DAGSTER_HOME": str(home),
+        "EBM_LAKE": str(lake),
+        "EBM_DATASETS_DIR": str(datasets_dir),
+        "EBM_STORE_WAIT_S": "30",
+    }
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", SERIAL_BUILD], env={**env, "EBM_RUN_WORKERS": "1"}, cwd=REPO, check=True,
-                   timeout=3600, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-c", SERIAL_BUILD],
+        env={**env, "EBM_RUN_WORKERS": "1"},
+        cwd=REPO,
+        check=True,
+        timeout=3600,
+        stdout=subprocess.DEVNULL,
+    )
     serial_s = time.monotonic() - started
     codes = conditions_partitions.get_partition_keys()
     serial = lake_counts(lake, codes)
@@ -386,8 +493,14 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
     asker = threading.Thread(target=_ask_loop, args=(env, stop, asks), daemon=True)
     asker.start()
     try:
-        done = subprocess.run([str(Path(sys.executable).parent / "ebm"), "backfill", "--json"], env=env, cwd=REPO,
-                              capture_output=True, text=True, timeout=3 * 3600)
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "ebm"), "backfill", "--json"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=3 * 3600,
+        )
     finally:
         stop.touch()
         asker.join(timeout=900)
@@ -400,16 +513,24 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
     by_outcome: dict[str, int] = {}
     for a in asks:
         by_outcome[a["outcome"][:40]] = by_outcome.get(a["outcome"][:40], 0) + 1
-    RESULTS.append({"test": "backfill of 23 partitions via the daemon (2 concurrent runs) while `ebm ask` loops",
-                    "runs": sum(outcome["runs"].values()) + len(asks),
-                    "failures": len(outcome["failed_partitions"]) + len(failed_asks) + lock_errors,
-                    **{column: sum(max(0, serial[c][k] - rebuilt[c][k]) for c in codes for k in keys)
-                       for column, keys in BACKFILL_LOSS.items()},
-                    "notes": [f"runs {outcome['runs']} in {outcome['seconds']:.0f} s (serial build, one run "
-                              f"at a time, EBM_RUN_WORKERS=1, no ask loop, incl. import {serial_s:.0f} s); "
-                              f"asks {by_outcome}; lock errors {lock_errors}; "
-                              f"partitions whose counts differ from the serial build: {differ or 'none'}"]
-                    + failed_asks[:3]})
+    RESULTS.append(
+        {
+            "test": "backfill of 23 partitions via the daemon (2 concurrent runs) while `ebm ask` loops",
+            "runs": sum(outcome["runs"].values()) + len(asks),
+            "failures": len(outcome["failed_partitions"]) + len(failed_asks) + lock_errors,
+            **{
+                column: sum(max(0, serial[c][k] - rebuilt[c][k]) for c in codes for k in keys)
+                for column, keys in BACKFILL_LOSS.items()
+            },
+            "notes": [
+                f"runs {outcome['runs']} in {outcome['seconds']:.0f} s (serial build, one run "
+                f"at a time, EBM_RUN_WORKERS=1, no ask loop, incl. import {serial_s:.0f} s); "
+                f"asks {by_outcome}; lock errors {lock_errors}; "
+                f"partitions whose counts differ from the serial build: {differ or 'none'}"
+            ]
+            + failed_asks[:3],
+        }
+    )
     assert outcome["runs"] == {"SUCCESS": 23} and not outcome["failed_partitions"]
     assert not failed_asks and lock_errors == 0 and len(asks) >= 5
     assert not differ, {c: (serial[c], rebuilt[c]) for c in differ}

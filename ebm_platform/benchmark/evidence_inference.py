@@ -33,11 +33,17 @@ def prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
     """Prompts (PromptID, pmcid, intervention, comparator, outcome) of a split's present articles."""
     frame = pl.read_csv(_root(datasets_dir) / "prompts_merged.csv", infer_schema_length=0)
     frame = frame.select(
-        pl.col("PromptID").alias("prompt_id"), ("PMC" + pl.col("PMCID")).alias("pmcid"),
+        pl.col("PromptID").alias("prompt_id"),
+        ("PMC" + pl.col("PMCID")).alias("pmcid"),
         pl.col("Intervention").str.strip_chars().alias("intervention"),
         pl.col("Comparator").str.strip_chars().alias("comparator"),
-        pl.col("Outcome").str.strip_chars().alias("outcome"))
-    return frame.filter(pl.col("pmcid").is_in(sorted(article_ids(datasets_dir, split)))).unique("prompt_id", keep="first").sort("prompt_id")
+        pl.col("Outcome").str.strip_chars().alias("outcome"),
+    )
+    return (
+        frame.filter(pl.col("pmcid").is_in(sorted(article_ids(datasets_dir, split))))
+        .unique("prompt_id", keep="first")
+        .sort("prompt_id")
+    )
 
 
 def labelled_prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
@@ -48,13 +54,18 @@ def labelled_prompts(datasets_dir: Path, split: str) -> pl.DataFrame:
     notes = notes.filter((pl.col("Valid Label") == "True") & pl.col("Label").is_in(sorted(LABELS)))
     grouped = notes.group_by("PromptID").agg(
         pl.col("Label").mode().sort().first().alias("label"),
-        pl.col("Annotations").drop_nulls().unique().sort().alias("evidence"))
+        pl.col("Annotations").drop_nulls().unique().sort().alias("evidence"),
+    )
     # sorted: a join's row order is not stable between runs, and seeded samples are drawn from this order
-    return prompts(datasets_dir, split).join(grouped.rename({"PromptID": "prompt_id"}), on="prompt_id",
-                                             how="inner").sort("prompt_id")
+    return (
+        prompts(datasets_dir, split)
+        .join(grouped.rename({"PromptID": "prompt_id"}), on="prompt_id", how="inner")
+        .sort("prompt_id")
+    )
 
 
 def question_text(prompt: dict) -> str:
     """The clinical question a prompt asks (intervention, comparator and outcome in one sentence)."""
-    return (f"What is the effect of {prompt['intervention']} compared with {prompt['comparator']} "
-            f"on {prompt['outcome']}?")
+    return (
+        f"What is the effect of {prompt['intervention']} compared with {prompt['comparator']} on {prompt['outcome']}?"
+    )

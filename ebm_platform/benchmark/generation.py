@@ -33,8 +33,11 @@ from ebm_platform.evaluation.retrieval_eval import fold
 from ebm_platform.graph.pico_rules import Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
 
-RESULT = re.compile(r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
-                    r"effective|superior|inferior|p\s*[<=]\s*0?\.\d+|95%\s*CI)", re.I)
+RESULT = re.compile(
+    r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
+    r"effective|superior|inferior|p\s*[<=]\s*0?\.\d+|95%\s*CI)",
+    re.I,
+)
 STATISTIC = re.compile(r"p\s*[<=]\s*0?\.\d+|95%\s*CI|confidence interval|significan", re.I)
 PICOT = ("p", "i", "c", "o", "t")
 RELATIONS = ("strongly supportive", "supportive", "weakly related", "unrelated")
@@ -66,13 +69,23 @@ QUESTION_SCHEMA = {
     "type": "object",
     "properties": {
         "question": {"type": "string", "minLength": 10},
-        "picot": {"type": "object", "properties": {k: {"type": ["string", "null"]} for k in PICOT},
-                  "required": ["i", "o"]},
+        "picot": {
+            "type": "object",
+            "properties": {k: {"type": ["string", "null"]} for k in PICOT},
+            "required": ["i", "o"],
+        },
         "exact_answer": {"type": "string", "minLength": 5},
-        "nuggets": {"type": "array", "items": {
-            "type": "object", "properties": {"fact": {"type": "string", "minLength": 3},
-                                             "importance": {"enum": ["vital", "okay", "trivial"]}},
-            "required": ["fact", "importance"]}},
+        "nuggets": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "fact": {"type": "string", "minLength": 3},
+                    "importance": {"enum": ["vital", "okay", "trivial"]},
+                },
+                "required": ["fact", "importance"],
+            },
+        },
         "certainty": {"enum": ["sufficient", "uncertain"]},
     },
     "required": ["question", "picot", "exact_answer", "nuggets", "certainty"],
@@ -92,10 +105,16 @@ Answer with JSON only: {{"grades": [{{"n": <window number>, "relation": "..."}},
 
 GRADING_SCHEMA = {
     "type": "object",
-    "properties": {"grades": {"type": "array", "items": {
-        "type": "object", "properties": {"n": {"type": "integer", "minimum": 1},
-                                         "relation": {"enum": list(RELATIONS)}},
-        "required": ["n", "relation"]}}},
+    "properties": {
+        "grades": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "minimum": 1}, "relation": {"enum": list(RELATIONS)}},
+                "required": ["n", "relation"],
+            },
+        }
+    },
     "required": ["grades"],
 }
 
@@ -111,8 +130,13 @@ class GenerationLog:
     relations: Counter = field(default_factory=Counter)
 
     def as_metadata(self) -> dict:
-        return {"mode": self.mode, "sampled_windows": self.sampled, "rejected": dict(self.rejected),
-                "ungrounded_fields_dropped": self.ungrounded_fields_dropped, "stage3_relations": dict(self.relations)}
+        return {
+            "mode": self.mode,
+            "sampled_windows": self.sampled,
+            "rejected": dict(self.rejected),
+            "ungrounded_fields_dropped": self.ungrounded_fields_dropped,
+            "stage3_relations": dict(self.relations),
+        }
 
 
 def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tuple[dict, Extraction]]:
@@ -143,15 +167,21 @@ def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[s
     each other gold window's strongest result sentence, grade A first, each with its grade and id."""
     items = [(seed["grade"], seed["window_id"], exact_answer)]
     items += [(windows[w]["grade"], w, result_sentence(windows[w]["text"])) for w in gold if w != seed["window_id"]]
-    return " ".join(f"(grade {grade}) {statement} [{window_id}]"
-                    for grade, window_id, statement in sorted(items, key=lambda item: item[0]))
+    return " ".join(
+        f"(grade {grade}) {statement} [{window_id}]"
+        for grade, window_id, statement in sorted(items, key=lambda item: item[0])
+    )
 
 
 def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
     """A question from a window's own extracted PICO (no field from outside the window)."""
-    fields = {"p": (found.names("Population") or [None])[0], "i": found.names("Intervention")[0],
-              "c": (found.names("Comparator") or [None])[0], "o": found.names("Outcome")[0],
-              "t": (found.names("Timepoint") or [None])[0]}
+    fields = {
+        "p": (found.names("Population") or [None])[0],
+        "i": found.names("Intervention")[0],
+        "c": (found.names("Comparator") or [None])[0],
+        "o": found.names("Outcome")[0],
+        "t": (found.names("Timepoint") or [None])[0],
+    }
     question = f"What is the effect of {fields['i']}"
     question += f" compared with {fields['c']}" if fields["c"] else ""
     question += f" on {fields['o']}"
@@ -165,9 +195,13 @@ def offline_question(window: dict, found: Extraction) -> dict:
     question, fields = compose_question(found)
     answer = result_sentence(window["text"])
     clauses = [c.strip() for c in re.split(r";|, and | whereas | but ", answer) if len(c.strip()) > 10] or [answer]
-    return {"question": question, "picot": fields, "exact_answer": answer,
-            "nuggets": [{"fact": c, "importance": "vital" if n == 0 else "okay"} for n, c in enumerate(clauses)],
-            "certainty": "sufficient" if STATISTIC.search(window["text"]) else "uncertain"}
+    return {
+        "question": question,
+        "picot": fields,
+        "exact_answer": answer,
+        "nuggets": [{"fact": c, "importance": "vital" if n == 0 else "okay"} for n, c in enumerate(clauses)],
+        "certainty": "sufficient" if STATISTIC.search(window["text"]) else "uncertain",
+    }
 
 
 def grounded(value: str, window_text: str) -> bool:
@@ -186,23 +220,31 @@ def offline_relation(cosine: float, agreement: float) -> str:
 class QuestionGenerator:
     """Stages 1-3 for one partition's windows, with an LLM client or offline."""
 
-    def __init__(self, client: LLMClient, retrieve: Callable[[str, int], list[str]],
-                 embed: Callable[[list[str]], np.ndarray], accessibility_k: int = 10, pool_size: int = 30,
-                 window_vectors: Callable[[list[str]], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        retrieve: Callable[[str, int], list[str]],
+        embed: Callable[[list[str]], np.ndarray],
+        accessibility_k: int = 10,
+        pool_size: int = 30,
+        window_vectors: Callable[[list[str]], np.ndarray] | None = None,
+    ) -> None:
         """`window_vectors` returns the index's stored vectors of window ids; without it the
         windows' texts are embedded."""
         self.client, self.retrieve, self.embed = client, retrieve, embed
         self.window_vectors = window_vectors
         self.accessibility_k, self.pool_size = accessibility_k, pool_size
-        self.log = GenerationLog(mode="offline (composed from the seed window's extracted PICO)" if client.offline
-                                 else f"llm:{client.model}")
+        self.log = GenerationLog(
+            mode="offline (composed from the seed window's extracted PICO)" if client.offline else f"llm:{client.model}"
+        )
 
     def question(self, window: dict, found: Extraction) -> dict | None:
         """Stage 1 for one window; None (and counted) when the answer is unusable."""
         prompt = QUESTION_PROMPT.format(grade=window["grade"], window_id=window["window_id"], text=window["text"])
         try:
-            data = self.client.complete_json("benchmark_question", prompt, QUESTION_SCHEMA,
-                                             offline=lambda: offline_question(window, found)).data
+            data = self.client.complete_json(
+                "benchmark_question", prompt, QUESTION_SCHEMA, offline=lambda: offline_question(window, found)
+            ).data
         except LLMError as exc:  # one unusable answer costs one question, not the partition
             self.log.rejected[f"no valid model answer: {str(exc)[:120]}"] += 1
             return None
@@ -216,8 +258,9 @@ class QuestionGenerator:
             return None
         return {**data, "picot": picot}
 
-    def relations(self, question: str, answer: str, fields: dict[str, str | None], pool: list[str],
-                  text_of: dict[str, str]) -> dict[str, str]:
+    def relations(
+        self, question: str, answer: str, fields: dict[str, str | None], pool: list[str], text_of: dict[str, str]
+    ) -> dict[str, str]:
         """Stage 3: the relation of each pool window to the question, in batches of GRADING_BATCH."""
         pool_vectors = self.window_vectors(pool) if self.window_vectors else self.embed([text_of[w] for w in pool])
         vectors = np.vstack([self.embed([question]), pool_vectors])
@@ -225,15 +268,16 @@ class QuestionGenerator:
         anchor_vectors = self.embed(anchors)
         out: dict[str, str] = {}
         for start in range(0, len(pool), GRADING_BATCH):
-            batch = pool[start:start + GRADING_BATCH]
+            batch = pool[start : start + GRADING_BATCH]
 
             def offline(batch: list[str] = batch, first: int = start) -> dict:
                 grades = []
                 for n, w in enumerate(batch, 1):
                     vec = vectors[first + n]
                     words = fold(text_of[w])
-                    agree = float(np.mean([fold(a) in words or float(av @ vec) >= 0.6
-                                           for a, av in zip(anchors, anchor_vectors)]))
+                    agree = float(
+                        np.mean([fold(a) in words or float(av @ vec) >= 0.6 for a, av in zip(anchors, anchor_vectors)])
+                    )
                     grades.append({"n": n, "relation": offline_relation(float(vec @ vectors[0]), agree)})
                 return {"grades": grades}
 
@@ -263,18 +307,35 @@ class QuestionGenerator:
                 continue
             question, fields, answer = generated["question"], generated["picot"], generated["exact_answer"]
             ranked = self.retrieve(question, self.pool_size)
-            accessible = window["window_id"] in ranked[:self.accessibility_k]
+            accessible = window["window_id"] in ranked[: self.accessibility_k]
             pool = [w for w in ranked if w in text_of and w != window["window_id"]]
             relations = self.relations(question, answer, fields, pool, text_of) if pool else {}
             gold = [window["window_id"]] + [w for w in pool if relations.get(w) in GOLD_RELATIONS]
-            nuggets = {level: [n["fact"] for n in generated["nuggets"] if n["importance"] == level]
-                       for level in ("vital", "okay", "trivial")}
+            nuggets = {
+                level: [n["fact"] for n in generated["nuggets"] if n["importance"] == level]
+                for level in ("vital", "okay", "trivial")
+            }
             digest = hashlib.sha1(f"{code}|{window['window_id']}|{question}".encode()).hexdigest()[:12]
-            rows.append(row(question_id=f"gen-{digest}", condition=code, source="generated", question=question,
-                            exact_answer=answer, ideal_answer=ideal_answer(answer, window, gold, by_id),
-                            nuggets_vital=nuggets["vital"] or [answer], nuggets_okay=nuggets["okay"],
-                            nuggets_trivial=nuggets["trivial"], gold_p=fields["p"], gold_i=fields["i"],
-                            gold_c=fields["c"], gold_o=fields["o"], gold_t=fields["t"], gold_window_ids=gold,
-                            seed_window_id=window["window_id"], certainty=generated["certainty"],
-                            split_kind="main" if accessible else "challenge"))
+            rows.append(
+                row(
+                    question_id=f"gen-{digest}",
+                    condition=code,
+                    source="generated",
+                    question=question,
+                    exact_answer=answer,
+                    ideal_answer=ideal_answer(answer, window, gold, by_id),
+                    nuggets_vital=nuggets["vital"] or [answer],
+                    nuggets_okay=nuggets["okay"],
+                    nuggets_trivial=nuggets["trivial"],
+                    gold_p=fields["p"],
+                    gold_i=fields["i"],
+                    gold_c=fields["c"],
+                    gold_o=fields["o"],
+                    gold_t=fields["t"],
+                    gold_window_ids=gold,
+                    seed_window_id=window["window_id"],
+                    certainty=generated["certainty"],
+                    split_kind="main" if accessible else "challenge",
+                )
+            )
         return frame(rows)

@@ -41,28 +41,47 @@ def _gx_suite(bench: pl.DataFrame) -> list[RuleResult]:
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    batch = (context.data_sources.add_pandas("benchmark").add_dataframe_asset("benchmark_qa")
-             .add_batch_definition_whole_dataframe("all")
-             .get_batch(batch_parameters={"dataframe": bench.select(*REQUIRED).to_pandas()}))
+    batch = (
+        context.data_sources.add_pandas("benchmark")
+        .add_dataframe_asset("benchmark_qa")
+        .add_batch_definition_whole_dataframe("all")
+        .get_batch(batch_parameters={"dataframe": bench.select(*REQUIRED).to_pandas()})
+    )
     missing_rows: set[int] = set()
     observed = {}
     for column in REQUIRED:
         result = batch.validate(gx.expectations.ExpectColumnValuesToNotBeNull(column=column), result_format="COMPLETE")
         observed[column] = int(result.result.get("unexpected_count", 0)) + (not result.success)
         missing_rows |= set(result.result.get("unexpected_index_list") or [])
-    kinds = batch.validate(gx.expectations.ExpectColumnValuesToBeInSet(column="split_kind", value_set=["main", "challenge"]),
-                           result_format="COMPLETE")
+    kinds = batch.validate(
+        gx.expectations.ExpectColumnValuesToBeInSet(column="split_kind", value_set=["main", "challenge"]),
+        result_format="COMPLETE",
+    )
     missing_rows |= set(kinds.result.get("unexpected_index_list") or [])
-    unique = batch.validate(gx.expectations.ExpectColumnValuesToBeUnique(column="question_id"), result_format="COMPLETE")
+    unique = batch.validate(
+        gx.expectations.ExpectColumnValuesToBeUnique(column="question_id"), result_format="COMPLETE"
+    )
     duplicated = sorted(set(unique.result.get("unexpected_list") or []))
     structure_ok = not missing_rows and kinds.success and all(v == 0 for v in observed.values())
     return [
-        RuleResult("required_fields", structure_ok, "ERROR",
-                   {"missing_by_column": observed, "bad_split_kind": int(kinds.result.get("unexpected_count", 0)),
-                    "engine": f"great_expectations {gx.__version__}"},
-                   [bench.row(i, named=True) for i in sorted(missing_rows)][:50]),
-        RuleResult("unique_ids", unique.success and not duplicated, "ERROR", {"duplicated_ids": len(duplicated)},
-                   [{"question_id": q} for q in duplicated][:50]),
+        RuleResult(
+            "required_fields",
+            structure_ok,
+            "ERROR",
+            {
+                "missing_by_column": observed,
+                "bad_split_kind": int(kinds.result.get("unexpected_count", 0)),
+                "engine": f"great_expectations {gx.__version__}",
+            },
+            [bench.row(i, named=True) for i in sorted(missing_rows)][:50],
+        ),
+        RuleResult(
+            "unique_ids",
+            unique.success and not duplicated,
+            "ERROR",
+            {"duplicated_ids": len(duplicated)},
+            [{"question_id": q} for q in duplicated][:50],
+        ),
     ]
 
 
@@ -75,26 +94,56 @@ def structural_rules(bench: pl.DataFrame, window_ids: set[str]) -> list[RuleResu
     results = _gx_suite(bench)
     dangling = bench.select("question_id", "gold_window_ids").explode("gold_window_ids").drop_nulls()
     dangling = dangling.filter(~pl.col("gold_window_ids").is_in(sorted(window_ids)))
-    results.append(RuleResult("gold_windows_exist", dangling.height == 0, "ERROR",
-                              {"dangling_gold_ids": dangling.height}, dangling.head(50).to_dicts()))
-    no_gold = (pl.col("split_kind") == "main") & pl.col("source").is_in(GOLD_SOURCES) & (pl.col("gold_window_ids").list.len() == 0)
+    results.append(
+        RuleResult(
+            "gold_windows_exist",
+            dangling.height == 0,
+            "ERROR",
+            {"dangling_gold_ids": dangling.height},
+            dangling.head(50).to_dicts(),
+        )
+    )
+    no_gold = (
+        (pl.col("split_kind") == "main")
+        & pl.col("source").is_in(GOLD_SOURCES)
+        & (pl.col("gold_window_ids").list.len() == 0)
+    )
     n_no_gold = bench.filter(no_gold).height
-    results.append(RuleResult("main_split_has_gold", n_no_gold == 0, "ERROR", {"main_without_gold": n_no_gold},
-                              _rows(bench, no_gold, ("question_id", "source", "question"))))
+    results.append(
+        RuleResult(
+            "main_split_has_gold",
+            n_no_gold == 0,
+            "ERROR",
+            {"main_without_gold": n_no_gold},
+            _rows(bench, no_gold, ("question_id", "source", "question")),
+        )
+    )
     return results
 
 
-def quality_rules(bench: pl.DataFrame, window_text: dict[str, str],
-                  embed: Callable[[list[str]], np.ndarray]) -> list[RuleResult]:
+def quality_rules(
+    bench: pl.DataFrame, window_text: dict[str, str], embed: Callable[[list[str]], np.ndarray]
+) -> list[RuleResult]:
     """The WARN rules: PICOT completeness, near-duplicates, verbatim copies, boilerplate answers."""
     results: list[RuleResult] = []
 
     picot = bench.filter(pl.col("source").is_in(PICOT_SOURCES))
-    share = (picot.select([pl.col(c).is_not_null().cast(pl.Float64) for c in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t")])
-             .mean_horizontal() if picot.height else pl.Series([], dtype=pl.Float64))
+    share = (
+        picot.select(
+            [pl.col(c).is_not_null().cast(pl.Float64) for c in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t")]
+        ).mean_horizontal()
+        if picot.height
+        else pl.Series([], dtype=pl.Float64)
+    )
     mean_share = float(share.mean()) if picot.height else 1.0
-    results.append(RuleResult("picot_completeness", mean_share >= PICOT_FLOOR, "WARN",
-                              {"mean_share": round(mean_share, 3), "floor": PICOT_FLOOR, "rows": picot.height}))
+    results.append(
+        RuleResult(
+            "picot_completeness",
+            mean_share >= PICOT_FLOOR,
+            "WARN",
+            {"mean_share": round(mean_share, 3), "floor": PICOT_FLOOR, "rows": picot.height},
+        )
+    )
 
     near: list[dict] = []
     for condition in bench["condition"].unique().to_list():
@@ -104,10 +153,19 @@ def quality_rules(bench: pl.DataFrame, window_text: dict[str, str],
         vectors = embed(sub["question"].to_list())
         sims = np.triu(vectors @ vectors.T, k=1)
         for i, j in zip(*np.nonzero(sims >= NEAR_DUPLICATE)):
-            near.append({"a": sub["question_id"][int(i)], "b": sub["question_id"][int(j)],
-                         "cosine": round(float(sims[i, j]), 3), "question": sub["question"][int(i)][:120]})
-    results.append(RuleResult("near_duplicate_questions", not near, "WARN",
-                              {"pairs": len(near), "threshold": NEAR_DUPLICATE}, near[:50]))
+            near.append(
+                {
+                    "a": sub["question_id"][int(i)],
+                    "b": sub["question_id"][int(j)],
+                    "cosine": round(float(sims[i, j]), 3),
+                    "question": sub["question"][int(i)][:120],
+                }
+            )
+    results.append(
+        RuleResult(
+            "near_duplicate_questions", not near, "WARN", {"pairs": len(near), "threshold": NEAR_DUPLICATE}, near[:50]
+        )
+    )
 
     copies = []
     for qid, question, gold in bench.select("question_id", "question", "gold_window_ids").iter_rows():
@@ -118,13 +176,22 @@ def quality_rules(bench: pl.DataFrame, window_text: dict[str, str],
             if run > VERBATIM_TOKENS:
                 copies.append({"question_id": qid, "window_id": window_id, "run_tokens": run})
                 break
-    results.append(RuleResult("no_verbatim_copy", not copies, "WARN",
-                              {"copies": len(copies), "max_tokens": VERBATIM_TOKENS}, copies[:50]))
+    results.append(
+        RuleResult(
+            "no_verbatim_copy", not copies, "WARN", {"copies": len(copies), "max_tokens": VERBATIM_TOKENS}, copies[:50]
+        )
+    )
 
     boiler = bench["exact_answer"].fill_null("").str.contains("(?i)" + BOILERPLATE.pattern)
-    results.append(RuleResult("boilerplate_ground_truth", int(boiler.sum()) == 0, "WARN",
-                              {"boilerplate_answers": int(boiler.sum()), "of": bench.height},
-                              _rows(bench, boiler, ("question_id", "exact_answer"))))
+    results.append(
+        RuleResult(
+            "boilerplate_ground_truth",
+            int(boiler.sum()) == 0,
+            "WARN",
+            {"boilerplate_answers": int(boiler.sum()), "of": bench.height},
+            _rows(bench, boiler, ("question_id", "exact_answer")),
+        )
+    )
     return results
 
 
@@ -133,7 +200,7 @@ def _longest_run(tokens: list[str], text: str) -> int:
     best, n = 0, len(tokens)
     for start in range(n):
         length = best + 1
-        while start + length <= n and f" {' '.join(tokens[start:start + length])} " in f" {text} ":
+        while start + length <= n and f" {' '.join(tokens[start : start + length])} " in f" {text} ":
             best = length
             length += 1
     return best

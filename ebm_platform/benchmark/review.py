@@ -17,7 +17,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -80,7 +80,7 @@ def record_sheet(lake: Path, path: Path | None = None) -> int:
     if invalid.height:
         rows = ", ".join(f"{q}={d!r}" for q, d in invalid.select("question_id", "decision").head(5).iter_rows())
         raise ValueError(f"review sheet {path}: decision must be keep, discard or empty; found {rows}")
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     with _locked(lake):
         current = latest(lake)
         new = []
@@ -90,8 +90,15 @@ def record_sheet(lake: Path, path: Path | None = None) -> int:
             if before and before["decision"] == row["decision"] and before.get("note") == note:
                 continue
             snapshot = {c: row.get(c) for c in COLUMNS if c != "question_id"}
-            new.append({"question_id": row["question_id"], "decision": row["decision"], "note": note,
-                        "recorded_at": now, **snapshot})
+            new.append(
+                {
+                    "question_id": row["question_id"],
+                    "decision": row["decision"],
+                    "note": note,
+                    "recorded_at": now,
+                    **snapshot,
+                }
+            )
         if new:
             old = store_path(lake).read_bytes() if store_path(lake).is_file() else b""
             lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in new).encode("utf-8")
@@ -109,11 +116,18 @@ def export_sheet(lake: Path, bench: pl.DataFrame, path: Path | None = None) -> i
     present = set(sheet["question_id"].to_list())
     absent = [r for q, r in decisions.items() if q not in present]
     if absent:
-        held_out = pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in absent], schema={c: pl.String for c in COLUMNS})
+        held_out = pl.DataFrame(
+            [{c: r.get(c) for c in COLUMNS} for r in absent], schema={c: pl.String for c in COLUMNS}
+        )
         sheet = pl.concat([sheet, held_out])
-    known = pl.DataFrame({"question_id": list(decisions), "decision": [r["decision"] for r in decisions.values()],
-                          "note": [r.get("note") for r in decisions.values()]},
-                         schema={"question_id": pl.String, "decision": pl.String, "note": pl.String})
+    known = pl.DataFrame(
+        {
+            "question_id": list(decisions),
+            "decision": [r["decision"] for r in decisions.values()],
+            "note": [r.get("note") for r in decisions.values()],
+        },
+        schema={"question_id": pl.String, "decision": pl.String, "note": pl.String},
+    )
     sheet = sheet.join(known, on="question_id", how="left")
     buffer = io.BytesIO()
     sheet.write_csv(buffer)

@@ -19,17 +19,31 @@ from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
 from ebm_platform.graph.pico_rules import extract
 
 BENCHMARK_SCHEMA = {
-    "question_id": pl.String, "condition": pl.String, "source": pl.String, "question": pl.String,
-    "exact_answer": pl.String, "ideal_answer": pl.String, "nuggets_vital": pl.List(pl.String),
-    "nuggets_okay": pl.List(pl.String), "nuggets_trivial": pl.List(pl.String),
-    "gold_p": pl.String, "gold_i": pl.String, "gold_c": pl.String, "gold_o": pl.String, "gold_t": pl.String,
-    "gold_window_ids": pl.List(pl.String), "seed_window_id": pl.String, "certainty": pl.String,
+    "question_id": pl.String,
+    "condition": pl.String,
+    "source": pl.String,
+    "question": pl.String,
+    "exact_answer": pl.String,
+    "ideal_answer": pl.String,
+    "nuggets_vital": pl.List(pl.String),
+    "nuggets_okay": pl.List(pl.String),
+    "nuggets_trivial": pl.List(pl.String),
+    "gold_p": pl.String,
+    "gold_i": pl.String,
+    "gold_c": pl.String,
+    "gold_o": pl.String,
+    "gold_t": pl.String,
+    "gold_window_ids": pl.List(pl.String),
+    "seed_window_id": pl.String,
+    "certainty": pl.String,
     "split_kind": pl.String,
 }
 SOURCES = ("sr_rag_release", "evidence_inference", "pubmedqa", "generated")
-EI_ANSWERS = {"significantly increased": "{i} significantly increased {o} compared with {c}.",
-              "significantly decreased": "{i} significantly decreased {o} compared with {c}.",
-              "no significant difference": "There was no significant difference in {o} between {i} and {c}."}
+EI_ANSWERS = {
+    "significantly increased": "{i} significantly increased {o} compared with {c}.",
+    "significantly decreased": "{i} significantly decreased {o} compared with {c}.",
+    "no significant difference": "There was no significant difference in {o} between {i} and {c}.",
+}
 
 
 def row(**fields: object) -> dict:
@@ -48,7 +62,11 @@ def release_rows(datasets_dir: Path, catalogue: Catalogue) -> pl.DataFrame:
     (codes in alphabetical order), mapped to catalogue codes through their aliases."""
     root = Path(datasets_dir) / "sr_rag_release" / "benchmark"
     counts = json.loads((root / "summary_benchmark_full.json").read_text(encoding="utf-8"))["per_code"]
-    lines = [json.loads(line) for line in (root / "benchmark_1637.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        json.loads(line)
+        for line in (root / "benchmark_1637.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     expected = sum(v["youtu_questions"] for v in counts.values())
     if expected != len(lines):
         raise ValueError(f"release has {len(lines)} questions but its summary counts {expected}")
@@ -56,23 +74,36 @@ def release_rows(datasets_dir: Path, catalogue: Catalogue) -> pl.DataFrame:
     for code in sorted(counts):
         n = counts[code]["youtu_questions"]
         canonical = catalogue.canonical(code)
-        for offset, item in enumerate(lines[start:start + n]):
+        for offset, item in enumerate(lines[start : start + n]):
             nuggets = item.get("nuggets") or {}
-            rows.append(row(question_id=f"srrag-{start + offset + 1:04d}", condition=canonical,
-                            source="sr_rag_release", question=item["question_en"].strip(),
-                            exact_answer=item["ground_truth"].strip(), nuggets_vital=nuggets.get("vital", []),
-                            nuggets_okay=nuggets.get("okay", []), nuggets_trivial=nuggets.get("trivial", []),
-                            split_kind="main"))
+            rows.append(
+                row(
+                    question_id=f"srrag-{start + offset + 1:04d}",
+                    condition=canonical,
+                    source="sr_rag_release",
+                    question=item["question_en"].strip(),
+                    exact_answer=item["ground_truth"].strip(),
+                    nuggets_vital=nuggets.get("vital", []),
+                    nuggets_okay=nuggets.get("okay", []),
+                    nuggets_trivial=nuggets.get("trivial", []),
+                    split_kind="main",
+                )
+            )
         start += n
     return frame(rows)
 
 
-def evidence_inference_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+def evidence_inference_rows(
+    code: str, datasets_dir: Path, documents: pl.DataFrame, windows: pl.DataFrame
+) -> pl.DataFrame:
     """Labelled prompts whose article is in this partition. Gold windows overlap the annotated
     evidence spans; P comes from the article's first extracted population; prompts whose
     evidence cannot be located go to the challenge split."""
-    articles = {s.split(":", 1)[1]: d for s, d in documents.select("source", "doc_id").iter_rows()
-                if s.startswith("evidence_inference:")}
+    articles = {
+        s.split(":", 1)[1]: d
+        for s, d in documents.select("source", "doc_id").iter_rows()
+        if s.startswith("evidence_inference:")
+    }
     if not articles:
         return frame([])
     prompts = pl.concat([labelled_prompts(datasets_dir, split) for split in ("train", "validation")])
@@ -90,19 +121,34 @@ def evidence_inference_rows(code: str, datasets_dir: Path, documents: pl.DataFra
             population[doc_id] = pops[0] if pops else None
         gold = sorted(gold_for_spans(by_doc.get(doc_id, []), p["evidence"]))
         answer = EI_ANSWERS[p["label"]].format(i=p["intervention"], c=p["comparator"], o=p["outcome"])
-        rows.append(row(question_id=f"ei-{code}-{p['prompt_id']}", condition=code, source="evidence_inference",
-                        question=f"What is the effect of {p['intervention']} compared with {p['comparator']} "
-                                 f"on {p['outcome']}?", exact_answer=p["label"], ideal_answer=answer,
-                        nuggets_vital=[answer], nuggets_okay=p["evidence"][:2], gold_p=population[doc_id],
-                        gold_i=p["intervention"], gold_c=p["comparator"], gold_o=p["outcome"],
-                        gold_window_ids=gold, certainty="sufficient", split_kind="main" if gold else "challenge"))
+        rows.append(
+            row(
+                question_id=f"ei-{code}-{p['prompt_id']}",
+                condition=code,
+                source="evidence_inference",
+                question=f"What is the effect of {p['intervention']} compared with {p['comparator']} "
+                f"on {p['outcome']}?",
+                exact_answer=p["label"],
+                ideal_answer=answer,
+                nuggets_vital=[answer],
+                nuggets_okay=p["evidence"][:2],
+                gold_p=population[doc_id],
+                gold_i=p["intervention"],
+                gold_c=p["comparator"],
+                gold_o=p["outcome"],
+                gold_window_ids=gold,
+                certainty="sufficient",
+                split_kind="main" if gold else "challenge",
+            )
+        )
     return frame(rows)
 
 
 def pubmedqa_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """PubMedQA records whose abstract is in this partition; gold = the abstract's windows."""
-    pmids = {s.split(":", 1)[1]: d for s, d in documents.select("source", "doc_id").iter_rows()
-             if s.startswith("pubmedqa:")}
+    pmids = {
+        s.split(":", 1)[1]: d for s, d in documents.select("source", "doc_id").iter_rows() if s.startswith("pubmedqa:")
+    }
     if not pmids:
         return frame([])
     records = json.loads((Path(datasets_dir) / "pubmedqa" / "ori_pqal_dev.json").read_text(encoding="utf-8"))
@@ -114,8 +160,19 @@ def pubmedqa_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, window
         gold = sorted(windows.filter(pl.col("doc_id") == doc_id)["window_id"].to_list())
         long_answer = record.get("LONG_ANSWER", "").strip()
         sentences = [s for s in SENTENCE_END.split(long_answer) if s.strip()]
-        rows.append(row(question_id=f"pubmedqa-{code}-{pmid}", condition=code, source="pubmedqa",
-                        question=record["QUESTION"].strip(), exact_answer=record["final_decision"],
-                        ideal_answer=long_answer, nuggets_vital=sentences[:1], nuggets_okay=sentences[1:],
-                        gold_window_ids=gold, certainty="sufficient", split_kind="main" if gold else "challenge"))
+        rows.append(
+            row(
+                question_id=f"pubmedqa-{code}-{pmid}",
+                condition=code,
+                source="pubmedqa",
+                question=record["QUESTION"].strip(),
+                exact_answer=record["final_decision"],
+                ideal_answer=long_answer,
+                nuggets_vital=sentences[:1],
+                nuggets_okay=sentences[1:],
+                gold_window_ids=gold,
+                certainty="sufficient",
+                split_kind="main" if gold else "challenge",
+            )
+        )
     return frame(rows)

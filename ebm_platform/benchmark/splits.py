@@ -32,8 +32,9 @@ def source_article(seed_window_id: str | None, gold_window_ids: list[str] | None
 def question_groups(bench: pl.DataFrame) -> list[list[str]]:
     """Question ids grouped by shared folded text or shared source article, each group sorted."""
     graph = nx.Graph()
-    for qid, question, seed, gold in bench.select("question_id", "question", "seed_window_id",
-                                                  "gold_window_ids").iter_rows():
+    for qid, question, seed, gold in bench.select(
+        "question_id", "question", "seed_window_id", "gold_window_ids"
+    ).iter_rows():
         graph.add_edge(qid, _text(question))
         if article := source_article(seed, gold):
             graph.add_edge(qid, article)
@@ -54,10 +55,10 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
         for i, group in enumerate(ordered):
             split = SPLITS[0] if i < cut_train else SPLITS[1] if i < cut_val else SPLITS[2]
             split_of.update(dict.fromkeys(group, split))
-    return pl.DataFrame([{"question_id": q, "condition": c, "source": s, "split": split_of[q]}
-                         for q, (c, s) in stratum_of.items()],
-                        schema={"question_id": pl.String, "condition": pl.String, "source": pl.String,
-                                "split": pl.String})
+    return pl.DataFrame(
+        [{"question_id": q, "condition": c, "source": s, "split": split_of[q]} for q, (c, s) in stratum_of.items()],
+        schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String},
+    )
 
 
 def split_problems(bench: pl.DataFrame, splits: pl.DataFrame) -> dict[str, list]:
@@ -67,10 +68,15 @@ def split_problems(bench: pl.DataFrame, splits: pl.DataFrame) -> dict[str, list]
     ids = bench.group_by("question_id").agg(pl.col("condition").unique().sort(), pl.len().alias("rows"))
     repeated = ids.filter(pl.col("rows") > 1).sort("question_id")
     missing = sorted(set(bench["question_id"].to_list()) - set(splits["question_id"].to_list()))
-    texts = (bench.select("question_id", pl.col("question").map_elements(_text, return_dtype=pl.String).alias("text"))
-             .join(splits.select("question_id", "split"), on="question_id")
-             .group_by("text").agg(pl.col("split").unique().sort(), pl.col("question_id").sort()))
+    texts = (
+        bench.select("question_id", pl.col("question").map_elements(_text, return_dtype=pl.String).alias("text"))
+        .join(splits.select("question_id", "split"), on="question_id")
+        .group_by("text")
+        .agg(pl.col("split").unique().sort(), pl.col("question_id").sort())
+    )
     leaks = texts.filter(pl.col("split").list.len() > 1).sort("text")
-    return {"repeated_question_ids": repeated.select("question_id", "condition").to_dicts(),
-            "questions_without_split": missing,
-            "text_in_two_splits": leaks.select("question_id", "split").to_dicts()}
+    return {
+        "repeated_question_ids": repeated.select("question_id", "condition").to_dicts(),
+        "questions_without_split": missing,
+        "text_in_two_splits": leaks.select("question_id", "split").to_dicts(),
+    }

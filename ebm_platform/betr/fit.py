@@ -68,8 +68,13 @@ def build_pairs(pools: pl.DataFrame, negatives: int = 20, seed: int = 13) -> Pai
                 delta.append(p_s - neg_s[j])
                 gp.append(GRADE_INDEX[p_g])
                 gn.append(GRADE_INDEX[neg_g[j]])
-    return Pairs(np.array(query, dtype=np.int64), np.array(delta, dtype=np.float64),
-                 np.array(gp, dtype=np.int64), np.array(gn, dtype=np.int64), len(qindex))
+    return Pairs(
+        np.array(query, dtype=np.int64),
+        np.array(delta, dtype=np.float64),
+        np.array(gp, dtype=np.int64),
+        np.array(gn, dtype=np.int64),
+        len(qindex),
+    )
 
 
 def _u(increments):
@@ -87,7 +92,7 @@ def objective_np(theta: np.ndarray, pairs: Pairs, tau: float, sigma_a: float = S
     loglik = -np.logaddexp(0.0, -z)
     per_query = np.bincount(pairs.query, weights=loglik, minlength=pairs.n_queries)
     counts = np.maximum(np.bincount(pairs.query, minlength=pairs.n_queries), 1)
-    return float(np.mean(per_query / counts) - np.sum(inc ** 2) / (2 * tau ** 2) - alpha ** 2 / (2 * sigma_a ** 2))
+    return float(np.mean(per_query / counts) - np.sum(inc**2) / (2 * tau**2) - alpha**2 / (2 * sigma_a**2))
 
 
 def _objective_torch(alpha, inc, tensors: tuple, n_queries: int, tau: float, sigma_a: float):
@@ -99,7 +104,7 @@ def _objective_torch(alpha, inc, tensors: tuple, n_queries: int, tau: float, sig
     counts = torch.zeros(n_queries, dtype=torch.float64).index_add(0, q, torch.ones_like(loglik))
     present = counts > 0
     data = (sums[present] / counts[present]).mean() if present.any() else torch.zeros((), dtype=torch.float64)
-    return data - (inc ** 2).sum() / (2 * tau ** 2) - alpha ** 2 / (2 * sigma_a ** 2)
+    return data - (inc**2).sum() / (2 * tau**2) - alpha**2 / (2 * sigma_a**2)
 
 
 @dataclass
@@ -121,8 +126,9 @@ class FitResult:
         return abs(self.adam_objective - self.lbfgs_objective)
 
 
-def fit(pairs: Pairs, tau: float, epochs: int = 80, lr: float = 0.05, seed: int = 13,
-        sigma_a: float = SIGMA_A) -> FitResult:
+def fit(
+    pairs: Pairs, tau: float, epochs: int = 80, lr: float = 0.05, seed: int = 13, sigma_a: float = SIGMA_A
+) -> FitResult:
     """Adam as in the paper, then L-BFGS-B on the same objective as a check; the better of the
     two end points is kept (they agree within 1e-4 unless Adam has not converged)."""
     started = time.perf_counter()
@@ -130,8 +136,12 @@ def fit(pairs: Pairs, tau: float, epochs: int = 80, lr: float = 0.05, seed: int 
     alpha = torch.zeros((), dtype=torch.float64, requires_grad=True)
     inc = torch.zeros(4, dtype=torch.float64, requires_grad=True)
     optimiser = torch.optim.Adam([alpha, inc], lr=lr)
-    tensors = (torch.as_tensor(pairs.query), torch.as_tensor(pairs.delta_s), torch.as_tensor(pairs.grade_pos),
-               torch.as_tensor(pairs.grade_neg))
+    tensors = (
+        torch.as_tensor(pairs.query),
+        torch.as_tensor(pairs.delta_s),
+        torch.as_tensor(pairs.grade_pos),
+        torch.as_tensor(pairs.grade_neg),
+    )
     curve = []
     for _ in range(epochs):
         optimiser.zero_grad()
@@ -142,16 +152,28 @@ def fit(pairs: Pairs, tau: float, epochs: int = 80, lr: float = 0.05, seed: int 
             inc.clamp_(min=0.0)
         curve.append(-loss.detach().item())
     adam_theta = np.concatenate([[alpha.item()], inc.detach().numpy()])
-    result = minimize(lambda t: -objective_np(t, pairs, tau, sigma_a), adam_theta, method="L-BFGS-B",
-                      bounds=[(None, None)] + [(0.0, None)] * 4)
+    result = minimize(
+        lambda t: -objective_np(t, pairs, tau, sigma_a),
+        adam_theta,
+        method="L-BFGS-B",
+        bounds=[(None, None)] + [(0.0, None)] * 4,
+    )
     lbfgs_obj = -float(result.fun)
     adam_obj = objective_np(adam_theta, pairs, tau, sigma_a)
     theta = adam_theta if adam_obj >= lbfgs_obj else np.asarray(result.x)
     u = _u(theta[1:])
-    return FitResult(a=float(np.exp(theta[0])), u={g: float(u[i]) for i, g in enumerate(GRADES)},
-                     alpha=float(theta[0]), increments=[float(x) for x in theta[1:]], tau=tau,
-                     objective=max(adam_obj, lbfgs_obj), adam_objective=adam_obj, lbfgs_objective=lbfgs_obj,
-                     curve=curve, seconds=time.perf_counter() - started)
+    return FitResult(
+        a=float(np.exp(theta[0])),
+        u={g: float(u[i]) for i, g in enumerate(GRADES)},
+        alpha=float(theta[0]),
+        increments=[float(x) for x in theta[1:]],
+        tau=tau,
+        objective=max(adam_obj, lbfgs_obj),
+        adam_objective=adam_obj,
+        lbfgs_objective=lbfgs_obj,
+        curve=curve,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def validation_loglik(fitted: FitResult, pairs: Pairs) -> float:
@@ -161,7 +183,9 @@ def validation_loglik(fitted: FitResult, pairs: Pairs) -> float:
     return objective_np(np.concatenate([[fitted.alpha], fitted.increments]), pairs, tau=1e9, sigma_a=1e9)
 
 
-def select_tau(train: Pairs, validation: Pairs, grid: tuple[float, ...] = TAU_GRID, **kw) -> tuple[FitResult, dict[float, float]]:
+def select_tau(
+    train: Pairs, validation: Pairs, grid: tuple[float, ...] = TAU_GRID, **kw
+) -> tuple[FitResult, dict[float, float]]:
     """Fit for every tau of the grid; keep the one with the best validation log-likelihood."""
     scores, fits = {}, {}
     for tau in grid:
@@ -171,8 +195,9 @@ def select_tau(train: Pairs, validation: Pairs, grid: tuple[float, ...] = TAU_GR
     return fits[best], scores
 
 
-def simulate(n_queries: int, a: float, u: dict[str, float], per_query: int = 24, gold: int = 3,
-             seed: int = 0) -> pl.DataFrame:
+def simulate(
+    n_queries: int, a: float, u: dict[str, float], per_query: int = 24, gold: int = 3, seed: int = 0
+) -> pl.DataFrame:
     """Candidate pools whose gold labels follow the BETR model with known a and u (for recovery
     tests and the 983-query benchmark): each query's gold windows are drawn with probability
     proportional to exp(a*s + u(grade)) (Plackett-Luce), which implies the pairwise model."""
@@ -184,6 +209,14 @@ def simulate(n_queries: int, a: float, u: dict[str, float], per_query: int = 24,
         g = rng.integers(0, 5, per_query)
         keys = a * s + ug[g] + rng.gumbel(size=per_query)
         gold_idx = set(np.argsort(-keys)[:gold].tolist())
-        rows += [{"question_id": f"q{q}", "window_id": f"q{q}-w{i}", "s": float(s[i]), "grade": GRADES[g[i]],
-                  "gold": i in gold_idx} for i in range(per_query)]
+        rows += [
+            {
+                "question_id": f"q{q}",
+                "window_id": f"q{q}-w{i}",
+                "s": float(s[i]),
+                "grade": GRADES[g[i]],
+                "gold": i in gold_idx,
+            }
+            for i in range(per_query)
+        ]
     return pl.DataFrame(rows)

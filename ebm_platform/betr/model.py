@@ -27,12 +27,16 @@ class BetrParameters:
         write_text_atomic(path, json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, path: Path) -> "BetrParameters | None":
+    def load(cls, path: Path) -> BetrParameters | None:
         if not path.is_file():
             return None
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return cls(a=float(raw["a"]), u={g: float(raw["u"][g]) for g in GRADES}, tau=float(raw.get("tau", 1.0)),
-                   provenance=raw.get("provenance", {}))
+        return cls(
+            a=float(raw["a"]),
+            u={g: float(raw["u"][g]) for g in GRADES},
+            tau=float(raw.get("tau", 1.0)),
+            provenance=raw.get("provenance", {}),
+        )
 
 
 def parameters_path(lake: Path) -> Path:

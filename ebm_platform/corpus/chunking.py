@@ -47,7 +47,7 @@ class BlockGrouper:
             local = self._llm_section(section, [blocks[i] for i in idx])
             if local is None:
                 self.fallback_sections += 1
-                local_offline = offline_ids[idx[0]: idx[-1] + 1]
+                local_offline = offline_ids[idx[0] : idx[-1] + 1]
                 local = [g - local_offline[0] for g in local_offline]
             ids.extend(start + g for g in local)
             start = ids[-1] + 1
@@ -67,7 +67,9 @@ class BlockGrouper:
         numbered = "\n".join(f"[{i}] {b.text[:600]}" for i, b in enumerate(blocks))
         prompt = fill(GROUPING_PROMPT, {"section": section or "(untitled)", "blocks": numbered}, n=len(blocks))
         try:
-            result = self.client.complete_json("group_blocks", prompt, GROUPING_SCHEMA, offline=lambda: {"group_ids": []})
+            result = self.client.complete_json(
+                "group_blocks", prompt, GROUPING_SCHEMA, offline=lambda: {"group_ids": []}
+            )
         except Exception:
             return None
         ids = result.data["group_ids"]
@@ -91,14 +93,16 @@ def _cap_groups(blocks: Sequence[Block], ids: list[int], params: WindowParams) -
     return out
 
 
-def window_documents(documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None) -> list[dict]:
+def window_documents(
+    documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None
+) -> list[dict]:
     """Evidence windows of every document, carrying the document's grade and metadata. Offline, the
     prose blocks of all documents are embedded up front in large length-sorted batches."""
     rows: list[dict] = []
     if grouper.client.offline:
         prose = [b.text for doc in documents for b in split_blocks(doc["text"]) if b.kind != "table_row"]
         for start in range(0, len(prose), PRECOMPUTE_BATCH):
-            grouper.precompute(prose[start:start + PRECOMPUTE_BATCH])
+            grouper.precompute(prose[start : start + PRECOMPUTE_BATCH])
             if progress:
                 progress(f"embedded {min(start + PRECOMPUTE_BATCH, len(prose))}/{len(prose)} blocks for grouping")
     for n, doc in enumerate(documents, 1):

@@ -42,14 +42,28 @@ class GuidelineSource:
 
 GUIDELINE_SOURCES = {  # keyed by file name in graded_evidence/guidelines_lbp/ (see its README)
     "cpg_va-department_of_defense.xml": GuidelineSource(
-        "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain", 2022, "A",
-        "guideline", "US government work (public domain)"),
+        "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain",
+        2022,
+        "A",
+        "guideline",
+        "US government work (public domain)",
+    ),
     "cpg_world_health_organization.xml": GuidelineSource(
         "WHO guideline for non-surgical management of chronic primary low back pain in adults in primary and "
-        "community care settings: executive summary", 2023, "A", "guideline", "CC BY-NC-SA 3.0 IGO"),
+        "community care settings: executive summary",
+        2023,
+        "A",
+        "guideline",
+        "CC BY-NC-SA 3.0 IGO",
+    ),
     "cpg_review_of_cpgs.xml": GuidelineSource(
         "Clinical practice guidelines for the management of non-specific low back pain in primary care: "
-        "an updated overview", 2018, "B", "systematic review", "CC BY 4.0"),
+        "an updated overview",
+        2018,
+        "B",
+        "systematic review",
+        "CC BY 4.0",
+    ),
 }
 
 
@@ -140,10 +154,16 @@ def review_document(review: CochraneReview) -> Document:
     title = review.title or f"Cochrane systematic review {review.number}: {_first_sentence(sections[-1][1])}"
     body = "\n\n".join([f"# {title}", *(f"## {heading}\n\n{text}" for heading, text in sections)])
     return Document(
-        title=title, text=body, source=f"cochrane:{review.number}", licence=COCHRANE_LICENCE, grade="B",
+        title=title,
+        text=body,
+        source=f"cochrane:{review.number}",
+        licence=COCHRANE_LICENCE,
+        grade="B",
         grade_basis=f"source:Cochrane Database of Systematic Reviews ({', '.join(review.sets)})",
-        study_design="systematic review", article_type="systematic-review",
-        doi=review.doi or COCHRANE_DOI.format(number=review.number), path=f"cochrane:{review.number}",
+        study_design="systematic review",
+        article_type="systematic-review",
+        doi=review.doi or COCHRANE_DOI.format(number=review.number),
+        path=f"cochrane:{review.number}",
     )
 
 
@@ -153,20 +173,27 @@ def read_guideline(path: Path, vocabulary: frozenset[str]) -> Document:
     recommendation and its strength is one block."""
     source = GUIDELINE_SOURCES.get(path.name)
     if source is None:
-        raise DocumentError(f"{path.name} is not a known guideline source: its grade cannot be decided from what "
-                            f"it is (known: {', '.join(sorted(GUIDELINE_SOURCES))})")
+        raise DocumentError(
+            f"{path.name} is not a known guideline source: its grade cannot be decided from what "
+            f"it is (known: {', '.join(sorted(GUIDELINE_SOURCES))})"
+        )
     try:
         content = ET.fromstring(path.read_bytes()).findtext("content")
     except ET.ParseError as exc:
         raise DocumentError(f"not a <page> XML record: {exc}") from exc
     if not (content or "").strip():
         raise DocumentError("the <content> element is missing or empty")
-    markdown, found = guideline_markdown(source.title, content, vocabulary, source.title.split(':')[0])
+    markdown, found = guideline_markdown(source.title, content, vocabulary, source.title.split(":")[0])
     kind = "clinical practice guideline" if source.grade == "A" else "overview of guidelines"
     return Document(
-        title=source.title, text=markdown, source=f"guideline:{path.stem}", year=source.year,
-        licence=source.licence, grade=source.grade,
+        title=source.title,
+        text=markdown,
+        source=f"guideline:{path.stem}",
+        year=source.year,
+        licence=source.licence,
+        grade=source.grade,
         grade_basis=f"source:{kind} ({found} recommendations with their strength)",
-        study_design=source.design, article_type="practice-guideline" if source.grade == "A" else "systematic-review",
+        study_design=source.design,
+        article_type="practice-guideline" if source.grade == "A" else "systematic-review",
         path=f"guideline:{path.name}",
     )

@@ -23,9 +23,15 @@ from ebm_platform.corpus.model import GRADES, DocumentError
 # (document type, Med-R2 rank e: 1 = most credible, f_h = 10 - e; META-RAG publication-type tier,
 # 7 = systematic review / meta-analysis ... 1 = other; corpus grade)
 EVIDENCE_LEVELS: tuple[tuple[str, int, int, str], ...] = (
-    ("meta-analysis", 1, 7, "B"), ("systematic review", 2, 7, "B"), ("guideline", 3, 2, "A"),
-    ("randomised controlled trial", 4, 6, "C"), ("non-randomised trial", 5, 5, "D"), ("cohort study", 6, 5, "D"),
-    ("case series", 7, 3, "E"), ("case report", 8, 3, "E"), ("expert opinion", 9, 2, "E"),
+    ("meta-analysis", 1, 7, "B"),
+    ("systematic review", 2, 7, "B"),
+    ("guideline", 3, 2, "A"),
+    ("randomised controlled trial", 4, 6, "C"),
+    ("non-randomised trial", 5, 5, "D"),
+    ("cohort study", 6, 5, "D"),
+    ("case series", 7, 3, "E"),
+    ("case report", 8, 3, "E"),
+    ("expert opinion", 9, 2, "E"),
 )
 
 
@@ -39,43 +45,97 @@ _LEVEL_OF = {design: _Level(rank, tier, grade) for design, rank, tier, grade in 
 _TYPE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (  # strongest design words first
     ("meta-analysis", re.compile(r"\bmeta-?analy[sz]?[ei]s\b|\bmeta-?analyses\b", re.I)),
     ("systematic review", re.compile(r"\bsystematic(?:al)? review|\bumbrella review|\bscoping review", re.I)),
-    ("guideline", re.compile(r"\b(?:clinical practice |evidence-based )?guidelines?\b(?! (?:for reporting|recommend))|"
-                             r"\bconsensus statement|\bposition statement|\bpractice parameter", re.I)),
-    ("randomised controlled trial", re.compile(
-        r"(?<!non-)\brandomi[sz]ed|\brandomly (?:assigned|allocated)|\brandom allocation|\bRCT\b|"
-        r"\bdouble[- ]blind|\bplacebo[- ]controlled|\bcontrolled (?:clinical )?trial|\bcross-?over trial", re.I)),
-    ("non-randomised trial", re.compile(r"\bnon-?randomi[sz]ed|\bquasi-?experiment|\bclinical trial|\bpilot trial|"
-                                        r"\bopen-label|\bsingle-arm", re.I)),
-    ("cohort study", re.compile(r"\bcohort|\bprospective(?:ly)? (?:study|follow)|\blongitudinal study|"
-                                r"\bcase-(?:control|referent)|\bobservational|\bcross-sectional|\bregistry|"
-                                r"\b(?:questionnaire )?survey\b", re.I)),
+    (
+        "guideline",
+        re.compile(
+            r"\b(?:clinical practice |evidence-based )?guidelines?\b(?! (?:for reporting|recommend))|"
+            r"\bconsensus statement|\bposition statement|\bpractice parameter",
+            re.I,
+        ),
+    ),
+    (
+        "randomised controlled trial",
+        re.compile(
+            r"(?<!non-)\brandomi[sz]ed|\brandomly (?:assigned|allocated)|\brandom allocation|\bRCT\b|"
+            r"\bdouble[- ]blind|\bplacebo[- ]controlled|\bcontrolled (?:clinical )?trial|\bcross-?over trial",
+            re.I,
+        ),
+    ),
+    (
+        "non-randomised trial",
+        re.compile(
+            r"\bnon-?randomi[sz]ed|\bquasi-?experiment|\bclinical trial|\bpilot trial|"
+            r"\bopen-label|\bsingle-arm",
+            re.I,
+        ),
+    ),
+    (
+        "cohort study",
+        re.compile(
+            r"\bcohort|\bprospective(?:ly)? (?:study|follow)|\blongitudinal study|"
+            r"\bcase-(?:control|referent)|\bobservational|\bcross-sectional|\bregistry|"
+            r"\b(?:questionnaire )?survey\b",
+            re.I,
+        ),
+    ),
     ("case series", re.compile(r"\bcase series", re.I)),
-    ("case report", re.compile(r"\bcase report|\bcase presentation|\ba case of\b|\bwe (?:present|report|describe) "
-                               r"(?:a|an|the) (?:case|patient)|\b(?:a|an) \d+-year-old (?:man|woman|male|female|boy|"
-                               r"girl|patient)", re.I)),
+    (
+        "case report",
+        re.compile(
+            r"\bcase report|\bcase presentation|\ba case of\b|\bwe (?:present|report|describe) "
+            r"(?:a|an|the) (?:case|patient)|\b(?:a|an) \d+-year-old (?:man|woman|male|female|boy|"
+            r"girl|patient)",
+            re.I,
+        ),
+    ),
 )
-_ARTICLE_TYPE_DESIGNS = {"meta-analysis": "meta-analysis", "systematic-review": "systematic review",
-                         "practice-guideline": "guideline", "guideline": "guideline", "case-report": "case report",
-                         "editorial": "expert opinion", "letter": "expert opinion", "commentary": "expert opinion"}
+_ARTICLE_TYPE_DESIGNS = {
+    "meta-analysis": "meta-analysis",
+    "systematic-review": "systematic review",
+    "practice-guideline": "guideline",
+    "guideline": "guideline",
+    "case-report": "case report",
+    "editorial": "expert opinion",
+    "letter": "expert opinion",
+    "commentary": "expert opinion",
+}
 ABSTRACT_CHARS = 3000
-_RANDOM_ALLOCATION = re.compile(r"\brandomly (?:assigned|allocated|divided|distributed)|\brandomi[sz](?:ed|ation)\b", re.I)
+_RANDOM_ALLOCATION = re.compile(
+    r"\brandomly (?:assigned|allocated|divided|distributed)|\brandomi[sz](?:ed|ation)\b", re.I
+)
 _TRIAL = re.compile(r"\b(?:intervention|placebo) (?:group|arm)s?\b|\btreatment arms?\b|\bplacebo\b", re.I)
 _SECONDARY = ("meta-analysis", "systematic review")
-_REVIEW_METHODS = re.compile(r"\b(?:searched|databases?|MEDLINE|PubMed|Embase|Cochrane|CINAHL|literature search|"
-                             r"(?:included|eligible|identified) (?:studies|trials|articles|reports)|"
-                             r"pooled (?:analysis|estimates?|data)|random[- ]effects?)", re.I)
-_EXPERIMENT = re.compile(r"\b(?:rats?|mice|murine|rabbits?|canine|dogs?|pigs?|porcine|sheep|cadavers?|cadaveric|"
-                         r"in vitro)\b", re.I)
-_NUMBER = (r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
-           r"sixty|seventy|eighty|ninety|hundred|thousand)")
-_PEOPLE = (r"(?:patients|subjects|participants|children|women|men|individuals|cases|persons|people|adults|infants|"
-           r"volunteers|students|physicians|doctors|families|specimens|samples|procedures)")
-_PARTICIPANTS = re.compile(rf"\b{_NUMBER}(?:[- ][a-z]+){{0,3}} {_PEOPLE}\b|"  # "713 blunt trauma patients"
-                           rf"\b(?:group|series|sample|population) of (?:[a-z]+ ){{0,2}}{_PEOPLE}\b|"
-                           rf"\b{_PEOPLE} (?:who|with|undergoing|admitted|treated|referred|attending|were)\b", re.I)
-_ANALYTIC = re.compile(r"\b(?:compar(?:e|ed|ing|ison)|versus|vs\b|controls?\b|groups?\b|associat(?:ed|ion)|"
-                       r"correlat(?:ed|ion)|relationship|risk factors?|predict|odds ratio|relative risk|hazard ratio|"
-                       r"sensitivity|specificity|prevalence|regression)", re.I)
+_REVIEW_METHODS = re.compile(
+    r"\b(?:searched|databases?|MEDLINE|PubMed|Embase|Cochrane|CINAHL|literature search|"
+    r"(?:included|eligible|identified) (?:studies|trials|articles|reports)|"
+    r"pooled (?:analysis|estimates?|data)|random[- ]effects?)",
+    re.I,
+)
+_EXPERIMENT = re.compile(
+    r"\b(?:rats?|mice|murine|rabbits?|canine|dogs?|pigs?|porcine|sheep|cadavers?|cadaveric|"
+    r"in vitro)\b",
+    re.I,
+)
+_NUMBER = (
+    r"(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety|hundred|thousand)"
+)
+_PEOPLE = (
+    r"(?:patients|subjects|participants|children|women|men|individuals|cases|persons|people|adults|infants|"
+    r"volunteers|students|physicians|doctors|families|specimens|samples|procedures)"
+)
+_PARTICIPANTS = re.compile(
+    rf"\b{_NUMBER}(?:[- ][a-z]+){{0,3}} {_PEOPLE}\b|"  # "713 blunt trauma patients"
+    rf"\b(?:group|series|sample|population) of (?:[a-z]+ ){{0,2}}{_PEOPLE}\b|"
+    rf"\b{_PEOPLE} (?:who|with|undergoing|admitted|treated|referred|attending|were)\b",
+    re.I,
+)
+_ANALYTIC = re.compile(
+    r"\b(?:compar(?:e|ed|ing|ison)|versus|vs\b|controls?\b|groups?\b|associat(?:ed|ion)|"
+    r"correlat(?:ed|ion)|relationship|risk factors?|predict|odds ratio|relative risk|hazard ratio|"
+    r"sensitivity|specificity|prevalence|regression)",
+    re.I,
+)
 _DESIGN_OF_GRADE = {"A": "guideline", "B": "systematic review", "C": "randomised controlled trial", "D": "cohort study"}
 
 

@@ -47,10 +47,12 @@ class ImportReport:
         }
 
     def table(self) -> str:
-        lines = [f"{self.dataset}: {self.documents} documents read, {len(self.untagged)} untagged "
-                 f"(match no condition), {len(self.failed)} unreadable; "
-                 f"{self.written} landing files written, {self.unchanged} unchanged",
-                 f"{'code':<8}{'docs':>6}  grades"]
+        lines = [
+            f"{self.dataset}: {self.documents} documents read, {len(self.untagged)} untagged "
+            f"(match no condition), {len(self.failed)} unreadable; "
+            f"{self.written} landing files written, {self.unchanged} unchanged",
+            f"{'code':<8}{'docs':>6}  grades",
+        ]
         for code, grades in sorted(self.per_condition.items()):
             mix = " ".join(f"{g}:{n}" for g, n in sorted(grades.items()))
             lines.append(f"{code:<8}{sum(grades.values()):>6}  {mix}")
@@ -87,8 +89,10 @@ def _refused(reason: str) -> Document:
 def _cochrane(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callable[[], Document]]]:
     folder = root / "graded_evidence"
     if not (folder / "cochrane_auto").is_dir():
-        raise FileNotFoundError(f"no Cochrane sets under {folder} (expected cochrane_auto/, cochrane_simplification/, "
-                                "cochrane_conclusions/)")
+        raise FileNotFoundError(
+            f"no Cochrane sets under {folder} (expected cochrane_auto/, cochrane_simplification/, "
+            "cochrane_conclusions/)"
+        )
     reviews, failed = cochrane_reviews(folder)
     for record, reason in sorted(failed.items()):
         yield record, partial(_refused, reason)
@@ -107,12 +111,22 @@ def _guidelines(root: Path, ids: set[str] | None) -> Iterator[tuple[str, Callabl
             yield path.stem, partial(read_guideline, path, vocabulary)
 
 
-SOURCES = {"evidence-inference": ("ei", _evidence_inference), "pubmedqa": ("pubmedqa", _pubmedqa),
-           "cochrane": ("cochrane", _cochrane), "guidelines": ("guideline", _guidelines)}
+SOURCES = {
+    "evidence-inference": ("ei", _evidence_inference),
+    "pubmedqa": ("pubmedqa", _pubmedqa),
+    "cochrane": ("cochrane", _cochrane),
+    "guidelines": ("guideline", _guidelines),
+}
 
 
-def import_all(datasets_dir: Path, landing_dir: Path, catalogue: Catalogue, reports_dir: Path,
-               progress: Callable[[str], None] | None = None, datasets: tuple[str, ...] = DATASETS) -> dict[str, dict]:
+def import_all(
+    datasets_dir: Path,
+    landing_dir: Path,
+    catalogue: Catalogue,
+    reports_dir: Path,
+    progress: Callable[[str], None] | None = None,
+    datasets: tuple[str, ...] = DATASETS,
+) -> dict[str, dict]:
     """Import every dataset (or those named), print each report through `progress`, save them to
     imports.json."""
     reports = {}

@@ -14,10 +14,9 @@ from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import read_jats, read_markdown, read_pdf
 from ebm_platform.corpus.tagging import tag_conditions
 
-READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats,
-           ".pdf": read_pdf}
-MAX_FILE_BYTES = 100 * 2**20   # larger files are not read at all
-MAX_TEXT_CHARS = 2_000_000     # 26x the longest Evidence Inference article (76,157): not one document
+READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats, ".pdf": read_pdf}
+MAX_FILE_BYTES = 100 * 2**20  # larger files are not read at all
+MAX_TEXT_CHARS = 2_000_000  # 26x the longest Evidence Inference article (76,157): not one document
 
 
 @dataclass
@@ -44,8 +43,7 @@ def landing_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(
-        p for p in folder.rglob("*")
-        if p.is_file() and not p.name.startswith(".") and p.name.lower() != "readme.md"
+        p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".") and p.name.lower() != "readme.md"
     )
 
 
@@ -63,8 +61,10 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
         raise DocumentError(f"file of {size / 2**20:.0f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB limit")
     document = reader(path.read_bytes(), str(path))
     if len(document.text) > MAX_TEXT_CHARS:
-        raise DocumentError(f"text of {len(document.text):,} characters is over the {MAX_TEXT_CHARS:,} limit for one "
-                            "document: split it into its parts")
+        raise DocumentError(
+            f"text of {len(document.text):,} characters is over the {MAX_TEXT_CHARS:,} limit for one "
+            "document: split it into its parts"
+        )
     codes: list[str] = []
     for raw in document.conditions:
         try:
@@ -72,8 +72,7 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
         except KeyError as exc:
             raise DocumentError(f"unknown condition code {raw!r} in front matter") from exc
     if not codes:
-        codes = tag_conditions(catalogue, document.title, document.text[:4000], document.text,
-                               document.grade)
+        codes = tag_conditions(catalogue, document.title, document.text[:4000], document.text, document.grade)
     if code not in codes:
         codes.insert(0, code)
     document.conditions = list(dict.fromkeys(codes))
@@ -90,8 +89,14 @@ def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLo
     for path in sorted(landing_files(folder), key=lambda p: (p.stat().st_mtime_ns, p.name)):
         load.files_seen += 1
         if not path.resolve().is_relative_to(inside):  # never read what a link points at outside the folder
-            load.quarantine.append(QuarantineRecord(code, str(path), "symbolic link to a file outside the landing "
-                                                    "folder: not read", hashlib.sha256(str(path).encode()).hexdigest()))
+            load.quarantine.append(
+                QuarantineRecord(
+                    code,
+                    str(path),
+                    "symbolic link to a file outside the landing folder: not read",
+                    hashlib.sha256(str(path).encode()).hexdigest(),
+                )
+            )
             continue
         digest = file_sha256(path)
         try:

@@ -21,12 +21,17 @@ STRENGTH = re.compile(
     r"(?P<strength>Strong\s+for|Weak\s+for|Neither\s+for\s+nor\s+against|Weak\s+against|Strong\s+against)"
     r"(?:\s*\|?\s*(?:Not\s+)?[Rr]eviewed\s*,\s*(?P<category>New-added|New-replaced|Not\s+changed|Amended|Deleted))?"
     r"|\((?P<paren>(?:conditional|strong)\s+recommendation\s+(?:in\s+favour\s+of|against)\s+(?:the\s+)?use"
-    r"|good\s+practice\s+statement[^)]{0,60}|no\s+recommendation)(?P<certainty>[^)]{0,80})\)")
-RECOMMENDING = re.compile(r"\b(?:we\s+(?:recommend|suggest)|insufficient\s+evidence\s+to\s+recommend|"
-                          r"(?:may|should)\s+(?:not\s+)?be\s+(?:offered|used)|recommendation\s+cannot\s+be\s+made)",
-                          re.I)
-STATEMENT_START = re.compile(r"(?:^|[\s)])(?:(?:Recommendation\s+)?\d{1,2}\.\s*(?=For\b|There\b)"
-                             r"|[A-E](?:\.\d+){1,2}\s+)")
+    r"|good\s+practice\s+statement[^)]{0,60}|no\s+recommendation)(?P<certainty>[^)]{0,80})\)"
+)
+RECOMMENDING = re.compile(
+    r"\b(?:we\s+(?:recommend|suggest)|insufficient\s+evidence\s+to\s+recommend|"
+    r"(?:may|should)\s+(?:not\s+)?be\s+(?:offered|used)|recommendation\s+cannot\s+be\s+made)",
+    re.I,
+)
+STATEMENT_START = re.compile(
+    r"(?:^|[\s)])(?:(?:Recommendation\s+)?\d{1,2}\.\s*(?=For\b|There\b)"
+    r"|[A-E](?:\.\d+){1,2}\s+)"
+)
 STRENGTH_LABEL = "Strength of recommendation"  # a recommendation section's strength; answers read it back
 FOOTNOTE_TAIL = re.compile(r"(?:\s*[.(|]|\s+[a-z]\b|(?<=[.)])[a-z]\b)+\s*$")
 
@@ -46,7 +51,7 @@ def running_header(text: str) -> str | None:
     marks = list(PAGE_MARK.finditer(text))
     if len(marks) < 3:
         return None
-    before = [text[max(0, m.start() - 400):m.start()].split()[-HEADER_WORDS:] for m in marks]
+    before = [text[max(0, m.start() - 400) : m.start()].split()[-HEADER_WORDS:] for m in marks]
     best = None
     for k in range(3, HEADER_WORDS + 1):
         counts = Counter(tuple(words[-k:]) for words in before if len(words) >= k)
@@ -69,7 +74,7 @@ def remove_furniture(text: str, title: str = "") -> str:
         pattern = re.compile(_words(title), re.I)
         first = pattern.search(text)
         if first:
-            text = text[:first.end()] + pattern.sub(" ", text[first.end():])
+            text = text[: first.end()] + pattern.sub(" ", text[first.end() :])
     return text
 
 
@@ -96,11 +101,16 @@ def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
         gap, a, b = tokens[i + 1], tokens[i], tokens[i + 2]
         if gap.strip() == "" and gap.count("\n") <= 1 and joined(a, b):
             # a piece that could also join its right neighbour takes the longer word
-            if (i + 4 < len(tokens) and tokens[i + 3].strip() == "" and not known(b)
-                    and joined(b, tokens[i + 4]) and len(b + tokens[i + 4]) > len(a + b)):
+            if (
+                i + 4 < len(tokens)
+                and tokens[i + 3].strip() == ""
+                and not known(b)
+                and joined(b, tokens[i + 4])
+                and len(b + tokens[i + 4]) > len(a + b)
+            ):
                 i += 2
                 continue
-            tokens[i:i + 3] = [a + b]
+            tokens[i : i + 3] = [a + b]
             continue
         i += 2
     return "".join(tokens)
@@ -135,7 +145,7 @@ def recommendations(text: str) -> list[Recommendation]:
         if not starts:
             continue
         begin = starts[-1].end()
-        statement = FOOTNOTE_TAIL.sub("", _fold(text[begin:match.start()])) + "."
+        statement = FOOTNOTE_TAIL.sub("", _fold(text[begin : match.start()])) + "."
         first = re.split(r"\.(?=\s|[A-Z]|$)", statement, maxsplit=1)[0]
         key = re.sub(r"[^a-z]+", "", first.lower())  # the first sentence's letters: copies differ in spacing
         if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement) or key in seen:
@@ -173,12 +183,13 @@ def without_back_matter(text: str) -> str:
     """The text before its back matter: the first appendix or numbered reference list that starts in
     the second half of the text (a table of contents early on names them too, followed by dot leaders)."""
     for match in BACK_MATTER.finditer(text, len(text) // 2):
-        return text[:match.start()]
+        return text[: match.start()]
     return text
 
 
-def guideline_markdown(title: str, text: str, vocabulary: frozenset[str] | set[str],
-                       running_title: str = "") -> tuple[str, int]:
+def guideline_markdown(
+    title: str, text: str, vocabulary: frozenset[str] | set[str], running_title: str = ""
+) -> tuple[str, int]:
     """A guideline's cleaned text, without its appendices and reference list, as markdown with each
     recommendation in a section of its own, in reading order between the paragraphs around it;
     returns (markdown, recommendations)."""
@@ -186,7 +197,7 @@ def guideline_markdown(title: str, text: str, vocabulary: frozenset[str] | set[s
     found = recommendations(clean)
     parts, last, number = [f"# {title}"], 0, 0
     for rec in found:
-        body = paragraphs(clean[last:rec.start])
+        body = paragraphs(clean[last : rec.start])
         if body:
             parts += ["## Text", *body]
         number += 1

@@ -16,13 +16,21 @@ import duckdb
 from ebm_platform.corpus.landing import QuarantineRecord
 from ebm_platform.versions import parquet_version, read_consistent
 
-DDL = ["CREATE TABLE IF NOT EXISTS quarantine (condition VARCHAR, path VARCHAR, reason VARCHAR, sha256 VARCHAR, "
-       "detected_at TIMESTAMP)",
-       "ALTER TABLE quarantine ADD COLUMN IF NOT EXISTS version VARCHAR"]
+DDL = [
+    "CREATE TABLE IF NOT EXISTS quarantine (condition VARCHAR, path VARCHAR, reason VARCHAR, sha256 VARCHAR, "
+    "detected_at TIMESTAMP)",
+    "ALTER TABLE quarantine ADD COLUMN IF NOT EXISTS version VARCHAR",
+]
 
 
-def record(conn: duckdb.DuckDBPyConnection, condition: str, entries: Iterable[QuarantineRecord], version: str,
-           current: str | None, detected_at: datetime) -> None:
+def record(
+    conn: duckdb.DuckDBPyConnection,
+    condition: str,
+    entries: Iterable[QuarantineRecord],
+    version: str,
+    current: str | None,
+    detected_at: datetime,
+) -> None:
     """In one transaction: keep only the rows of the partition's current parquet (`current`), add
     this run's rows as `version`."""
     for statement in DDL:
@@ -30,8 +38,10 @@ def record(conn: duckdb.DuckDBPyConnection, condition: str, entries: Iterable[Qu
     conn.execute("BEGIN TRANSACTION")
     conn.execute("DELETE FROM quarantine WHERE condition = ? AND version IS DISTINCT FROM ?", [condition, current])
     for q in entries:
-        conn.execute("INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
-                     [q.condition, q.path, q.reason, q.sha256, detected_at, version])
+        conn.execute(
+            "INSERT INTO quarantine VALUES (?, ?, ?, ?, ?, ?)",
+            [q.condition, q.path, q.reason, q.sha256, detected_at, version],
+        )
     conn.execute("COMMIT")
 
 
@@ -41,7 +51,9 @@ def current_rows(conn: duckdb.DuckDBPyConnection, documents_dir: Path) -> list[t
         return []
     columns = {r[0] for r in conn.execute("DESCRIBE quarantine").fetchall()}
     version = "version" if "version" in columns else "NULL"
-    rows = conn.execute(f"SELECT condition, path, reason, {version} FROM quarantine ORDER BY condition, path").fetchall()
+    rows = conn.execute(
+        f"SELECT condition, path, reason, {version} FROM quarantine ORDER BY condition, path"
+    ).fetchall()
     versions = {c: parquet_version(documents_dir / f"{c}.parquet") for c in {r[0] for r in rows}}
     return [(c, p, reason) for c, p, reason, v in rows if v == versions[c]]
 

@@ -288,6 +288,11 @@ def read_pdf(data: bytes, path: str = "") -> Document:
     markdown = f"# {title}\n\n" + "\n\n".join(p for p in paragraphs if p)
     grade, design, basis = grade_document(None, "", title, markdown)
     return Document(
-        title=title, text=markdown, source=f"pdf:{path}", grade=grade, grade_basis=basis,
-        study_design=design, path=path,
+        title=title,
+        text=markdown,
+        source=f"pdf:{path}",
+        grade=grade,
+        grade_basis=basis,
+        study_design=design,
+        path=path,
     )

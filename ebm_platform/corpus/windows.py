@@ -129,8 +129,11 @@ def similarity_groups(blocks: Sequence[Block], vectors: np.ndarray, params: Wind
             prev = blocks[i - 1]
             same_table = block.kind == "table_row" and (prev.kind == "table_row" or is_caption(prev))
             similar = not same_table and float(vectors[i] @ vectors[i - 1]) >= params.group_similarity
-            if (block.section != prev.section or not (same_table or similar)
-                    or size + block.tokens > params.chunk_capacity):
+            if (
+                block.section != prev.section
+                or not (same_table or similar)
+                or size + block.tokens > params.chunk_capacity
+            ):
                 group, size = group + 1, 0
         groups.append(group)
         size += block.tokens
@@ -156,7 +159,7 @@ def _units(block: Block, budget: int) -> list[Unit]:
         offset = at + len(sentence)
         tokens = list(TOKEN.finditer(sentence))
         for i in range(0, len(tokens), budget):
-            piece = tokens[i:i + budget]
+            piece = tokens[i : i + budget]
             s, e = piece[0].start(), piece[-1].end()
             units.append(Unit(sentence[s:e], block.start + at + s, block.start + at + e, len(piece)))
     return units
@@ -207,16 +210,18 @@ def build_windows(doc_id: str, markdown: str, params: WindowParams, grouper: Gro
             text = "\n\n".join(u.text for u in window_units)
             ordinal = len(rows)
             digest = hashlib.sha1(f"{doc_id}|{ordinal}|{text}".encode()).hexdigest()[:10]
-            rows.append({
-                "window_id": f"{doc_id}-{digest}",
-                "doc_id": doc_id,
-                "ordinal": ordinal,
-                "chunk": chunk_no,
-                "section": members[0].section,
-                "text": text,
-                "n_tokens": count_tokens(text),
-                "char_start": window_units[0].start,
-                "char_end": window_units[-1].end,
-            })
+            rows.append(
+                {
+                    "window_id": f"{doc_id}-{digest}",
+                    "doc_id": doc_id,
+                    "ordinal": ordinal,
+                    "chunk": chunk_no,
+                    "section": members[0].section,
+                    "text": text,
+                    "n_tokens": count_tokens(text),
+                    "char_start": window_units[0].start,
+                    "char_end": window_units[-1].end,
+                }
+            )
         chunk_no += 1
     return rows

@@ -1,7 +1,6 @@
 """Landing sensor (new or changed files -> an observation of landing_files and a run for exactly
 those partitions) and the automation sensor (eager downstream assets, the weekly on_cron refresh)."""
 
-
 import json
 
 import dagster as dg
@@ -20,7 +19,8 @@ def scan_landing(lake: LakeResource, previous: dict[str, FileState]) -> dict[str
 def materialised_digest(instance: dg.DagsterInstance, code: str) -> str | None:
     """The landing digest source_documents[code] last materialised from (None if never)."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=source_documents.key, asset_partitions=[code]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=source_documents.key, asset_partitions=[code]), limit=1
+    ).records
     if not records:
         return None
     value = records[0].asset_materialization.metadata.get(LANDING_DIGEST)
@@ -28,7 +28,8 @@ def materialised_digest(instance: dg.DagsterInstance, code: str) -> str | None:
 
 
 @dg.sensor(
-    target=[source_documents], minimum_interval_seconds=30,
+    target=[source_documents],
+    minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
 )
 def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> dg.SensorResult:
@@ -52,16 +53,29 @@ def landing_sensor(context: dg.SensorEvaluationContext, lake: LakeResource) -> d
             continue
         # observed together with the run it triggers, so automation never sees a landing change
         # that no source_documents run will handle
-        observations.append(dg.AssetObservation(asset_key=landing_files.key, partition=code, metadata={
-            "files": dg.MetadataValue.int(len(files)),
-            "bytes": dg.MetadataValue.int(sum(m[1] for m in files.values())),
-            LANDING_DIGEST: dg.MetadataValue.text(digest)}))
-        requests.append(dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}:{tick}",
-                                      tags={"ebm/trigger": "landing"}))
-    return dg.SensorResult(run_requests=requests, asset_events=observations,
-                           cursor=json.dumps({"files": current, "tick": tick}, sort_keys=True))
+        observations.append(
+            dg.AssetObservation(
+                asset_key=landing_files.key,
+                partition=code,
+                metadata={
+                    "files": dg.MetadataValue.int(len(files)),
+                    "bytes": dg.MetadataValue.int(sum(m[1] for m in files.values())),
+                    LANDING_DIGEST: dg.MetadataValue.text(digest),
+                },
+            )
+        )
+        requests.append(
+            dg.RunRequest(partition_key=code, run_key=f"{code}:{digest}:{tick}", tags={"ebm/trigger": "landing"})
+        )
+    return dg.SensorResult(
+        run_requests=requests,
+        asset_events=observations,
+        cursor=json.dumps({"files": current, "tick": tick}, sort_keys=True),
+    )
 
 
 automation_sensor = dg.AutomationConditionSensorDefinition(
-    "eager_downstream", target=dg.AssetSelection.all(), default_status=dg.DefaultSensorStatus.RUNNING,
+    "eager_downstream",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )

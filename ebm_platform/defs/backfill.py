@@ -39,10 +39,18 @@ def submit(instance: dg.DagsterInstance, defs: dg.Definitions, job_name: str, pa
     """Add an asset backfill of `job_name`'s assets (and their checks) over `partitions`; return its id."""
     keys = sorted(defs.resolve_job_def(job_name).asset_layer.executable_asset_keys)
     backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id=make_new_backfill_id(), asset_graph=defs.resolve_asset_graph(), partition_names=partitions,
-        asset_selection=keys, backfill_timestamp=time.time(), tags={"ebm/trigger": "ebm backfill"},
-        dynamic_partitions_store=instance, all_partitions=False, title=f"ebm backfill {job_name}",
-        description=f"{job_name} over {len(partitions)} partitions", run_config=None)
+        backfill_id=make_new_backfill_id(),
+        asset_graph=defs.resolve_asset_graph(),
+        partition_names=partitions,
+        asset_selection=keys,
+        backfill_timestamp=time.time(),
+        tags={"ebm/trigger": "ebm backfill"},
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title=f"ebm backfill {job_name}",
+        description=f"{job_name} over {len(partitions)} partitions",
+        run_config=None,
+    )
     instance.add_backfill(backfill)
     return backfill.backfill_id
 
@@ -50,10 +58,15 @@ def submit(instance: dg.DagsterInstance, defs: dg.Definitions, job_name: str, pa
 def start_daemon(log: Path) -> subprocess.Popen:
     """`dagster-daemon run` over the workspace, in its own process group, logging to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(WORKSPACE)],
-                            cwd=WORKSPACE.parent, env=os.environ.copy(), start_new_session=True,
-                            stdout=log.open("ab"), stderr=subprocess.STDOUT,
-                            preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", str(WORKSPACE)],
+        cwd=WORKSPACE.parent,
+        env=os.environ.copy(),
+        start_new_session=True,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+    )
 
 
 def stop_daemon(daemon: subprocess.Popen) -> None:
@@ -66,8 +79,13 @@ def stop_daemon(daemon: subprocess.Popen) -> None:
         daemon.wait(timeout=30)
 
 
-def wait(instance: dg.DagsterInstance, backfill_id: str, progress: Callable[[str], None], poll_s: float = 5.0,
-         timeout_s: float = 6 * 3600) -> BackfillOutcome:
+def wait(
+    instance: dg.DagsterInstance,
+    backfill_id: str,
+    progress: Callable[[str], None],
+    poll_s: float = 5.0,
+    timeout_s: float = 6 * 3600,
+) -> BackfillOutcome:
     """Poll until the backfill is done and its runs have finished, printing a line when counts change."""
     started, last = time.monotonic(), None
     while True:
@@ -79,15 +97,23 @@ def wait(instance: dg.DagsterInstance, backfill_id: str, progress: Callable[[str
             progress(f"[backfill {backfill_id}] {line} ({time.monotonic() - started:.0f}s)")
             last = line
         if backfill.status in BULK_ACTION_TERMINAL_STATUSES and all(r.status in FINISHED for r in runs):
-            failed = sorted(r.tags.get("dagster/partition", "?") for r in runs if r.status != dg.DagsterRunStatus.SUCCESS)
+            failed = sorted(
+                r.tags.get("dagster/partition", "?") for r in runs if r.status != dg.DagsterRunStatus.SUCCESS
+            )
             return BackfillOutcome(backfill_id, backfill.status.value, counts, failed, time.monotonic() - started)
         if time.monotonic() - started > timeout_s:
             raise TimeoutError(f"backfill {backfill_id} not done after {timeout_s:.0f}s ({line})")
         time.sleep(poll_s)
 
 
-def run_backfill(instance: dg.DagsterInstance, defs: dg.Definitions, job_name: str, partitions: list[str],
-                 daemon_log: Path, progress: Callable[[str], None]) -> BackfillOutcome:
+def run_backfill(
+    instance: dg.DagsterInstance,
+    defs: dg.Definitions,
+    job_name: str,
+    partitions: list[str],
+    daemon_log: Path,
+    progress: Callable[[str], None],
+) -> BackfillOutcome:
     """Submit the backfill, start a daemon unless one is live, wait for it, stop what was started."""
     backfill_id = submit(instance, defs, job_name, partitions)
     daemon = None

@@ -1,7 +1,6 @@
 """Graph assets: pico_tagger (checked), pico_extractions[CODE], knowledge_graph[CODE] (Kùzu),
 knowledge_tree."""
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import dagster as dg
@@ -17,9 +16,10 @@ from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
-from ebm_platform.pico.tagger import PicoTagger, cache_path, copy_tagger, read_meta, tagger_path
-from ebm_platform.pico.training import HEADLINE, train_and_validate, training_key
+from ebm_platform.pico.tagger import PicoTagger, tagger_path
+from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import tag_windows
+from ebm_platform.trained_models import ensure_tagger
 
 ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
 
@@ -31,53 +31,48 @@ class TaggerConfig(dg.Config):
 
 
 @dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
-def pico_tagger(context: dg.AssetExecutionContext, config: TaggerConfig, lake: LakeResource,
-                embedder: EmbedderResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+def pico_tagger(
+    context: dg.AssetExecutionContext,
+    config: TaggerConfig,
+    lake: LakeResource,
+    embedder: EmbedderResource,
+    benchmark: BenchmarkResource,
+) -> dg.Output[pl.DataFrame]:
     """The learned PICO span tagger (a head over MiniLM token vectors and an entity selector),
     trained on Evidence Inference's train split (doctor-written prompts projected onto titles and
     abstracts) and scored beside the offline rules on its validation split; kept in
     <lake>/models/pico_tagger. Reused while its inputs are unchanged, also from another lake of
     this environment (a passing tagger is kept beside the converted embedder, keyed by data, code,
     encoder and parameters)."""
-    datasets, encoder = benchmark.root(), embedder.encoder()
     folder = tagger_path(lake.path)
-    key = training_key(datasets, encoder.description, config.article_limit)
-    cached = cache_path(key)
-    source = "reused from this lake"
-    if read_meta(folder).get("key") != key and read_meta(cached).get("key") == key:
-        copy_tagger(cached, folder)  # trained by another lake of this environment from the same inputs
-        source = f"copied from {cached}"
-    meta = read_meta(folder)
-    reused = meta.get("key") == key
-    if reused:
-        report = meta["validation"]
-    else:
-        tagger, report = train_and_validate(datasets, encoder, limit=config.article_limit, progress=reporter(context))
-        meta = {"key": key, "validation": report, "beats_rules": report["learned_minus_rules_macro_f1"] > 0,
-                "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "training_data": "Evidence Inference train split (titles + abstracts), projected prompts"}
-        tagger.save(folder, meta)
-        source = "trained"
-        if meta["beats_rules"]:  # only a tagger that passed its check serves other lakes
-            copy_tagger(folder, cached)
-    rows = [{"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
-            for extractor in ("learned", "learned_word_labels", "rules", "majority_class") if extractor in report
-            for c, scores in report[extractor]["classes"].items()]
-    return dg.Output(pl.DataFrame(rows), metadata={
-        "macro_f1_learned": dg.MetadataValue.float(report["learned"]["macro_f1"]),
-        "macro_f1_rules": dg.MetadataValue.float(report["rules"]["macro_f1"]),
-        "macro_f1_majority_class": dg.MetadataValue.float(report["majority_class"]["macro_f1"]),
-        **{f"macro_f1_interval_95_{name}": dg.MetadataValue.text(f"[{low}, {high}]")
-           for name, (low, high) in report.get("macro_f1_interval_95", {}).items()},
-        "headline_classes": dg.MetadataValue.text(f"{', '.join(HEADLINE)} (P's gold is a pattern proxy)"),
-        "validation_articles": dg.MetadataValue.int(report["articles"]),
-        "train_articles": dg.MetadataValue.int(report["train_articles"]),
-        "encoder": dg.MetadataValue.text(report["encoder"]),
-        "reused": dg.MetadataValue.bool(reused),
-        "source": dg.MetadataValue.text(source),
-        "path": dg.MetadataValue.path(str(folder)),
-        "scores": dg.MetadataValue.md(pl.DataFrame(rows).to_pandas().to_markdown(index=False)),
-    })
+    meta, source = ensure_tagger(folder, benchmark.root(), embedder.encoder(), config.article_limit, reporter(context))
+    report, reused = meta["validation"], source != "trained"
+    rows = [
+        {"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
+        for extractor in ("learned", "learned_word_labels", "rules", "majority_class")
+        if extractor in report
+        for c, scores in report[extractor]["classes"].items()
+    ]
+    return dg.Output(
+        pl.DataFrame(rows),
+        metadata={
+            "macro_f1_learned": dg.MetadataValue.float(report["learned"]["macro_f1"]),
+            "macro_f1_rules": dg.MetadataValue.float(report["rules"]["macro_f1"]),
+            "macro_f1_majority_class": dg.MetadataValue.float(report["majority_class"]["macro_f1"]),
+            **{
+                f"macro_f1_interval_95_{name}": dg.MetadataValue.text(f"[{low}, {high}]")
+                for name, (low, high) in report.get("macro_f1_interval_95", {}).items()
+            },
+            "headline_classes": dg.MetadataValue.text(f"{', '.join(HEADLINE)} (P's gold is a pattern proxy)"),
+            "validation_articles": dg.MetadataValue.int(report["articles"]),
+            "train_articles": dg.MetadataValue.int(report["train_articles"]),
+            "encoder": dg.MetadataValue.text(report["encoder"]),
+            "reused": dg.MetadataValue.bool(reused),
+            "source": dg.MetadataValue.text(source),
+            "path": dg.MetadataValue.path(str(folder)),
+            "scores": dg.MetadataValue.md(pl.DataFrame(rows).to_pandas().to_markdown(index=False)),
+        },
+    )
 
 
 def macro_f1(scores: pl.DataFrame, extractor: str) -> float:
@@ -86,17 +81,31 @@ def macro_f1(scores: pl.DataFrame, extractor: str) -> float:
     return float(rows["f1"].mean()) if rows.height else 0.0
 
 
-@dg.asset_check(asset=pico_tagger, blocking=True,
-                description="the learned tagger must beat the offline rules on held-out validation (token macro F1)")
+@dg.asset_check(
+    asset=pico_tagger,
+    blocking=True,
+    description="the learned tagger must beat the offline rules on held-out validation (token macro F1)",
+)
 def pico_tagger_beats_rules(pico_tagger: pl.DataFrame) -> dg.AssetCheckResult:
     learned, rules = macro_f1(pico_tagger, "learned"), macro_f1(pico_tagger, "rules")
     return dg.AssetCheckResult(passed=learned > rules, metadata={"learned": learned, "rules": rules})
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"polars"}, automation_condition=EAGER,
-          deps=["window_index", "pico_tagger"])
-def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.DataFrame, llm: LLMResource,
-                     graph: GraphResource, lake: LakeResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+@dg.asset(
+    partitions_def=conditions_partitions,
+    group_name="graph",
+    kinds={"polars"},
+    automation_condition=EAGER,
+    deps=["window_index", "pico_tagger"],
+)
+def pico_extractions(
+    context: dg.AssetExecutionContext,
+    evidence_windows: pl.DataFrame,
+    llm: LLMResource,
+    graph: GraphResource,
+    lake: LakeResource,
+    embedder: EmbedderResource,
+) -> dg.Output[pl.DataFrame]:
     """Schema-bounded entities, relations and attributes per window: the LLM when one is set;
     offline, the learned tagger's P/I/C/O spans (when it passed its check) with the rules for
     the rest, or the rules alone. Anything out of schema is dropped and counted, never fatal."""
@@ -107,85 +116,137 @@ def pico_extractions(context: dg.AssetExecutionContext, evidence_windows: pl.Dat
     windows = evidence_windows.to_dicts()
     learned = client.offline and graph.pico_extractor == "learned"
     tagger = PicoTagger.usable(tagger_path(lake.path)) if learned else None
-    tagged = tag_windows(windows, tagger, embedder.encoder(), WindowIndex(Path(lake.root) / "stores" / "lancedb"),
-                         reporter(context)) if tagger else None
+    tagged = (
+        tag_windows(
+            windows, tagger, embedder.encoder(), WindowIndex(Path(lake.root) / "stores" / "lancedb"), reporter(context)
+        )
+        if tagger
+        else None
+    )
     rows = extractor.windows(windows, progress=reporter(context), tagged=tagged)
     frame = pl.DataFrame(rows, schema=ELEMENT_SCHEMA) if rows else pl.DataFrame(schema=ELEMENT_SCHEMA)
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
-    return dg.Output(frame, metadata={
-        "mode": dg.MetadataValue.text(f"llm:{client.model}" if not client.offline else
-                                      "offline (learned PICO tagger + rules)" if tagger else
-                                      "offline (rules; no usable tagger in the lake)" if learned else
-                                      "offline (rules, as configured)"),
-        "schema": dg.MetadataValue.text(schema.name),
-        "windows": dg.MetadataValue.int(evidence_windows.height),
-        "elements_by_kind": dg.MetadataValue.json({k["kind"]: k["len"] for k in kinds}),
-        "dropped_out_of_schema": dg.MetadataValue.json(dict(extractor.drops)),
-        "failed_windows": dg.MetadataValue.int(extractor.failed_windows),
-        "llm_usage": dg.MetadataValue.json(client.usage.as_metadata()),
-        "preview": preview(frame, ["kind", "subject", "subject_type", "predicate", "object"], rows=8),
-    })
+    return dg.Output(
+        frame,
+        metadata={
+            "mode": dg.MetadataValue.text(
+                f"llm:{client.model}"
+                if not client.offline
+                else "offline (learned PICO tagger + rules)"
+                if tagger
+                else "offline (rules; no usable tagger in the lake)"
+                if learned
+                else "offline (rules, as configured)"
+            ),
+            "schema": dg.MetadataValue.text(schema.name),
+            "windows": dg.MetadataValue.int(evidence_windows.height),
+            "elements_by_kind": dg.MetadataValue.json({k["kind"]: k["len"] for k in kinds}),
+            "dropped_out_of_schema": dg.MetadataValue.json(dict(extractor.drops)),
+            "failed_windows": dg.MetadataValue.int(extractor.failed_windows),
+            "llm_usage": dg.MetadataValue.json(client.usage.as_metadata()),
+            "preview": preview(frame, ["kind", "subject", "subject_type", "predicate", "object"], rows=8),
+        },
+    )
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"kuzu"},
-          automation_condition=EAGER)
-def knowledge_graph(context: dg.AssetExecutionContext, source_documents: pl.DataFrame,
-                    evidence_windows: pl.DataFrame, pico_extractions: pl.DataFrame,
-                    graph: GraphResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"kuzu"}, automation_condition=EAGER)
+def knowledge_graph(
+    context: dg.AssetExecutionContext,
+    source_documents: pl.DataFrame,
+    evidence_windows: pl.DataFrame,
+    pico_extractions: pl.DataFrame,
+    graph: GraphResource,
+    embedder: EmbedderResource,
+) -> dg.Output[pl.DataFrame]:
     """The partition's documents, windows, entities and attributes in Kùzu, replaced atomically;
     the output table lists its entities with name embeddings for the graph channel. Both record the
     run as the partition's version, so readers never pair a graph with another run's entities."""
     code = context.partition_key
     schema = graph.schema()
-    tables, entities = partition_tables(code, source_documents, evidence_windows, pico_extractions, schema,
-                                        lambda texts: embedder.embed(texts, max_tokens=32), graph.merge_threshold)
+    tables, entities = partition_tables(
+        code,
+        source_documents,
+        evidence_windows,
+        pico_extractions,
+        schema,
+        lambda texts: embedder.embed(texts, max_tokens=32),
+        graph.merge_threshold,
+    )
     with graph.store() as store:
         store.replace_partition(code, tables, context.run_id)
-        in_store = store.count("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p "
-                               "RETURN count(DISTINCT e.id)", {"p": code})
+        in_store = store.count(
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p RETURN count(DISTINCT e.id)",
+            {"p": code},
+        )
     stats = graph_stats(tables["Entity"], tables["RELATES"], tables["Attribute"].height, schema)
     mentions = pico_extractions.filter(pl.col("kind") == "entity").height if pico_extractions.height else 0
-    return dg.Output(entities, metadata={
-        "entities": dg.MetadataValue.int(stats["entities"]),
-        "entities_in_store": dg.MetadataValue.int(in_store),
-        "entity_mentions_before_merge": dg.MetadataValue.int(mentions),
-        "attributes": dg.MetadataValue.int(stats["attributes"]),
-        "relations": dg.MetadataValue.int(stats["relations"]),
-        "windows": dg.MetadataValue.int(tables["Window"].height),
-        "nodes_by_type": dg.MetadataValue.json(stats["nodes_by_type"]),
-        "relations_by_type": dg.MetadataValue.json(stats["relations_by_type"]),
-        "pico_core_share": dg.MetadataValue.float(stats["pico_core_share"]),
-        "pico_core_share_paper": dg.MetadataValue.float(stats["pico_core_share_paper"]),
-        "core_mix_vs_paper": dg.MetadataValue.json({t: {"here": stats["core_mix"][t], "paper": stats["core_mix_paper"][t]}
-                                                    for t in stats["core_mix"]}),
-        "store": dg.MetadataValue.path(str(graph.path)),
-        PARTITION_VERSION: dg.MetadataValue.text(context.run_id),
-    })
+    return dg.Output(
+        entities,
+        metadata={
+            "entities": dg.MetadataValue.int(stats["entities"]),
+            "entities_in_store": dg.MetadataValue.int(in_store),
+            "entity_mentions_before_merge": dg.MetadataValue.int(mentions),
+            "attributes": dg.MetadataValue.int(stats["attributes"]),
+            "relations": dg.MetadataValue.int(stats["relations"]),
+            "windows": dg.MetadataValue.int(tables["Window"].height),
+            "nodes_by_type": dg.MetadataValue.json(stats["nodes_by_type"]),
+            "relations_by_type": dg.MetadataValue.json(stats["relations_by_type"]),
+            "pico_core_share": dg.MetadataValue.float(stats["pico_core_share"]),
+            "pico_core_share_paper": dg.MetadataValue.float(stats["pico_core_share_paper"]),
+            "core_mix_vs_paper": dg.MetadataValue.json(
+                {t: {"here": stats["core_mix"][t], "paper": stats["core_mix_paper"][t]} for t in stats["core_mix"]}
+            ),
+            "store": dg.MetadataValue.path(str(graph.path)),
+            PARTITION_VERSION: dg.MetadataValue.text(context.run_id),
+        },
+    )
 
 
-@dg.asset(group_name="graph", kinds={"kuzu"}, pool="kuzu_writer", automation_condition=AFTER_DEPS,
-          ins={"entities": dg.AssetIn("knowledge_graph", partition_mapping=dg.AllPartitionMapping())})
-def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
-                   graph: GraphResource, llm: LLMResource) -> dg.Output[pl.DataFrame]:
+@dg.asset(
+    group_name="graph",
+    kinds={"kuzu"},
+    pool="kuzu_writer",
+    automation_condition=AFTER_DEPS,
+    ins={"entities": dg.AssetIn("knowledge_graph", partition_mapping=dg.AllPartitionMapping())},
+)
+def knowledge_tree(
+    context: dg.AssetExecutionContext, entities: pl.DataFrame, graph: GraphResource, llm: LLMResource
+) -> dg.Output[pl.DataFrame]:
     """Community compression over every partition's entities, stored as the tree's four layers:
     communities (L4), keywords (L3), triples (L2, typed RELATES) and attributes (L1)."""
     with graph.store() as store:
-        relates = store.query("MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, "
-                              "r.type AS type")
+        relates = store.query(
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, r.type AS type"
+        )
         mentions = store.query("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) RETURN e.id AS entity, w.id AS window")
-        co = (mentions.join(mentions, on="window", suffix="_b").filter(pl.col("entity") < pl.col("entity_b"))
-              .group_by("entity", "entity_b").len()
-              .select(pl.col("entity").alias("source"), pl.col("entity_b").alias("target"),
-                      pl.lit("co_mention").alias("type"), pl.col("len").cast(pl.Float64).alias("weight")))
-        edges = pl.concat([relates.with_columns(pl.lit(2.0).alias("weight")), co], how="vertical_relaxed") \
-            if relates.height or co.height else pl.DataFrame(schema={"source": pl.String, "target": pl.String,
-                                                                     "type": pl.String, "weight": pl.Float64})
-        attributes = store.query("MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n")
+        co = (
+            mentions.join(mentions, on="window", suffix="_b")
+            .filter(pl.col("entity") < pl.col("entity_b"))
+            .group_by("entity", "entity_b")
+            .len()
+            .select(
+                pl.col("entity").alias("source"),
+                pl.col("entity_b").alias("target"),
+                pl.lit("co_mention").alias("type"),
+                pl.col("len").cast(pl.Float64).alias("weight"),
+            )
+        )
+        edges = (
+            pl.concat([relates.with_columns(pl.lit(2.0).alias("weight")), co], how="vertical_relaxed")
+            if relates.height or co.height
+            else pl.DataFrame(
+                schema={"source": pl.String, "target": pl.String, "type": pl.String, "weight": pl.Float64}
+            )
+        )
+        attributes = store.query(
+            "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
+        )
         entities = entities.unique("id", keep="first", maintain_order=True)  # one row per global entity
         community, stats = build_tree(entities, edges)
         context.log.info(f"knowledge tree: {stats}")
-        tables, summary_mode = tree_tables(entities, edges, community,
-                                           dict(attributes.iter_rows()) if attributes.height else {}, llm.client())
+        tables, summary_mode = tree_tables(
+            entities, edges, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()
+        )
         store.replace_tree(tables)
         layers = {
             "L4_communities": tables["Community"].height,
@@ -193,10 +254,16 @@ def knowledge_tree(context: dg.AssetExecutionContext, entities: pl.DataFrame,
             "L2_triples": relates.height,
             "L1_attributes": store.count("MATCH (a:Attribute) RETURN count(*)"),
         }
-    return dg.Output(tables["Community"], metadata={
-        **{k: dg.MetadataValue.int(v) for k, v in layers.items()},
-        "compression": dg.MetadataValue.json(stats),
-        "summaries": dg.MetadataValue.text(summary_mode),
-        "largest_communities": preview(tables["Community"].sort("size", descending=True),
-                                       ["id", "size", "l2_triples", "l1_attributes", "name", "summary"], rows=10),
-    })
+    return dg.Output(
+        tables["Community"],
+        metadata={
+            **{k: dg.MetadataValue.int(v) for k, v in layers.items()},
+            "compression": dg.MetadataValue.json(stats),
+            "summaries": dg.MetadataValue.text(summary_mode),
+            "largest_communities": preview(
+                tables["Community"].sort("size", descending=True),
+                ["id", "size", "l2_triples", "l1_attributes", "name", "summary"],
+                rows=10,
+            ),
+        },
+    )

@@ -68,8 +68,10 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         staging = bool(getattr(staged := context.definition_metadata.get(STAGED), "value", staged))
         if isinstance(obj, dict):
             if set(obj) != set(context.asset_partition_keys):
-                raise ValueError(f"{context.asset_key.to_user_string()}: frames for {sorted(obj)}, but the run "
-                                 f"materialises {sorted(context.asset_partition_keys)}")
+                raise ValueError(
+                    f"{context.asset_key.to_user_string()}: frames for {sorted(obj)}, but the run "
+                    f"materialises {sorted(context.asset_partition_keys)}"
+                )
             frames = obj
         else:
             frames = {context.asset_partition_key if context.has_asset_partitions else None: obj}
@@ -77,21 +79,25 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         paths = []
         for partition, frame in frames.items():
             paths.append(path := asset_file(self.root, "/".join(context.asset_key.path), partition, staging=staging))
-            write_parquet(frame, path, None if version is None else str(getattr(version, "value", version)))  # old file or new, never half
+            write_parquet(
+                frame, path, None if version is None else str(getattr(version, "value", version))
+            )  # old file or new, never half
         first = next(iter(frames.values()))
-        context.add_output_metadata({
-            "dagster/row_count": dg.MetadataValue.int(sum(f.height for f in frames.values())),
-            "dagster/column_schema": dg.TableSchema(
-                columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]),
-            "parquet": dg.MetadataValue.path(str(paths[0]) if len(paths) == 1 else str(paths[0].parent)),
-        })
+        context.add_output_metadata(
+            {
+                "dagster/row_count": dg.MetadataValue.int(sum(f.height for f in frames.values())),
+                "dagster/column_schema": dg.TableSchema(
+                    columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
+                ),
+                "parquet": dg.MetadataValue.path(str(paths[0]) if len(paths) == 1 else str(paths[0].parent)),
+            }
+        )
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         base = self._base(context.asset_key)
         if not context.has_asset_partitions:
             return pl.read_parquet(base.with_suffix(".parquet"))
-        frames = [pl.read_parquet(p) for key in context.asset_partition_keys
-                  if (p := base / f"{key}.parquet").exists()]
+        frames = [pl.read_parquet(p) for key in context.asset_partition_keys if (p := base / f"{key}.parquet").exists()]
         if not frames:
             return pl.DataFrame()
         return pl.concat(frames, how="diagonal_relaxed")

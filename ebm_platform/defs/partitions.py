@@ -1,6 +1,5 @@
 """The one partitions definition shared by every per-condition asset, and the automation conditions."""
 
-
 import dagster as dg
 
 from ebm_platform.conditions import active_catalogue
@@ -22,14 +21,20 @@ def _ancestor_busy(depth: int) -> dg.AutomationCondition:
     to run (one of its own dependencies was updated since it last ran or was requested; for a
     CHECK_GATED asset, only once those dependencies' blocking checks passed). Dagster's
     will_be_requested() only sees requests that share a run, never a global's partitioned parent."""
-    running, updated = dg.AutomationCondition.in_progress(), dg.AutomationCondition.any_deps_updated().since_last_handled()
-    due = {False: running | updated,
-           True: running | (updated & dg.AutomationCondition.all_deps_blocking_checks_passed())}
+    running, updated = (
+        dg.AutomationCondition.in_progress(),
+        dg.AutomationCondition.any_deps_updated().since_last_handled(),
+    )
+    due = {
+        False: running | updated,
+        True: running | (updated & dg.AutomationCondition.all_deps_blocking_checks_passed()),
+    }
     condition: dg.AutomationCondition | None = None
     for _ in range(depth):
         level = {gated: busy if condition is None else busy | condition for gated, busy in due.items()}
-        condition = (dg.AutomationCondition.any_deps_match(level[False]).ignore(CHECK_GATED)
-                     | dg.AutomationCondition.any_deps_match(level[True]).allow(CHECK_GATED))
+        condition = dg.AutomationCondition.any_deps_match(level[False]).ignore(
+            CHECK_GATED
+        ) | dg.AutomationCondition.any_deps_match(level[True]).allow(CHECK_GATED)
     return condition
 
 
@@ -37,5 +42,8 @@ def _ancestor_busy(depth: int) -> dg.AutomationCondition:
 # anything upstream is running or due to run, so it waits for the changed partition's chain and for
 # the globals it reads and then runs once, on their new outputs. Unlike eager() it does not wait
 # for parent partitions that were never built: a condition with no files never holds back globals.
-AFTER_DEPS = (dg.AutomationCondition.any_deps_updated().since_last_handled() & ~_ancestor_busy(ANCESTRY)
-              & ~dg.AutomationCondition.in_progress()).with_label("after everything upstream settles")
+AFTER_DEPS = (
+    dg.AutomationCondition.any_deps_updated().since_last_handled()
+    & ~_ancestor_busy(ANCESTRY)
+    & ~dg.AutomationCondition.in_progress()
+).with_label("after everything upstream settles")

@@ -1,6 +1,5 @@
 """Dagster resources: the lake, the LLM client and the embedder, configured from EBM_* settings."""
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -71,9 +70,14 @@ class LLMResource(dg.ConfigurableResource):
     cache_path: str | None = None
 
     def client(self) -> LLMClient:
-        return LLMClient(model=self.model, api_base=self.api_base, api_key=self.api_key,
-                         timeout_s=self.timeout_s, max_retries=self.max_retries,
-                         cache_path=Path(self.cache_path) if self.cache_path else None)
+        return LLMClient(
+            model=self.model,
+            api_base=self.api_base,
+            api_key=self.api_key,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            cache_path=Path(self.cache_path) if self.cache_path else None,
+        )
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -95,8 +99,7 @@ class EmbedderResource(dg.ConfigurableResource):
         return self.encoder().embed(texts, max_tokens)
 
     def window_params(self) -> WindowParams:
-        return WindowParams(self.window_tokens, self.window_overlap, self.max_windows_per_chunk,
-                            self.group_similarity)
+        return WindowParams(self.window_tokens, self.window_overlap, self.max_windows_per_chunk, self.group_similarity)
 
 
 def default_resources() -> dict[str, object]:
@@ -111,19 +114,34 @@ def default_resources() -> dict[str, object]:
     return {
         "lake": LakeResource(root=str(s.lake), catalogue_path=str(s.catalogue)),
         # the key is read from the environment when a run starts: it is never part of the stored config
-        "llm": LLMResource(model=s.llm_model, api_base=s.llm_api_base,
-                           api_key=dg.EnvVar("EBM_LLM_API_KEY") if s.llm_api_key else None,
-                           timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
-                           cache_path=str(s.llm_cache_path)),
-        "embedder": EmbedderResource(model_name=s.embedding_model, backend=s.embedding_backend,
-                                     window_tokens=s.window_tokens, window_overlap=s.window_overlap,
-                                     max_windows_per_chunk=s.max_windows_per_chunk,
-                                     group_similarity=s.group_similarity, cross_encoder=s.cross_encoder),
+        "llm": LLMResource(
+            model=s.llm_model,
+            api_base=s.llm_api_base,
+            api_key=dg.EnvVar("EBM_LLM_API_KEY") if s.llm_api_key else None,
+            timeout_s=s.llm_timeout_s,
+            max_retries=s.llm_max_retries,
+            cache_path=str(s.llm_cache_path),
+        ),
+        "embedder": EmbedderResource(
+            model_name=s.embedding_model,
+            backend=s.embedding_backend,
+            window_tokens=s.window_tokens,
+            window_overlap=s.window_overlap,
+            max_windows_per_chunk=s.max_windows_per_chunk,
+            group_similarity=s.group_similarity,
+            cross_encoder=s.cross_encoder,
+        ),
         "warehouse": DuckDBResource(database=str(s.warehouse_path)),
         "graph": GraphResource(lake_root=str(s.lake), schema_name=s.graph_schema, pico_extractor=s.pico_extractor),
         "io_manager": LakeParquetIOManager(root=str(s.lake)),
-        "benchmark": BenchmarkResource(datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
-                                       sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()]),
-        "evaluation": EvaluationResource(strategies=s.eval_strategies, max_questions=s.eval_max_questions,
-                                         full_strategies=s.eval_full_strategies, seed=s.eval_seed),
+        "benchmark": BenchmarkResource(
+            datasets_dir=str(s.datasets_dir) if s.datasets_dir else None,
+            sources=[x.strip() for x in s.benchmark_sources.split(",") if x.strip()],
+        ),
+        "evaluation": EvaluationResource(
+            strategies=s.eval_strategies,
+            max_questions=s.eval_max_questions,
+            full_strategies=s.eval_full_strategies,
+            seed=s.eval_seed,
+        ),
     }

@@ -2,7 +2,7 @@
 features) -> reranker_model (checked), the learned fine scorer of this lake; verdict_model
 (checked), the learned verdict of the answers."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -17,29 +17,54 @@ from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
-from ebm_platform.retrieval.learned import (MIN_GATE_QUESTIONS, cross_validate, gate_line, passes_gate,
-                                            reranker_path, without_prompts)
+from ebm_platform.retrieval.learned import (
+    MIN_GATE_QUESTIONS,
+    cross_validate,
+    gate_line,
+    passes_gate,
+    reranker_path,
+    without_prompts,
+)
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import VerdictModel
 
 
-@dg.asset(group_name="retrieval", kinds={"polars"}, automation_condition=AFTER_DEPS,
-          deps=["window_index", "knowledge_graph", "knowledge_tree"],
-          ins={"bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
-               "splits": dg.AssetIn("benchmark_splits")})
-def fused_candidates(context: dg.AssetExecutionContext, bench: pl.DataFrame, splits: pl.DataFrame,
-                     lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+@dg.asset(
+    group_name="retrieval",
+    kinds={"polars"},
+    automation_condition=AFTER_DEPS,
+    deps=["window_index", "knowledge_graph", "knowledge_tree"],
+    ins={
+        "bench": dg.AssetIn("benchmark_qa", partition_mapping=dg.AllPartitionMapping()),
+        "splits": dg.AssetIn("benchmark_splits"),
+    },
+)
+def fused_candidates(
+    context: dg.AssetExecutionContext,
+    bench: pl.DataFrame,
+    splits: pl.DataFrame,
+    lake: LakeResource,
+    llm: LLMResource,
+    embedder: EmbedderResource,
+) -> dg.Output[pl.DataFrame]:
     """SR-RAG up to the fine scorer for every benchmark question with gold windows, each split: the
     fused candidates with their features and gold flags. The reranker trains on the train and
     validation rows; candidate_pools scores all of them with the fine scorer it chose, so the
     retrieval pipeline runs once per question for both."""
     names = tuple(c.name.lower() for c in lake.catalogue().conditions)
-    retriever = Retriever(Path(lake.root), llm.client(), embedder.model_name, embedder.cross_encoder, names,
-                          embedding_backend=embedder.backend)
+    retriever = Retriever(
+        Path(lake.root),
+        llm.client(),
+        embedder.model_name,
+        embedder.cross_encoder,
+        names,
+        embedding_backend=embedder.backend,
+    )
     progress = reporter(context)
-    rows = pl.concat([candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress)
-                      for split in SPLITS])
+    rows = pl.concat(
+        [candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress) for split in SPLITS]
+    )
     return dg.Output(rows, metadata=candidate_metadata(rows))
 
 
@@ -48,65 +73,104 @@ def candidate_metadata(rows: pl.DataFrame) -> dict[str, dg.MetadataValue]:
     questions = rows.select("question_id", "split").unique()
     return {
         "questions": dg.MetadataValue.int(questions.height),
-        "by_split": dg.MetadataValue.json(dict(questions.group_by("split").len().iter_rows()) if questions.height else {}),
+        "by_split": dg.MetadataValue.json(
+            dict(questions.group_by("split").len().iter_rows()) if questions.height else {}
+        ),
         "candidates": dg.MetadataValue.int(rows.height),
         "gold_candidates": dg.MetadataValue.int(int(rows["gold"].sum()) if rows.height else 0),
     }
 
 
-@dg.asset(group_name="retrieval", kinds={"lightgbm"}, pool="lake_writer", automation_condition=AFTER_DEPS,
-          ins={"candidates": dg.AssetIn("fused_candidates")})
-def reranker_model(context: dg.AssetExecutionContext, candidates: pl.DataFrame,
-                   lake: LakeResource, benchmark: BenchmarkResource) -> dg.Output[pl.DataFrame]:
+@dg.asset(
+    group_name="retrieval",
+    kinds={"lightgbm"},
+    pool="lake_writer",
+    automation_condition=AFTER_DEPS,
+    ins={"candidates": dg.AssetIn("fused_candidates")},
+)
+def reranker_model(
+    context: dg.AssetExecutionContext, candidates: pl.DataFrame, lake: LakeResource, benchmark: BenchmarkResource
+) -> dg.Output[pl.DataFrame]:
     """LambdaRank over the SR-RAG candidates' features (retrieval/features.py), learned from every
     labelled question of the benchmark's train and validation splits and gated on their
     out-of-fold scores against the hand-set scorer (retrieval/learned.py: cross_validate); kept in
     <lake>/models/reranker and used by the query path only when it passed. Evidence Inference's
     validation-split prompts are left out, so that `ebm eval retrieval --reranker shipped` can judge
     the shipped model on that split."""
-    rows = without_prompts(candidates.filter(pl.col("split").is_in(["train", "validation"])),
-                           set(labelled_prompts(benchmark.root(), "validation")["prompt_id"].to_list()))
+    rows = without_prompts(
+        candidates.filter(pl.col("split").is_in(["train", "validation"])),
+        set(labelled_prompts(benchmark.root(), "validation")["prompt_id"].to_list()),
+    )
     if not rows.height or not rows["gold"].any():
-        raise dg.Failure("no train or validation question has a gold window among its candidates: nothing to learn "
-                         "from", metadata={"rows": rows.height})
+        raise dg.Failure(
+            "no train or validation question has a gold window among its candidates: nothing to learn from",
+            metadata={"rows": rows.height},
+        )
     model, report = cross_validate(rows, context.run_id.split("-")[0])
-    model.meta.update(trained_on="benchmark_qa train and validation splits", run_id=context.run_id,
-                      fitted_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    model.meta.update(
+        trained_on="benchmark_qa train and validation splits",
+        run_id=context.run_id,
+        fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     model.save(reranker_path(Path(lake.root)))
     context.log.info(gate_line(model.meta))
-    table = pl.DataFrame([{"source": source, "ranker": name, "R@10": m.get("R@10"), "Hit@10": m.get("Hit@10"),
-                           "MRR": m["MRR"], "questions": m["questions"]}
-                          for source, comparison in [("all", report["validation"]), *report["by_source"].items()]
-                          for name, m in comparison.items()])
-    return dg.Output(table, metadata={
-        "beats_hand_set": dg.MetadataValue.bool(model.usable),
-        "gate": dg.MetadataValue.text(gate_line(model.meta)),
-        "validation": dg.MetadataValue.md(table.to_pandas().to_markdown(index=False, floatfmt=".3f")),
-        "train_questions": dg.MetadataValue.int(model.meta["train_questions"]),
-        "rounds": dg.MetadataValue.int(model.meta["rounds"]),
-        "feature_gain": dg.MetadataValue.json(dict(list(model.meta["gain"].items())[:12])),
-    })
+    table = pl.DataFrame(
+        [
+            {
+                "source": source,
+                "ranker": name,
+                "R@10": m.get("R@10"),
+                "Hit@10": m.get("Hit@10"),
+                "MRR": m["MRR"],
+                "questions": m["questions"],
+            }
+            for source, comparison in [("all", report["validation"]), *report["by_source"].items()]
+            for name, m in comparison.items()
+        ]
+    )
+    return dg.Output(
+        table,
+        metadata={
+            "beats_hand_set": dg.MetadataValue.bool(model.usable),
+            "gate": dg.MetadataValue.text(gate_line(model.meta)),
+            "validation": dg.MetadataValue.md(table.to_pandas().to_markdown(index=False, floatfmt=".3f")),
+            "train_questions": dg.MetadataValue.int(model.meta["train_questions"]),
+            "rounds": dg.MetadataValue.int(model.meta["rounds"]),
+            "feature_gain": dg.MetadataValue.json(dict(list(model.meta["gain"].items())[:12])),
+        },
+    )
 
 
-@dg.asset_check(asset=reranker_model, blocking=True,
-                description="the learned fine scorer's out-of-fold scores must beat the hand-set scorer's (MRR "
-                            "higher, R@10 not lower) on at least MIN_GATE_QUESTIONS train and validation questions; "
-                            "otherwise the query path keeps the hand-set scorer")
+@dg.asset_check(
+    asset=reranker_model,
+    blocking=True,
+    description="the learned fine scorer's out-of-fold scores must beat the hand-set scorer's (MRR "
+    "higher, R@10 not lower) on at least MIN_GATE_QUESTIONS train and validation questions; "
+    "otherwise the query path keeps the hand-set scorer",
+)
 def reranker_beats_hand_set(reranker_model: pl.DataFrame) -> dg.AssetCheckResult:
     pooled = reranker_model.filter(pl.col("source") == "all")
     rows = {r["ranker"]: r for r in pooled.iter_rows(named=True)}
     learned, hand = rows.get("learned"), rows.get("hand_set")
     questions = learned["questions"] if learned else 0
     passed = passes_gate(learned, hand)
-    return dg.AssetCheckResult(passed=passed, metadata={
-        "questions": questions, "min_questions": MIN_GATE_QUESTIONS,
-        "learned_MRR": learned["MRR"] if learned else None, "hand_set_MRR": hand["MRR"] if hand else None,
-        "learned_R@10": learned["R@10"] if learned else None, "hand_set_R@10": hand["R@10"] if hand else None})
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={
+            "questions": questions,
+            "min_questions": MIN_GATE_QUESTIONS,
+            "learned_MRR": learned["MRR"] if learned else None,
+            "hand_set_MRR": hand["MRR"] if hand else None,
+            "learned_R@10": learned["R@10"] if learned else None,
+            "hand_set_R@10": hand["R@10"] if hand else None,
+        },
+    )
 
 
 @dg.asset(group_name="retrieval", kinds={"sklearn"}, pool="lake_writer")
-def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchmark: BenchmarkResource,
-                  embedder: EmbedderResource) -> dg.Output[pl.DataFrame]:
+def verdict_model(
+    context: dg.AssetExecutionContext, lake: LakeResource, benchmark: BenchmarkResource, embedder: EmbedderResource
+) -> dg.Output[pl.DataFrame]:
     """TF-IDF + logistic regression trained on Evidence Inference's train-split evidence spans
     (label = the prompt's label), scored on the validation spans beside the offline rules and the
     majority class, and the evidence-sentence scorer that chooses the sentences an offline answer
@@ -116,28 +180,50 @@ def verdict_model(context: dg.AssetExecutionContext, lake: LakeResource, benchma
     model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context))
     model.save(model_folder(lake.root, "verdict", staging=True))  # promoted by its blocking check
     report, quoted = model.meta["validation_spans"], model.meta["sentence_scorer"]["validation"]
-    table = pl.DataFrame([{"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"],
-                           "spans": m["questions"]} for name, m in report.items()]
-                         + [{"verdict": f"quoted sentences: {name}", "accuracy": quoted[name]["accuracy"],
-                             "macro_f1": quoted[name]["macro_f1"], "spans": quoted[name]["questions"]}
-                            for name in ("learned", "cosine")])
-    return dg.Output(table, metadata={"train_spans": dg.MetadataValue.int(model.meta["trained_on_spans"]),
-                                      **{f"{name} macro-F1": dg.MetadataValue.float(m["macro_f1"])
-                                         for name, m in report.items()},
-                                      **{f"quoted sentences {name} P@1": dg.MetadataValue.float(quoted[name]["P@1"])
-                                         for name in ("learned", "cosine")},
-                                      "sentence scorer weights": dg.MetadataValue.json(model.sentences.weights())})
+    table = pl.DataFrame(
+        [
+            {"verdict": name, "accuracy": m["accuracy"], "macro_f1": m["macro_f1"], "spans": m["questions"]}
+            for name, m in report.items()
+        ]
+        + [
+            {
+                "verdict": f"quoted sentences: {name}",
+                "accuracy": quoted[name]["accuracy"],
+                "macro_f1": quoted[name]["macro_f1"],
+                "spans": quoted[name]["questions"],
+            }
+            for name in ("learned", "cosine")
+        ]
+    )
+    return dg.Output(
+        table,
+        metadata={
+            "train_spans": dg.MetadataValue.int(model.meta["trained_on_spans"]),
+            **{f"{name} macro-F1": dg.MetadataValue.float(m["macro_f1"]) for name, m in report.items()},
+            **{
+                f"quoted sentences {name} P@1": dg.MetadataValue.float(quoted[name]["P@1"])
+                for name in ("learned", "cosine")
+            },
+            "sentence scorer weights": dg.MetadataValue.json(model.sentences.weights()),
+        },
+    )
 
 
-@dg.asset_check(asset=verdict_model, blocking=True,
-                description="the learned verdict must beat the majority class and the rules on validation spans, and "
-                            "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
-                            "(macro-F1); passing promotes the staged model to where answers read it, so a failed "
-                            "model never replaces the last good one and a lake without one answers with the rules")
+@dg.asset_check(
+    asset=verdict_model,
+    blocking=True,
+    description="the learned verdict must beat the majority class and the rules on validation spans, and "
+    "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
+    "(macro-F1); passing promotes the staged model to where answers read it, so a failed "
+    "model never replaces the last good one and a lake without one answers with the rules",
+)
 def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResource) -> dg.AssetCheckResult:
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
-    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and \
-        f1.get("quoted sentences: learned", 0.0) >= f1.get("quoted sentences: cosine", 1.0)
+    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and f1.get(
+        "quoted sentences: learned", 0.0
+    ) >= f1.get("quoted sentences: cosine", 1.0)
     promoted = passed and promote_model(lake.root, "verdict", VerdictModel.FILE)
-    return dg.AssetCheckResult(passed=passed, metadata={**{k: dg.MetadataValue.float(v) for k, v in f1.items()},
-                                                        "promoted": dg.MetadataValue.bool(promoted)})
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={**{k: dg.MetadataValue.float(v) for k, v in f1.items()}, "promoted": dg.MetadataValue.bool(promoted)},
+    )

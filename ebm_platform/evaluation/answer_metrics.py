@@ -34,11 +34,16 @@ from ebm_platform.retrieval.lexical import stems
 Embed = Callable[[list[str]], np.ndarray]
 
 NUGGET_WEIGHTS = {"vital": 1.0, "okay": 0.5}
-TERM_COVERAGE = 0.6   # share of a phrase's content terms found in the text it is checked against
-COSINE_MATCH = 0.75   # cosine of a nugget / statement with its closest answer statement / window sentence
-PM_COSINE = 0.6       # cosine of a gold PICO field with the answer's phrase of the same field
-PICO_FIELDS = {"P": ("Population",), "I": ("Intervention", "Arm"), "C": ("Comparator", "Arm"),
-               "O": ("Outcome",), "T": ("Timepoint",)}
+TERM_COVERAGE = 0.6  # share of a phrase's content terms found in the text it is checked against
+COSINE_MATCH = 0.75  # cosine of a nugget / statement with its closest answer statement / window sentence
+PM_COSINE = 0.6  # cosine of a gold PICO field with the answer's phrase of the same field
+PICO_FIELDS = {
+    "P": ("Population",),
+    "I": ("Intervention", "Arm"),
+    "C": ("Comparator", "Arm"),
+    "O": ("Outcome",),
+    "T": ("Timepoint",),
+}
 
 NUGGET_JUDGE = """You judge whether a clinical answer covers reference facts ("nuggets").
 Answer:
@@ -68,8 +73,10 @@ def answer_statements(answer: dict) -> list[Statement]:
     """The core answer's and the graded evidence's statements (each once), with cited window ids."""
     window = {c["n"]: c["window_id"] for c in answer.get("citations", [])}
     seen, out = set(), []
-    parts = [*answer.get("core_answer", []),
-             *(s for group in answer.get("evidence_by_grade", []) for s in group["statements"])]
+    parts = [
+        *answer.get("core_answer", []),
+        *(s for group in answer.get("evidence_by_grade", []) for s in group["statements"]),
+    ]
     for part in parts:
         text = part["statement"].strip()
         if text and text not in seen:
@@ -107,22 +114,35 @@ def _weighted(flags: list[bool], kinds: list[str]) -> float:
 
 
 def _flags_schema(key: str, n: int) -> dict:
-    return {"type": "object", "required": [key], "properties": {
-        key: {"type": "array", "items": {"type": "boolean"}, "minItems": n, "maxItems": n}}}
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: {"type": "array", "items": {"type": "boolean"}, "minItems": n, "maxItems": n}},
+    }
 
 
-def nugget_coverage(vital: list[str], okay: list[str], statements: list[Statement], embed: Embed,
-                    client: LLMClient) -> tuple[str, float] | None:
+def nugget_coverage(
+    vital: list[str], okay: list[str], statements: list[Statement], embed: Embed, client: LLMClient
+) -> tuple[str, float] | None:
     """(metric name, value): `NC` when the LLM judged, `NC_proxy` offline; None without nuggets."""
     nuggets = [*vital, *okay]
     if not nuggets:
         return None
     kinds = ["vital"] * len(vital) + ["okay"] * len(okay)
     texts = [s.text for s in statements]
-    prompt = fill(NUGGET_JUDGE, {"answer": "\n".join(texts) or "(no answer)",
-                                 "nuggets": "\n".join(f"{i}. {n}" for i, n in enumerate(nuggets, 1))})
-    result = client.complete_json("judge_nuggets", prompt, _flags_schema("covered", len(nuggets)),
-                                  offline=lambda: {"covered": covered_offline(nuggets, texts, embed)})
+    prompt = fill(
+        NUGGET_JUDGE,
+        {
+            "answer": "\n".join(texts) or "(no answer)",
+            "nuggets": "\n".join(f"{i}. {n}" for i, n in enumerate(nuggets, 1)),
+        },
+    )
+    result = client.complete_json(
+        "judge_nuggets",
+        prompt,
+        _flags_schema("covered", len(nuggets)),
+        offline=lambda: {"covered": covered_offline(nuggets, texts, embed)},
+    )
     name = "NC_proxy" if result.mode == "offline" else "NC"
     return name, _weighted(result.data["covered"], kinds)
 
@@ -135,19 +155,25 @@ def _supported_offline(statements: list[Statement], sentences: dict[str, list[st
     return flags
 
 
-def faithfulness(statements: list[Statement], sentences: dict[str, list[str]], embed: Embed,
-                 client: LLMClient) -> tuple[str, float] | None:
+def faithfulness(
+    statements: list[Statement], sentences: dict[str, list[str]], embed: Embed, client: LLMClient
+) -> tuple[str, float] | None:
     """(metric name, share of statements their cited windows support): `Faith` with the LLM judge,
     `Faith_proxy` offline; None for an answer without statements. `sentences` maps window id to
     its sentences."""
     if not statements:
         return None
-    items = "\n".join(f"{i}. Statement: {s.text}\n   Cited evidence: "
-                      + (" ".join(x for w in s.window_ids for x in sentences.get(w, [])) or "(none)")
-                      for i, s in enumerate(statements, 1))
-    result = client.complete_json("judge_faithfulness", fill(FAITH_JUDGE, {"items": items}),
-                                  _flags_schema("supported", len(statements)),
-                                  offline=lambda: {"supported": _supported_offline(statements, sentences, embed)})
+    items = "\n".join(
+        f"{i}. Statement: {s.text}\n   Cited evidence: "
+        + (" ".join(x for w in s.window_ids for x in sentences.get(w, [])) or "(none)")
+        for i, s in enumerate(statements, 1)
+    )
+    result = client.complete_json(
+        "judge_faithfulness",
+        fill(FAITH_JUDGE, {"items": items}),
+        _flags_schema("supported", len(statements)),
+        offline=lambda: {"supported": _supported_offline(statements, sentences, embed)},
+    )
     name = "Faith_proxy" if result.mode == "offline" else "Faith"
     flags = result.data["supported"]
     return name, sum(flags) / len(flags)

@@ -24,8 +24,10 @@ from ebm_platform.retrieval.verdict import as_yes_no
 def scores(gold: list[str], predicted: list[str]) -> dict[str, float]:
     """Accuracy and macro-F1 over the gold label set (a predicted class outside it counts as wrong)."""
     labels = sorted(set(gold))
-    return {"accuracy": round(float(accuracy_score(gold, predicted)), 4),
-            "macro_f1": round(float(f1_score(gold, predicted, labels=labels, average="macro", zero_division=0)), 4)}
+    return {
+        "accuracy": round(float(accuracy_score(gold, predicted)), 4),
+        "macro_f1": round(float(f1_score(gold, predicted, labels=labels, average="macro", zero_division=0)), 4),
+    }
 
 
 def majority(train_labels: list[str], gold: list[str]) -> dict:
@@ -34,8 +36,14 @@ def majority(train_labels: list[str], gold: list[str]) -> dict:
     return {"answer": label, **scores(gold, [label] * len(gold)), "questions": len(gold)}
 
 
-def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[str], yes_no: bool = False,
-                     k: int = 10, progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+def evaluate_answers(
+    retriever: Retriever,
+    items: list[dict],
+    strategies: list[str],
+    yes_no: bool = False,
+    k: int = 10,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, dict]:
     """Per strategy: accuracy (with a question bootstrap 95% interval), macro-F1, the verdicts'
     spread and R@k of the cited windows; every strategy after the first is paired with the first
     (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses)."""
@@ -54,13 +62,20 @@ def evaluate_answers(retriever: Retriever, items: list[dict], strategies: list[s
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} answers")
         correct[strategy] = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
-        paired = {} if strategy == first else {
-            f"{first}_minus_this_accuracy": paired_difference(correct[first], correct[strategy], digits=4)}
-        results[strategy] = {**scores(gold, predicted),
-                             "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])], **paired,
-                             f"R@{k}": round(recall / max(len(items), 1), 4),
-                             "verdicts": dict(Counter(predicted).most_common()), "questions": len(items),
-                             "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3),
-                             "mode": answer["mode"] if items else None,
-                             "sentence_selection": answer.get("sentence_selection") if items else None}
+        paired = (
+            {}
+            if strategy == first
+            else {f"{first}_minus_this_accuracy": paired_difference(correct[first], correct[strategy], digits=4)}
+        )
+        results[strategy] = {
+            **scores(gold, predicted),
+            "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])],
+            **paired,
+            f"R@{k}": round(recall / max(len(items), 1), 4),
+            "verdicts": dict(Counter(predicted).most_common()),
+            "questions": len(items),
+            "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3),
+            "mode": answer["mode"] if items else None,
+            "sentence_selection": answer.get("sentence_selection") if items else None,
+        }
     return results

@@ -18,9 +18,11 @@ import polars as pl
 
 SCORE = {"A": 5, "B": 4, "C": 3, "D": 2, "E": 1}
 RANK = {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4}
-PAPER = {"Semantic-only": {"AvgGrade": 3.18, "HGSR": 0.362, "SA-NDCG": 0.781, "PrefAcc": 0.523},
-         "Heuristic": {"AvgGrade": 3.34, "HGSR": 0.418, "SA-NDCG": 0.814, "PrefAcc": 0.586},
-         "BETR": {"AvgGrade": 3.51, "HGSR": 0.473, "SA-NDCG": 0.847, "PrefAcc": 0.641}}
+PAPER = {
+    "Semantic-only": {"AvgGrade": 3.18, "HGSR": 0.362, "SA-NDCG": 0.781, "PrefAcc": 0.523},
+    "Heuristic": {"AvgGrade": 3.34, "HGSR": 0.418, "SA-NDCG": 0.814, "PrefAcc": 0.586},
+    "BETR": {"AvgGrade": 3.51, "HGSR": 0.473, "SA-NDCG": 0.847, "PrefAcc": 0.641},
+}
 
 Ranker = Callable[[np.ndarray, list[str]], np.ndarray]
 
@@ -48,25 +50,36 @@ def query_metrics(s: np.ndarray, grades: list[str], gold: np.ndarray, ranker: Ra
     scores = ranker(s, grades)
     pos, neg = scores[gold.astype(bool)], scores[~gold.astype(bool)]
     pref = float(np.mean(pos[:, None] > neg[None, :])) if len(pos) and len(neg) else np.nan
-    return {"AvgGrade": float(np.mean([SCORE[grades[i]] for i in gold_top])) if gold_top else np.nan,
-            "HGSR": float(np.mean([grades[i] in ("A", "B") for i in gold_top])) if gold_top else np.nan,
-            "SA-NDCG": dcg / idcg if idcg else np.nan, "PrefAcc": pref}
+    return {
+        "AvgGrade": float(np.mean([SCORE[grades[i]] for i in gold_top])) if gold_top else np.nan,
+        "HGSR": float(np.mean([grades[i] in ("A", "B") for i in gold_top])) if gold_top else np.nan,
+        "SA-NDCG": dcg / idcg if idcg else np.nan,
+        "PrefAcc": pref,
+    }
 
 
 def evaluate(pools: pl.DataFrame, ranker: Ranker, k: int = 12) -> dict[str, float]:
     """Mean of each metric over the queries where it is defined."""
     per_query = []
     for _, group in pools.group_by("question_id"):
-        per_query.append(query_metrics(group["s"].to_numpy(), group["grade"].to_list(),
-                                       group["gold"].to_numpy().astype(float), ranker, k))
+        per_query.append(
+            query_metrics(
+                group["s"].to_numpy(), group["grade"].to_list(), group["gold"].to_numpy().astype(float), ranker, k
+            )
+        )
     if not per_query:
         return {m: float("nan") for m in ("AvgGrade", "HGSR", "SA-NDCG", "PrefAcc")} | {"queries": 0}
-    return {m: round(float(np.nanmean([q[m] for q in per_query])), 4) if not all(np.isnan(q[m]) for q in per_query)
-            else float("nan") for m in per_query[0]} | {"queries": len(per_query)}
+    return {
+        m: round(float(np.nanmean([q[m] for q in per_query])), 4)
+        if not all(np.isnan(q[m]) for q in per_query)
+        else float("nan")
+        for m in per_query[0]
+    } | {"queries": len(per_query)}
 
 
-def tune_heuristic(pools: pl.DataFrame, grid: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0),
-                   k: int = 12) -> float:
+def tune_heuristic(
+    pools: pl.DataFrame, grid: tuple[float, ...] = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0), k: int = 12
+) -> float:
     """c maximising SA-NDCG@K on the validation pools (ties: smaller c)."""
     scored = [(evaluate(pools, heuristic(c), k)["SA-NDCG"], -c) for c in grid]
     scored = [(0.0 if np.isnan(v) else v, c) for v, c in scored]

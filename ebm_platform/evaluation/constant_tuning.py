@@ -19,7 +19,6 @@ from ebm_platform.retrieval.med_r2 import MedR2Constants, choose, gather_candida
 from ebm_platform.retrieval.meta_rag import MetaRagConstants, gather_evidence, rank_articles
 from ebm_platform.retrieval.pipeline import Candidate, Retriever
 
-
 _CLAIMS_WINDOWS = (10, 20, 30)
 
 
@@ -36,16 +35,31 @@ class Tunable:
 TUNABLE = {
     # a, b, c > 0: the method's premise is that every reliability term counts; scaling all three
     # together only moves r against R_c, whose own range covers that
-    "meta_rag": Tunable({"a": (0.5, 1.0, 2.0), "b": (0.25, 0.5, 1.0), "c": (0.25, 0.5, 1.0), "v": (0.05, 0.25),
-                         "m": (0.25, 0.5, 1.0), "r_c": (2.0, 3.0, 4.5, 6.0)}, MetaRagConstants,
-                        lambda r, q: gather_evidence(r, q, None),
-                        lambda r, e, k: rank_articles(e, k, r.params.budget, "offline").candidates),
-    "med_r2": Tunable({"coarse_k": (10, 20, 30, 40), "temperature": (0.02, 0.05, 0.1, 0.2)}, MedR2Constants,
-                      lambda r, q: gather_candidates(r, q, None),
-                      lambda r, e, k: choose(r, e.ranked[:k.coarse_k], e.expected, k)[1]),
-    "claims": Tunable({"windows": _CLAIMS_WINDOWS}, ClaimsConstants,
-                      lambda r, q: gather_claims(r, q, None, max(_CLAIMS_WINDOWS)),
-                      lambda r, e, k: claim_graph(r, e, k).candidates),
+    "meta_rag": Tunable(
+        {
+            "a": (0.5, 1.0, 2.0),
+            "b": (0.25, 0.5, 1.0),
+            "c": (0.25, 0.5, 1.0),
+            "v": (0.05, 0.25),
+            "m": (0.25, 0.5, 1.0),
+            "r_c": (2.0, 3.0, 4.5, 6.0),
+        },
+        MetaRagConstants,
+        lambda r, q: gather_evidence(r, q, None),
+        lambda r, e, k: rank_articles(e, k, r.params.budget, "offline").candidates,
+    ),
+    "med_r2": Tunable(
+        {"coarse_k": (10, 20, 30, 40), "temperature": (0.02, 0.05, 0.1, 0.2)},
+        MedR2Constants,
+        lambda r, q: gather_candidates(r, q, None),
+        lambda r, e, k: choose(r, e.ranked[: k.coarse_k], e.expected, k)[1],
+    ),
+    "claims": Tunable(
+        {"windows": _CLAIMS_WINDOWS},
+        ClaimsConstants,
+        lambda r, q: gather_claims(r, q, None, max(_CLAIMS_WINDOWS)),
+        lambda r, e, k: claim_graph(r, e, k).candidates,
+    ),
 }
 
 
@@ -53,11 +67,12 @@ def tuning_items(train_items: list[dict], limit: int) -> list[dict]:
     """`limit` train questions after the reranker's seeded sample (retrieval_eval.ensure_reranker)."""
     items = list(train_items)
     random.Random(13).shuffle(items)
-    return items[TRAIN_QUESTIONS: TRAIN_QUESTIONS + limit]
+    return items[TRAIN_QUESTIONS : TRAIN_QUESTIONS + limit]
 
 
-def choose_constants(strategy: str, retriever: Retriever, items: list[dict], baseline: object,
-                     progress: Callable[[str], None] = print) -> dict:
+def choose_constants(
+    strategy: str, retriever: Retriever, items: list[dict], baseline: object, progress: Callable[[str], None] = print
+) -> dict:
     """Every grid point of `strategy` scored on `items`; the best by (MRR, R@10, then fewest
     changes from `baseline`), the worst, and the `baseline` constants (today's settings) on the
     same questions."""
@@ -77,9 +92,18 @@ def choose_constants(strategy: str, retriever: Retriever, items: list[dict], bas
         rows.append({**dict(zip(tunable.grid, values)), **metrics(tunable.constants(*values))})
         if n % 25 == 0 or n == len(points):
             rate = n / max(time.perf_counter() - started, 1e-9)
-            progress(f"{strategy} tuning: scored {n}/{len(points)} grid points ({rate:.1f}/s, "
-                     f"{(len(points) - n) / rate:.0f} s left)")
+            progress(
+                f"{strategy} tuning: scored {n}/{len(points)} grid points ({rate:.1f}/s, "
+                f"{(len(points) - n) / rate:.0f} s left)"
+            )
     # ties (a constant the questions cannot tell apart) keep the baseline's value: change only what the data asks
     rows.sort(key=lambda row: (-row["MRR"], -row["R@10"], sum(row[n] != getattr(baseline, n) for n in tunable.grid)))
-    return {"strategy": strategy, "questions": len(items), "grid_points": len(rows), "chosen": rows[0],
-            "top": rows[:5], "baseline": {**baseline.__dict__, **metrics(baseline)}, "worst": rows[-1]}
+    return {
+        "strategy": strategy,
+        "questions": len(items),
+        "grid_points": len(rows),
+        "chosen": rows[0],
+        "top": rows[:5],
+        "baseline": {**baseline.__dict__, **metrics(baseline)},
+        "worst": rows[-1],
+    }

@@ -20,18 +20,22 @@ def interval(values: np.ndarray, seed: int = SEED, resamples: int = RESAMPLES) -
         return np.nan, np.nan
     if np.ptp(values) == 0:
         return float(values[0]), float(values[0])
-    ci = bootstrap((values,), np.mean, n_resamples=resamples, method="percentile", random_state=seed).confidence_interval
+    ci = bootstrap(
+        (values,), np.mean, n_resamples=resamples, method="percentile", random_state=seed
+    ).confidence_interval
     return float(ci.low), float(ci.high)
 
 
-def unit_interval(units: int, statistic: Callable[[np.ndarray], float], seed: int = SEED,
-                  resamples: int = RESAMPLES) -> tuple[float, float]:
+def unit_interval(
+    units: int, statistic: Callable[[np.ndarray], float], seed: int = SEED, resamples: int = RESAMPLES
+) -> tuple[float, float]:
     """Percentile bootstrap 95% interval of `statistic(indices)` over resampled units (e.g. a
     token F1 pooled over resampled articles; a difference of two such F1s is paired by design)."""
     if units < 2:
         return np.nan, np.nan
-    ci = bootstrap((np.arange(units),), statistic, n_resamples=resamples, method="percentile",
-                   vectorized=False, random_state=seed).confidence_interval
+    ci = bootstrap(
+        (np.arange(units),), statistic, n_resamples=resamples, method="percentile", vectorized=False, random_state=seed
+    ).confidence_interval
     return float(ci.low), float(ci.high)
 
 
@@ -43,5 +47,12 @@ def paired_difference(a: np.ndarray, b: np.ndarray, seed: int = SEED, digits: in
     difference = float((a - b).mean()) if len(a) else np.nan
     if digits is not None:
         difference, low, high = (round(v, digits) for v in (difference, low, high))
-    return {"n": int(len(a)), "difference": difference, "low": low, "high": high,
-            "wins": int((a > b).sum()), "ties": int((a == b).sum()), "losses": int((a < b).sum())}
+    return {
+        "n": int(len(a)),
+        "difference": difference,
+        "low": low,
+        "high": high,
+        "wins": int((a > b).sum()),
+        "ties": int((a == b).sum()),
+        "losses": int((a < b).sum()),
+    }

@@ -57,10 +57,18 @@ def lake_key(benchmark: str, datasets_dir: Path, settings: Settings, ids: set[st
             continue
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
-    shape = [settings.window_tokens, settings.window_overlap, settings.max_windows_per_chunk,
-             settings.group_similarity, settings.graph_schema, settings.embedding_model,
-             settings.embedding_backend, settings.pico_extractor, code_digest(),
-             EVALUATION_CATALOGUE.read_text(encoding="utf-8")]
+    shape = [
+        settings.window_tokens,
+        settings.window_overlap,
+        settings.max_windows_per_chunk,
+        settings.group_similarity,
+        settings.graph_schema,
+        settings.embedding_model,
+        settings.embedding_backend,
+        settings.pico_extractor,
+        code_digest(),
+        EVALUATION_CATALOGUE.read_text(encoding="utf-8"),
+    ]
     digest.update(json.dumps(shape).encode())
     return digest.hexdigest()[:12]
 
@@ -79,8 +87,14 @@ def spawn_builder(command: list[str], env: dict[str, str]) -> subprocess.Popen:
         # the child execs the builder at once, so LanceDB's warning about its runtime in a forked child
         # (printed into the builder's output otherwise) does not apply
         warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
-        return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        return subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
 
 
 @contextmanager
@@ -100,8 +114,14 @@ def lake_lock(lake: Path, progress: Callable[[str], None]) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebuild: bool = False,
-                    progress: Callable[[str], None] = print, ids: set[str] | None = None) -> Path:
+def evaluation_lake(
+    benchmark: str,
+    datasets_dir: Path,
+    settings: Settings,
+    rebuild: bool = False,
+    progress: Callable[[str], None] = print,
+    ids: set[str] | None = None,
+) -> Path:
     """Build (or reuse) the evaluation lake for a benchmark and return its folder; `ids` limits
     the corpus to those documents (e.g. one split's articles) instead of the whole dataset."""
     if benchmark not in DATASET_FILES:
@@ -115,14 +135,16 @@ def evaluation_lake(benchmark: str, datasets_dir: Path, settings: Settings, rebu
     return lake
 
 
-def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progress: Callable[[str], None],
-           ids: set[str] | None) -> None:
+def _build(
+    lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progress: Callable[[str], None], ids: set[str] | None
+) -> None:
     """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
     resume = (lake / "assets").is_dir() and not rebuild  # an interrupted build: keep what it finished
     stored = (lake / "stores").is_dir()  # a rebuild copies the encodings already indexed there
-    env = dict(os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE),
-               EBM_DATASETS_DIR=str(datasets_dir))
+    env = dict(
+        os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE), EBM_DATASETS_DIR=str(datasets_dir)
+    )
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
     command = [sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark]
     if ids is not None:
@@ -141,7 +163,17 @@ def _build(lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progre
                 progress(line.rstrip())
     if child.returncode:
         raise RuntimeError(f"building the evaluation lake failed (exit {child.returncode}); see the output above")
-    write_text_atomic(lake / MARKER, json.dumps({
-        "benchmark": benchmark, "seconds": round(time.perf_counter() - started, 1), "resumed": resume,
-        "encodings_reused": stored,
-        "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores(), "datasets_dir": str(datasets_dir)}))
+    write_text_atomic(
+        lake / MARKER,
+        json.dumps(
+            {
+                "benchmark": benchmark,
+                "seconds": round(time.perf_counter() - started, 1),
+                "resumed": resume,
+                "encodings_reused": stored,
+                "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                "cores": cores(),
+                "datasets_dir": str(datasets_dir),
+            }
+        ),
+    )

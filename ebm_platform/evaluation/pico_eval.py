@@ -18,10 +18,38 @@ from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import WindowParams, build_windows
 from ebm_platform.graph.pico_rules import extract
 
-FIELD_TYPES = {"intervention": ("Intervention", "Arm"), "comparator": ("Comparator", "Arm", "Intervention"),
-               "outcome": ("Outcome",)}
-_STOP = {"the", "a", "an", "of", "and", "or", "in", "on", "with", "for", "to", "at", "by", "group", "groups",
-         "patients", "vs", "versus", "plus", "alone", "mg", "level", "levels", "score", "scores"}
+FIELD_TYPES = {
+    "intervention": ("Intervention", "Arm"),
+    "comparator": ("Comparator", "Arm", "Intervention"),
+    "outcome": ("Outcome",),
+}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "in",
+    "on",
+    "with",
+    "for",
+    "to",
+    "at",
+    "by",
+    "group",
+    "groups",
+    "patients",
+    "vs",
+    "versus",
+    "plus",
+    "alone",
+    "mg",
+    "level",
+    "levels",
+    "score",
+    "scores",
+}
 
 
 def content_tokens(text: str) -> set[str]:
@@ -57,8 +85,12 @@ def _section_ids(blocks) -> list[int]:
     return ids
 
 
-def evaluate(datasets_dir: Path, split: str = "validation", limit: int | None = None,
-             progress: Callable[[str], None] | None = None) -> dict:
+def evaluate(
+    datasets_dir: Path,
+    split: str = "validation",
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Mean token-overlap P/R/F1 per field over the split's prompts."""
     frame = prompts(datasets_dir, split)
     articles = sorted(set(frame["pmcid"]))[:limit] if limit else sorted(set(frame["pmcid"]))
@@ -66,7 +98,7 @@ def evaluate(datasets_dir: Path, split: str = "validation", limit: int | None = 
     xml = Path(datasets_dir) / "evidence_inference" / "xml"
     cache: dict[str, dict[str, list[str]]] = {}
     sums = {f: [0.0, 0.0, 0.0, 0] for f in FIELD_TYPES}
-    for n, row in enumerate(frame.iter_rows(named=True), 1):
+    for row in frame.iter_rows(named=True):
         if row["pmcid"] not in cache:
             cache[row["pmcid"]] = article_entities(xml / f"{row['pmcid']}.nxml")
             if progress and len(cache) % 20 == 0:
@@ -82,8 +114,19 @@ def evaluate(datasets_dir: Path, split: str = "validation", limit: int | None = 
             acc[3] += best[2] >= 0.5
     total = frame.height
     return {
-        "split": split, "articles": len(articles), "prompts": total, "mode": "offline rules",
-        "fields": {f: {"precision": round(a[0] / total, 3), "recall": round(a[1] / total, 3),
-                       "f1": round(a[2] / total, 3), "match_rate_f1_ge_0.5": round(a[3] / total, 3)}
-                   for f, a in sums.items()} if total else {},
+        "split": split,
+        "articles": len(articles),
+        "prompts": total,
+        "mode": "offline rules",
+        "fields": {
+            f: {
+                "precision": round(a[0] / total, 3),
+                "recall": round(a[1] / total, 3),
+                "f1": round(a[2] / total, 3),
+                "match_rate_f1_ge_0.5": round(a[3] / total, 3),
+            }
+            for f, a in sums.items()
+        }
+        if total
+        else {},
     }

@@ -50,8 +50,13 @@ HELD_OUT = {
     "outcome-differ": "Does {O} differ between {I} and {C}{S}?",
     "colon-question": "{I} compared with {C}: does it change {O}{S}?",
 }
-SUFFIXES = ("", " in adults with chronic low back pain", " at 12 weeks",
-            " in patients with knee osteoarthritis at 6 months", " in the short term")
+SUFFIXES = (
+    "",
+    " in adults with chronic low back pain",
+    " at 12 weeks",
+    " in patients with knee osteoarthritis at 6 months",
+    " in the short term",
+)
 FIELDS = ("intervention", "comparator", "outcome")
 
 
@@ -77,32 +82,49 @@ def _whole(question: str) -> Anchors:
     return Anchors(intervention=question, comparator=question, outcome=question)
 
 
-def evaluate_questions(datasets_dir: Path, split: str = "validation", limit: int | None = None, seed: int = 0,
-                       progress: Callable[[str], None] | None = None) -> dict:
+def evaluate_questions(
+    datasets_dir: Path,
+    split: str = "validation",
+    limit: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
     """Per phrasing and field: the parser's and the whole-question baseline's mean F1, and the
     means over `PHRASINGS` and over `HELD_OUT` with question bootstrap 95% intervals."""
-    rows = [r for r in prompts(datasets_dir, split).iter_rows(named=True)
-            if r["intervention"] and r["comparator"] and r["outcome"]][:limit]
+    rows = [
+        r
+        for r in prompts(datasets_dir, split).iter_rows(named=True)
+        if r["intervention"] and r["comparator"] and r["outcome"]
+    ][:limit]
     if not rows:
         raise ValueError(f"no complete Evidence Inference prompts in the {split} split")
     rng = random.Random(seed)
     suffixes = [rng.choice(SUFFIXES) for _ in rows]
-    report: dict = {"split": split, "prompts": len(rows), "metric": "content-word F1 per field (proxy: "
-                    "Evidence Inference prompts put into clinicians' phrasings)", "phrasings": {}, "summary": {}}
+    report: dict = {
+        "split": split,
+        "prompts": len(rows),
+        "metric": "content-word F1 per field (proxy: Evidence Inference prompts put into clinicians' phrasings)",
+        "phrasings": {},
+        "summary": {},
+    }
     for group, templates in (("development", PHRASINGS), ("held_out", HELD_OUT)):
         per_prompt = {"parser": np.zeros(len(rows)), "whole question": np.zeros(len(rows))}
         for name, example in templates.items():
             entry = {}
             for label, parse in (("parser", question_anchors), ("whole question", _whole)):
-                scores = np.array([field_scores(row, parse(phrase(row, name, suffix)))
-                                   for row, suffix in zip(rows, suffixes)])
+                scores = np.array(
+                    [field_scores(row, parse(phrase(row, name, suffix))) for row, suffix in zip(rows, suffixes)]
+                )
                 per_prompt[label] += scores.mean(1) / len(templates)
-                entry[label] = {**{f: round(float(v), 3) for f, v in zip(FIELDS, scores.mean(0))},
-                                "mean": round(float(scores.mean()), 3)}
+                entry[label] = {
+                    **{f: round(float(v), 3) for f, v in zip(FIELDS, scores.mean(0))},
+                    "mean": round(float(scores.mean()), 3),
+                }
             report["phrasings"][name] = {"group": group, "example": example, **entry}
-        report["summary"][group] = {label: {"mean": round(float(v.mean()), 3),
-                                            "interval_95": [round(x, 3) for x in interval(v)]}
-                                    for label, v in per_prompt.items()}
+        report["summary"][group] = {
+            label: {"mean": round(float(v.mean()), 3), "interval_95": [round(x, 3) for x in interval(v)]}
+            for label, v in per_prompt.items()
+        }
         if progress:
             progress(f"{group} phrasings: parser {report['summary'][group]['parser']['mean']:.3f}")
     return report

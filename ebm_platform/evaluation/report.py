@@ -19,8 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ebm_platform.evaluation.answer_metrics import (answer_statements, faithfulness, nugget_coverage, pico_match,
-                                                   semantic_similarity)
+from ebm_platform.evaluation.answer_metrics import (
+    answer_statements,
+    faithfulness,
+    nugget_coverage,
+    pico_match,
+    semantic_similarity,
+)
 from ebm_platform.evaluation.intervals import interval, paired_difference
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.ask import answer_from
@@ -28,24 +33,43 @@ from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.verdict import as_yes_no
 
 K = 10
-PROXY_NOTE = ("Metrics named *_proxy are offline stand-ins for the paper's LLM judges (answer_metrics.py), never "
-              "the paper's NC / Faith / PM. The offline answer is extractive: it quotes its cited windows, so "
-              "Faith_proxy near 1 is true by construction, not an achievement. SS uses the platform's MiniLM.")
+PROXY_NOTE = (
+    "Metrics named *_proxy are offline stand-ins for the paper's LLM judges (answer_metrics.py), never "
+    "the paper's NC / Faith / PM. The offline answer is extractive: it quotes its cited windows, so "
+    "Faith_proxy near 1 is true by construction, not an achievement. SS uses the platform's MiniLM."
+)
 METRICS = ("R@10", "NC", "NC_proxy", "Faith", "Faith_proxy", "SS", "PM_proxy", "verdict_accuracy")
 REFERENCE = "sr_rag"
 GOLD_VERDICT_SOURCES = ("evidence_inference", "pubmedqa")
 # SR-RAG paper, Table 2 (R@10 / NC / Faith / SS / PM), methods.md.
 PAPER_TABLE2 = {
-    "Naive RAG": (0.643, 0.718, 0.769, 0.841, 0.582), "MS GraphRAG": (0.698, 0.749, 0.784, 0.856, 0.621),
-    "LightRAG": (0.721, 0.762, 0.791, 0.862, 0.643), "Youtu-GraphRAG": (0.741, 0.773, 0.798, 0.868, 0.659),
-    "Med-R2": (0.724, 0.758, 0.803, 0.861, 0.678), "SR-RAG (DeepSeek-V3)": (0.812, 0.830, 0.819, 0.882, 0.788),
+    "Naive RAG": (0.643, 0.718, 0.769, 0.841, 0.582),
+    "MS GraphRAG": (0.698, 0.749, 0.784, 0.856, 0.621),
+    "LightRAG": (0.721, 0.762, 0.791, 0.862, 0.643),
+    "Youtu-GraphRAG": (0.741, 0.773, 0.798, 0.868, 0.659),
+    "Med-R2": (0.724, 0.758, 0.803, 0.861, 0.678),
+    "SR-RAG (DeepSeek-V3)": (0.812, 0.830, 0.819, 0.882, 0.788),
 }
-PAPER_ABLATIONS = {"w/o HyDE": "R@10 0.764", "w/o ColBERT": "R@10 0.748", "w/o PICO schema": "R@10 0.753, PM 0.701",
-                   "w/o BETR": "R@10 0.810, PM 0.768"}
+PAPER_ABLATIONS = {
+    "w/o HyDE": "R@10 0.764",
+    "w/o ColBERT": "R@10 0.748",
+    "w/o PICO schema": "R@10 0.753, PM 0.701",
+    "w/o BETR": "R@10 0.810, PM 0.768",
+}
 ROW_SCHEMA = {
-    "question_id": pl.String, "condition": pl.String, "source": pl.String, "strategy": pl.String, "mode": pl.String,
-    "question": pl.String, "ranked_window_ids": pl.List(pl.String), "answer": pl.String, "verdict": pl.String,
-    "gold_verdict": pl.String, "certainty": pl.String, **{m: pl.Float64 for m in METRICS}, "seconds": pl.Float64,
+    "question_id": pl.String,
+    "condition": pl.String,
+    "source": pl.String,
+    "strategy": pl.String,
+    "mode": pl.String,
+    "question": pl.String,
+    "ranked_window_ids": pl.List(pl.String),
+    "answer": pl.String,
+    "verdict": pl.String,
+    "gold_verdict": pl.String,
+    "certainty": pl.String,
+    **{m: pl.Float64 for m in METRICS},
+    "seconds": pl.Float64,
 }
 
 
@@ -59,8 +83,11 @@ def pick_questions(bench: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
     capped run still sees every kind of question the partition has."""
     if not limit or bench.height <= limit:
         return bench
-    ranked = bench.with_columns(pl.col("question_id").map_elements(
-        lambda q: hashlib.sha256(f"{seed}|{q}".encode()).hexdigest(), return_dtype=pl.String).alias("_h"))
+    ranked = bench.with_columns(
+        pl.col("question_id")
+        .map_elements(lambda q: hashlib.sha256(f"{seed}|{q}".encode()).hexdigest(), return_dtype=pl.String)
+        .alias("_h")
+    )
     ranked = ranked.sort("_h").with_columns(pl.int_range(pl.len()).over("source").alias("_turn"))
     return ranked.sort("_turn", "source").head(limit).drop("_h", "_turn")
 
@@ -70,8 +97,9 @@ def gold_rest(bench: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
     strategies answer beyond the capped sample)."""
     if not bench.height:
         return bench
-    return bench.filter((pl.col("gold_window_ids").list.len() > 0)
-                        & ~pl.col("question_id").is_in(picked["question_id"].to_list()))
+    return bench.filter(
+        (pl.col("gold_window_ids").list.len() > 0) & ~pl.col("question_id").is_in(picked["question_id"].to_list())
+    )
 
 
 def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LLMClient) -> dict:
@@ -88,26 +116,46 @@ def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LL
     gold = set(row["gold_window_ids"] or [])
     if gold:
         out["R@10"] = len(gold & set(ranked[:K])) / len(gold)
-    for result in (nugget_coverage(list(row["nuggets_vital"] or []), list(row["nuggets_okay"] or []), statements,
-                                   embed, client),
-                   faithfulness(statements, sentences, embed, client)):
+    for result in (
+        nugget_coverage(list(row["nuggets_vital"] or []), list(row["nuggets_okay"] or []), statements, embed, client),
+        faithfulness(statements, sentences, embed, client),
+    ):
         if result:
             out[result[0]] = result[1]
-    out["SS"] = semantic_similarity(statements, row["exact_answer"] or row["ideal_answer"]
-                                    if row["source"] not in GOLD_VERDICT_SOURCES else None, embed)
+    out["SS"] = semantic_similarity(
+        statements,
+        row["exact_answer"] or row["ideal_answer"] if row["source"] not in GOLD_VERDICT_SOURCES else None,
+        embed,
+    )
     out["PM_proxy"] = pico_match({f: row[f"gold_{f.lower()}"] for f in "PICOT"}, statements, embed)
     label = gold_verdict(row)
     verdict = as_yes_no(answer["verdict"]) if row["source"] == "pubmedqa" else answer["verdict"]
     if label:
         out["verdict_accuracy"] = float(verdict == label)
-    return {"question_id": row["question_id"], "condition": row["condition"], "source": row["source"],
-            "strategy": strategy, "mode": answer["mode"], "question": row["question"], "ranked_window_ids": ranked,
-            "answer": " ".join(s.text for s in statements), "verdict": verdict, "gold_verdict": label,
-            "certainty": answer.get("certainty", {}).get("level"), **out, "seconds": seconds}
+    return {
+        "question_id": row["question_id"],
+        "condition": row["condition"],
+        "source": row["source"],
+        "strategy": strategy,
+        "mode": answer["mode"],
+        "question": row["question"],
+        "ranked_window_ids": ranked,
+        "answer": " ".join(s.text for s in statements),
+        "verdict": verdict,
+        "gold_verdict": label,
+        "certainty": answer.get("certainty", {}).get("level"),
+        **out,
+        "seconds": seconds,
+    }
 
 
-def evaluate(retriever: Retriever, questions: pl.DataFrame, strategies: Iterable[str], client: LLMClient,
-             progress: Callable[[str], None] | None = None) -> pl.DataFrame:
+def evaluate(
+    retriever: Retriever,
+    questions: pl.DataFrame,
+    strategies: Iterable[str],
+    client: LLMClient,
+    progress: Callable[[str], None] | None = None,
+) -> pl.DataFrame:
     """Every (question, strategy) row of one report."""
     rows = []
     strategies = list(strategies)
@@ -132,10 +180,31 @@ def summary_table(rows: pl.DataFrame, by: str | None, seed: int) -> pl.DataFrame
         for metric in present_metrics(group):
             values = group[metric].drop_nulls().to_numpy().astype(float)
             low, high = interval(values, seed)
-            out.append({"scope": by or "overall", "group": key[1] if by else "all", "strategy": key[0],
-                        "metric": metric, "n": len(values), "mean": float(values.mean()), "low": low, "high": high})
-    return pl.DataFrame(out, schema={"scope": pl.String, "group": pl.String, "strategy": pl.String, "metric": pl.String,
-                                     "n": pl.Int64, "mean": pl.Float64, "low": pl.Float64, "high": pl.Float64})
+            out.append(
+                {
+                    "scope": by or "overall",
+                    "group": key[1] if by else "all",
+                    "strategy": key[0],
+                    "metric": metric,
+                    "n": len(values),
+                    "mean": float(values.mean()),
+                    "low": low,
+                    "high": high,
+                }
+            )
+    return pl.DataFrame(
+        out,
+        schema={
+            "scope": pl.String,
+            "group": pl.String,
+            "strategy": pl.String,
+            "metric": pl.String,
+            "n": pl.Int64,
+            "mean": pl.Float64,
+            "low": pl.Float64,
+            "high": pl.Float64,
+        },
+    )
 
 
 def paired_comparison(rows: pl.DataFrame, seed: int, reference: str = REFERENCE) -> pl.DataFrame:
@@ -149,11 +218,27 @@ def paired_comparison(rows: pl.DataFrame, seed: int, reference: str = REFERENCE)
             both = pair.filter(pl.col(metric).is_not_null() & pl.col(f"{metric}_other").is_not_null())
             if not both.height:
                 continue
-            out.append({"strategy": other, "metric": metric,
-                        **paired_difference(both[metric].to_numpy(), both[f"{metric}_other"].to_numpy(), seed)})
-    return pl.DataFrame(out, schema={"strategy": pl.String, "metric": pl.String, "n": pl.Int64,
-                                     "difference": pl.Float64, "low": pl.Float64, "high": pl.Float64,
-                                     "wins": pl.Int64, "ties": pl.Int64, "losses": pl.Int64})
+            out.append(
+                {
+                    "strategy": other,
+                    "metric": metric,
+                    **paired_difference(both[metric].to_numpy(), both[f"{metric}_other"].to_numpy(), seed),
+                }
+            )
+    return pl.DataFrame(
+        out,
+        schema={
+            "strategy": pl.String,
+            "metric": pl.String,
+            "n": pl.Int64,
+            "difference": pl.Float64,
+            "low": pl.Float64,
+            "high": pl.Float64,
+            "wins": pl.Int64,
+            "ties": pl.Int64,
+            "losses": pl.Int64,
+        },
+    )
 
 
 @dataclass
@@ -174,20 +259,28 @@ class Summary:
 
 def summarise(rows: pl.DataFrame, seed: int) -> Summary:
     """Every summary table of `rows` (one bootstrap seed for all)."""
-    return Summary(summary_table(rows, None, seed), summary_table(rows, "condition", seed),
-                   summary_table(rows, "source", seed), paired_comparison(rows, seed))
+    return Summary(
+        summary_table(rows, None, seed),
+        summary_table(rows, "condition", seed),
+        summary_table(rows, "source", seed),
+        paired_comparison(rows, seed),
+    )
 
 
 def describe(rows: pl.DataFrame, expected_conditions: Iterable[str]) -> list[str]:
     """The summary's opening notes: what was evaluated, what is missing, what the proxies are."""
     reported = set(rows["condition"].unique().to_list())
     missing = sorted(set(expected_conditions) - reported)
-    return [f"{rows['question_id'].n_unique()} test questions from {len(reported)} conditions; {rows.height} "
-            f"(question, strategy) rows; answer modes: {', '.join(sorted(set(rows['mode'].to_list())))}.",
-            f"Conditions without a report row (no test questions, or blocked): {', '.join(missing) or 'none'}.",
-            "", PROXY_NOTE, "",
-            "Intervals: percentile bootstrap of the mean, 2,000 resamples, seeded; paired intervals resample the "
-            "same questions for both strategies."]
+    return [
+        f"{rows['question_id'].n_unique()} test questions from {len(reported)} conditions; {rows.height} "
+        f"(question, strategy) rows; answer modes: {', '.join(sorted(set(rows['mode'].to_list())))}.",
+        f"Conditions without a report row (no test questions, or blocked): {', '.join(missing) or 'none'}.",
+        "",
+        PROXY_NOTE,
+        "",
+        "Intervals: percentile bootstrap of the mean, 2,000 resamples, seeded; paired intervals resample the "
+        "same questions for both strategies.",
+    ]
 
 
 def _cell(mean: float, low: float, high: float) -> str:
@@ -197,8 +290,11 @@ def _cell(mean: float, low: float, high: float) -> str:
 def paired_markdown(paired: pl.DataFrame) -> str:
     """The paired comparison as a Markdown table."""
     lines = ["| strategy | metric | n | difference [95% interval] | wins / ties / losses |", "|---|---|---|---|---|"]
-    lines += [f"| {r['strategy']} | {r['metric']} | {r['n']} | {_cell(r['difference'], r['low'], r['high'])} | "
-              f"{r['wins']} / {r['ties']} / {r['losses']} |" for r in paired.iter_rows(named=True)]
+    lines += [
+        f"| {r['strategy']} | {r['metric']} | {r['n']} | {_cell(r['difference'], r['low'], r['high'])} | "
+        f"{r['wins']} / {r['ties']} / {r['losses']} |"
+        for r in paired.iter_rows(named=True)
+    ]
     return "\n".join(lines)
 
 
@@ -206,31 +302,54 @@ def wide_markdown(table: pl.DataFrame, metrics: list[str]) -> list[str]:
     """One row per (group, strategy), one column per metric: `mean (n)`."""
     lines = [f"| {table['scope'][0]} | strategy | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 2) + "|"]
     cells = {(r["group"], r["strategy"], r["metric"]): r for r in table.iter_rows(named=True)}
-    for group, strategy in table.select("group", "strategy").unique(maintain_order=True).sort("group", maintain_order=True).iter_rows():
+    for group, strategy in (
+        table.select("group", "strategy").unique(maintain_order=True).sort("group", maintain_order=True).iter_rows()
+    ):
         row = [f"{c['mean']:.3f} ({c['n']})" if (c := cells.get((group, strategy, m))) else "-" for m in metrics]
         lines.append(f"| {group} | {strategy} | " + " | ".join(row) + " |")
     return lines
 
 
-def markdown(overall: pl.DataFrame, paired: pl.DataFrame, by_source: pl.DataFrame, by_condition: pl.DataFrame,
-             notes: list[str]) -> str:
+def markdown(
+    overall: pl.DataFrame, paired: pl.DataFrame, by_source: pl.DataFrame, by_condition: pl.DataFrame, notes: list[str]
+) -> str:
     """The summary as Markdown: strategy x metric with intervals, the paired table, the tables by
     source and by condition, the paper's Table 2."""
     metrics = [m for m in METRICS if m in set(overall["metric"].to_list())]
-    lines = ["# Evaluation summary", "", *notes, "", "## Strategy x metric (mean [bootstrap 95% interval], n)", "",
-             "| strategy | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
+    lines = [
+        "# Evaluation summary",
+        "",
+        *notes,
+        "",
+        "## Strategy x metric (mean [bootstrap 95% interval], n)",
+        "",
+        "| strategy | " + " | ".join(metrics) + " |",
+        "|---" * (len(metrics) + 1) + "|",
+    ]
     cells = {(r["strategy"], r["metric"]): r for r in overall.iter_rows(named=True)}
     for strategy in overall["strategy"].unique(maintain_order=True).to_list():
-        row = [(_cell(c["mean"], c["low"], c["high"]) + f" n={c['n']}") if (c := cells.get((strategy, m))) else "-"
-               for m in metrics]
+        row = [
+            (_cell(c["mean"], c["low"], c["high"]) + f" n={c['n']}") if (c := cells.get((strategy, m))) else "-"
+            for m in metrics
+        ]
         lines.append(f"| {strategy} | " + " | ".join(row) + " |")
     if paired.height:
-        lines += ["", f"## {REFERENCE} minus each strategy, paired over the same questions", "", paired_markdown(paired)]
+        lines += [
+            "",
+            f"## {REFERENCE} minus each strategy, paired over the same questions",
+            "",
+            paired_markdown(paired),
+        ]
     for title, table in (("benchmark source", by_source), ("condition", by_condition)):
         if table.height:
             lines += ["", f"## By {title} (mean, questions)", "", *wide_markdown(table, metrics)]
-    lines += ["", "## The paper's Table 2 (SR-RAG benchmark test split, n = 327, LLM judges)", "",
-              "| system | R@10 | NC | Faith | SS | PM |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## The paper's Table 2 (SR-RAG benchmark test split, n = 327, LLM judges)",
+        "",
+        "| system | R@10 | NC | Faith | SS | PM |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += [f"| {name} | " + " | ".join(f"{v:.3f}" for v in values) + " |" for name, values in PAPER_TABLE2.items()]
     lines += ["", "Paper ablations (SR-RAG): " + "; ".join(f"{k} {v}" for k, v in PAPER_ABLATIONS.items()) + "."]
     return "\n".join(lines) + "\n"
@@ -299,7 +418,9 @@ def html(summary_markdown: str, images: dict[str, bytes]) -> str:
 
     body = MarkdownIt("commonmark").enable("table").render(summary_markdown)
     plots = "".join(f'<p><img src="{name}" alt="{name}"></p>' for name in images)
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>ebm-platform evaluation</title><style>"
-            "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}</style></head><body>"
-            f"{plots}{body}</body></html>")
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><title>ebm-platform evaluation</title><style>'
+        "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}</style></head><body>"
+        f"{plots}{body}</body></html>"
+    )

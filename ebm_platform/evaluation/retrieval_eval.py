@@ -62,8 +62,11 @@ def gold_for_spans(windows: list[tuple[str, str]], spans: list[str]) -> set[str]
         folded = fold(span)
         if len(folded) < 12:
             continue
-        probes = [folded] if len(folded) <= SPAN_CHARS else [folded[:SPAN_CHARS].rsplit(" ", 1)[0],
-                                                               folded[-SPAN_CHARS:].split(" ", 1)[-1]]
+        probes = (
+            [folded]
+            if len(folded) <= SPAN_CHARS
+            else [folded[:SPAN_CHARS].rsplit(" ", 1)[0], folded[-SPAN_CHARS:].split(" ", 1)[-1]]
+        )
         for window_id, text in windows:
             if any(p in text for p in probes):
                 gold.add(window_id)
@@ -75,8 +78,10 @@ def benchmark_items(bench: pl.DataFrame, splits: pl.DataFrame, split: str) -> li
     as `ebm ask` runs by default)."""
     chosen = splits.filter(pl.col("split") == split).select("question_id")
     rows = bench.join(chosen, on="question_id").filter(pl.col("gold_window_ids").list.len() > 0).sort("question_id")
-    return [{"id": r["question_id"], "question": r["question"], "gold": set(r["gold_window_ids"]), "source": r["source"]}
-            for r in rows.iter_rows(named=True)]
+    return [
+        {"id": r["question_id"], "question": r["question"], "gold": set(r["gold_window_ids"]), "source": r["source"]}
+        for r in rows.iter_rows(named=True)
+    ]
 
 
 def lake_benchmark(lake: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -88,8 +93,9 @@ def lake_benchmark(lake: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), pl.read_parquet(splits)
 
 
-def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path,
-              phrasing: str | None = None) -> tuple[list[dict], Counter]:
+def questions(
+    benchmark: str, split: str, datasets_dir: Path, lake: Path, phrasing: str | None = None
+) -> tuple[list[dict], Counter]:
     """Questions with their gold window ids, and the reasons any were dropped; Evidence Inference's
     in the benchmark's template, or in one of `question_eval`'s named phrasings."""
     if benchmark == "generated":
@@ -113,8 +119,14 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path,
             if not gold:
                 dropped["no gold window could be located"] += 1
                 continue
-            out.append({"id": f"ei-{row['prompt_id']}", "gold": gold, "label": row["label"],
-                        "question": phrase(row, phrasing) if phrasing else question_text(row)})
+            out.append(
+                {
+                    "id": f"ei-{row['prompt_id']}",
+                    "gold": gold,
+                    "label": row["label"],
+                    "question": phrase(row, phrasing) if phrasing else question_text(row),
+                }
+            )
     elif benchmark == "pubmedqa":
         if split not in ("validation", "all"):
             raise ValueError("PubMedQA here holds only the 500 non-test questions: use --split validation (or all)")
@@ -124,8 +136,14 @@ def questions(benchmark: str, split: str, datasets_dir: Path, lake: Path,
             if not gold:
                 dropped["abstract not in the evaluation corpus"] += 1
                 continue
-            out.append({"id": f"pubmedqa-{pmid}", "gold": gold, "question": record["QUESTION"],
-                        "label": record["final_decision"]})
+            out.append(
+                {
+                    "id": f"pubmedqa-{pmid}",
+                    "gold": gold,
+                    "question": record["QUESTION"],
+                    "label": record["final_decision"],
+                }
+            )
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}")
     return out, dropped
@@ -166,9 +184,15 @@ def _retrieve(retriever: Retriever, item: dict, strategy: str, oracle_utility: b
     return retriever.retrieve(item["question"], strategy)
 
 
-def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: int = 10,
-             progress: Callable[[str], None] | None = None, oracle_utility: bool = False,
-             reference: str = "sr_rag") -> tuple[dict[str, dict], dict[str, dict]]:
+def evaluate(
+    retriever: Retriever,
+    items: list[dict],
+    strategies: list[str],
+    k: int = 10,
+    progress: Callable[[str], None] | None = None,
+    oracle_utility: bool = False,
+    reference: str = "sr_rag",
+) -> tuple[dict[str, dict], dict[str, dict]]:
     """Per strategy, measured in one run: R@k, Hit@k, MRR with bootstrap 95% intervals over the
     questions, question count and time; and per question id its (R@k, Hit@k, reciprocal rank) per
     strategy, which `paired_against` compares between strategies or between runs."""
@@ -182,17 +206,21 @@ def evaluate(retriever: Retriever, items: list[dict], strategies: list[str], k: 
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} questions")
         table = question_table(rankings, items, k)
-        results[strategy] = {**{name: round(v, 4) for name, v in _means(table, k).items()},
-                             "interval_95": {name: [round(v, 4) for v in interval(table[:, m])]
-                                             for m, name in enumerate(metric_names(k))},
-                             "questions": len(items),
-                             "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3)}
+        results[strategy] = {
+            **{name: round(v, 4) for name, v in _means(table, k).items()},
+            "interval_95": {
+                name: [round(v, 4) for v in interval(table[:, m])] for m, name in enumerate(metric_names(k))
+            },
+            "questions": len(items),
+            "seconds_per_question": round((time.perf_counter() - started) / max(len(items), 1), 3),
+        }
         per_question[strategy] = {item["id"]: [round(float(v), 4) for v in row] for item, row in zip(items, table)}
     if reference in per_question:
         for strategy in per_question:
             if strategy != reference:
-                results[strategy][f"{reference}_minus_this"] = paired_against(per_question[reference],
-                                                                               per_question[strategy], k)
+                results[strategy][f"{reference}_minus_this"] = paired_against(
+                    per_question[reference], per_question[strategy], k
+                )
     return results, per_question
 
 
@@ -211,8 +239,18 @@ TRAIN_QUESTIONS = 600  # seeded sample of the 1,924 train prompts: ~0.7 s of can
 
 
 # what the learned scorer's candidates and features are computed by
-RERANKER_CODE = ("features.py", "full_text.py", "fusion.py", "hyde.py", "learned.py", "lexical.py", "pipeline.py",
-                 "questions.py", "reranker_data.py", "rerank.py")
+RERANKER_CODE = (
+    "features.py",
+    "full_text.py",
+    "fusion.py",
+    "hyde.py",
+    "learned.py",
+    "lexical.py",
+    "pipeline.py",
+    "questions.py",
+    "reranker_data.py",
+    "rerank.py",
+)
 
 
 def retrieval_code_digest() -> str:
@@ -221,15 +259,22 @@ def retrieval_code_digest() -> str:
     top of it, med_r2.py etc., do not enter)."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
-    for path in [*sorted(package / "retrieval" / name for name in RERANKER_CODE),
-                 package / "benchmark" / "evidence_inference.py"]:
+    for path in [
+        *sorted(package / "retrieval" / name for name in RERANKER_CODE),
+        package / "benchmark" / "evidence_inference.py",
+    ]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
-def ensure_reranker(retriever: Retriever, benchmark: str, datasets_dir: Path, limit: int | None = None,
-                    progress: Callable[[str], None] = print) -> dict:
+def ensure_reranker(
+    retriever: Retriever,
+    benchmark: str,
+    datasets_dir: Path,
+    limit: int | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict:
     """Train (or reuse) the lake's learned fine scorer and load it into `retriever`; returns its report."""
     limit = limit or TRAIN_QUESTIONS
     lake = retriever.lake
@@ -254,15 +299,20 @@ def ensure_reranker(retriever: Retriever, benchmark: str, datasets_dir: Path, li
     random.Random(13).shuffle(train_items)
     train_items = train_items[:limit]
     validation_items, _ = questions(benchmark, "validation", datasets_dir, lake)
-    progress(f"training the learned reranker on {len(train_items)} train questions "
-             f"(validated on {len(validation_items)}) ...")
+    progress(
+        f"training the learned reranker on {len(train_items)} train questions "
+        f"(validated on {len(validation_items)}) ..."
+    )
     started = time.perf_counter()
     retriever.reranker.learned = None
     train = candidate_rows(retriever, train_items, "train", progress)
     validation = candidate_rows(retriever, validation_items, "validation", progress)
     model, report = train_and_validate(train, validation, key, ABLATED_FEATURES)
-    model.meta.update(code=code, trained_on=f"{benchmark} train ({len(train_items)} questions)",
-                      seconds=round(time.perf_counter() - started, 1))
+    model.meta.update(
+        code=code,
+        trained_on=f"{benchmark} train ({len(train_items)} questions)",
+        seconds=round(time.perf_counter() - started, 1),
+    )
     model.save(folder)
     retriever.reranker.learned = model
     return model.meta
@@ -270,6 +320,9 @@ def ensure_reranker(retriever: Retriever, benchmark: str, datasets_dir: Path, li
 
 def _borrowed_reranker(lake: Path, code: str) -> Path | None:
     """The newest Evidence Inference evaluation lake's reranker trained by this same code."""
-    found = [p for p in lake.parent.glob("evidence-inference-*/models/reranker")
-             if (m := LearnedReranker.load(p)) is not None and m.meta.get("code") == code]
+    found = [
+        p
+        for p in lake.parent.glob("evidence-inference-*/models/reranker")
+        if (m := LearnedReranker.load(p)) is not None and m.meta.get("code") == code
+    ]
     return max(found, key=lambda p: p.stat().st_mtime) if found else None

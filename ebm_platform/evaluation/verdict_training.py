@@ -22,13 +22,13 @@ import numpy as np
 
 from ebm_platform.benchmark import evidence_inference
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
+from ebm_platform.code_version import update_digest
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
 from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
 from ebm_platform.index.embeddings import Encoder, export_dir
-from ebm_platform.retrieval import evidence_sentences
-from ebm_platform.retrieval import questions
+from ebm_platform.retrieval import evidence_sentences, questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
@@ -49,8 +49,14 @@ def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: int | None = None,
-                     seed: int = 13, progress: Callable[[str], None] | None = None) -> list[dict]:
+def prompt_sentences(
+    datasets_dir: Path,
+    split: str,
+    encoder: Encoder,
+    limit: int | None = None,
+    seed: int = 13,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
     """Labelled prompts (a seeded sample of `limit`) with their question, label, article sentences,
     which sentences hold evidence, and each sentence's cosine with the question."""
     rows = list(labelled_prompts(datasets_dir, split).iter_rows(named=True))
@@ -69,23 +75,34 @@ def prompt_sentences(datasets_dir: Path, split: str, encoder: Encoder, limit: in
             embedded += len(sentences)
             if progress and (len(articles) % 20 == 0 or len(articles) == wanted):
                 rate = embedded / max(time.perf_counter() - started, 1e-9)
-                progress(f"verdict_model: {split} sentences of {len(articles)}/{wanted} articles embedded "
-                         f"({embedded} sentences, {rate:.0f}/s)")
+                progress(
+                    f"verdict_model: {split} sentences of {len(articles)}/{wanted} articles embedded "
+                    f"({embedded} sentences, {rate:.0f}/s)"
+                )
         sentences, vectors = articles[row["pmcid"]]
         if not sentences:
             continue
-        inside = {i for i, s in enumerate(sentences) if len(s) >= 40 and any(fold(s) in fold(e) for e in row["evidence"])}
+        inside = {
+            i for i, s in enumerate(sentences) if len(s) >= 40 and any(fold(s) in fold(e) for e in row["evidence"])
+        }
         evidence = gold_for_spans([(i, fold(s)) for i, s in enumerate(sentences)], row["evidence"]) | inside
         question = question_text(row)
-        out.append({"question": question, "label": row["label"], "sentences": sentences,
-                    "evidence": np.array([i in evidence for i in range(len(sentences))]),
-                    "cosines": vectors @ encoder.embed([question])[0]})
+        out.append(
+            {
+                "question": question,
+                "label": row["label"],
+                "sentences": sentences,
+                "evidence": np.array([i in evidence for i in range(len(sentences))]),
+                "cosines": vectors @ encoder.embed([question])[0],
+            }
+        )
     return out
 
 
 def _features(prompt: dict) -> np.ndarray:
-    return sentence_features(prompt["question"], question_anchors(prompt["question"]), prompt["sentences"],
-                             prompt["cosines"])
+    return sentence_features(
+        prompt["question"], question_anchors(prompt["question"]), prompt["sentences"], prompt["cosines"]
+    )
 
 
 def sentence_report(model: VerdictModel, prompts: list[dict], choices: dict[str, Callable[[dict], np.ndarray]]) -> dict:
@@ -100,58 +117,87 @@ def sentence_report(model: VerdictModel, prompts: list[dict], choices: dict[str,
             first += bool(prompt["evidence"][top[0]])
             any_of += bool(prompt["evidence"][top].any())
             verdicts.append(model.verdict([prompt["sentences"][i] for i in top])[0])
-        report[name] = {"P@1": round(first / len(prompts), 4), f"R@{QUOTED}": round(any_of / len(prompts), 4),
-                        **scores([p["label"] for p in prompts], verdicts), "questions": len(prompts)}
+        report[name] = {
+            "P@1": round(first / len(prompts), 4),
+            f"R@{QUOTED}": round(any_of / len(prompts), 4),
+            **scores([p["label"] for p in prompts], verdicts),
+            "questions": len(prompts),
+        }
     return report
 
 
 def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
     """Hash of the training code, the encoder and the annotation files it reads."""
     digest = hashlib.sha256(encoder_description.encode())
-    for path in (Path(__file__), Path(__file__).parent.parent / "retrieval" / "verdict.py",
-                 Path(evidence_sentences.__file__), Path(questions.__file__),  # the scorer reads the question's anchors
-                 Path(evidence_inference.__file__),  # the prompts' order, which the seeded sample is drawn from
-                 Path(datasets_dir) / "evidence_inference" / "v2_annotations.csv",
-                 Path(datasets_dir) / "evidence_inference" / "prompts_merged.csv"):
-        digest.update(path.read_bytes())
+    update_digest(
+        digest,
+        (
+            Path(__file__),
+            Path(__file__).parent.parent / "retrieval" / "verdict.py",
+            Path(evidence_sentences.__file__),
+            Path(questions.__file__),  # reads the question's anchors
+            Path(evidence_inference.__file__),  # the prompts' order, which the seeded sample is drawn from
+            Path(datasets_dir) / "evidence_inference" / "v2_annotations.csv",
+            Path(datasets_dir) / "evidence_inference" / "prompts_merged.csv",
+        ),
+    )
     return digest.hexdigest()[:12]
 
 
-def train_verdict_model(datasets_dir: Path, encoder: Encoder,
-                        progress: Callable[[str], None] | None = None) -> VerdictModel:
+def train_verdict_model(
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+) -> VerdictModel:
     """Fit on the train spans and report learned / rules / majority class on the validation spans;
     then fit the sentence scorer on sampled train prompts and report it on the validation prompts
     (both reports in the model's meta)."""
     train_texts, train_labels = spans(datasets_dir, "train")
     texts, gold = spans(datasets_dir, "validation")
     model = VerdictModel.train(train_texts, train_labels, {"key": training_key(datasets_dir, encoder.description)})
-    report = {"learned": {**scores(gold, model.predict(texts)), "questions": len(gold)},
-              "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
-              "majority class": majority(train_labels, gold)}
-    model.meta.update(validation_spans=report, beats_majority=report["learned"]["macro_f1"] > report["majority class"]["macro_f1"])
+    report = {
+        "learned": {**scores(gold, model.predict(texts)), "questions": len(gold)},
+        "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
+        "majority class": majority(train_labels, gold),
+    }
+    model.meta.update(
+        validation_spans=report, beats_majority=report["learned"]["macro_f1"] > report["majority class"]["macro_f1"]
+    )
     fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS, progress=progress)
     if progress:
         progress(f"verdict_model: sentence scorer from {len(fit)} train prompts")
-    model.sentences = SentenceScorer.train(np.vstack([_features(p) for p in fit]),
-                                           np.concatenate([p["evidence"] for p in fit]))
+    model.sentences = SentenceScorer.train(
+        np.vstack([_features(p) for p in fit]), np.concatenate([p["evidence"] for p in fit])
+    )
     valid = prompt_sentences(datasets_dir, "validation", encoder, progress=progress)
-    quoted = sentence_report(model, valid, {
-        "learned": lambda p: model.sentences.scores(_features(p)),
-        "cosine": lambda p: cosine_scores(p["sentences"], p["cosines"]),
-        "the evidence sentences (where located)": lambda p: p["evidence"].astype(float)})
+    quoted = sentence_report(
+        model,
+        valid,
+        {
+            "learned": lambda p: model.sentences.scores(_features(p)),
+            "cosine": lambda p: cosine_scores(p["sentences"], p["cosines"]),
+            "the evidence sentences (where located)": lambda p: p["evidence"].astype(float),
+        },
+    )
     quoted["majority class"] = majority(train_labels, [p["label"] for p in valid])
-    model.meta.update(sentence_scorer={"train_prompts": len(fit), "weights": model.sentences.weights(),
-                                       "validation": quoted,
-                                       "setting": "each validation prompt's own article as the only source"})
+    model.meta.update(
+        sentence_scorer={
+            "train_prompts": len(fit),
+            "weights": model.sentences.weights(),
+            "validation": quoted,
+            "setting": "each validation prompt's own article as the only source",
+        }
+    )
     if progress:
-        progress(f"verdict_model: sentence scorer on {len(valid)} validation prompts, P@1 "
-                 f"{quoted['learned']['P@1']:.3f} vs cosine {quoted['cosine']['P@1']:.3f}, verdict accuracy "
-                 f"{quoted['learned']['accuracy']:.3f} vs {quoted['cosine']['accuracy']:.3f}")
+        progress(
+            f"verdict_model: sentence scorer on {len(valid)} validation prompts, P@1 "
+            f"{quoted['learned']['P@1']:.3f} vs cosine {quoted['cosine']['P@1']:.3f}, verdict accuracy "
+            f"{quoted['learned']['accuracy']:.3f} vs {quoted['cosine']['accuracy']:.3f}"
+        )
     return model
 
 
-def cached_verdict_model(datasets_dir: Path, encoder: Encoder,
-                         progress: Callable[[str], None] | None = None) -> VerdictModel:
+def cached_verdict_model(
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+) -> VerdictModel:
     """The verdict model for this code, data and encoder: trained once per environment (about two
     minutes on two cores, most of it embedding article sentences) and kept by its key beside the
     environment's converted models, as the PICO tagger is."""
@@ -166,8 +212,9 @@ def cached_verdict_model(datasets_dir: Path, encoder: Encoder,
     return model
 
 
-def ensure_verdict_model(lake: Path, datasets_dir: Path, encoder: Encoder,
-                         progress: Callable[[str], None] | None = None) -> VerdictModel:
+def ensure_verdict_model(
+    lake: Path, datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+) -> VerdictModel:
     """The lake's verdict model, replaced when missing or trained by other code, data or encoder."""
     model = VerdictModel.load(verdict_path(lake))
     if model is None or model.meta.get("key") != training_key(datasets_dir, encoder.description):

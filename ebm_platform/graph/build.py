@@ -14,8 +14,15 @@ from ebm_platform.graph.schema import Schema
 
 # Paper section 4.1: 357,844 nodes; 44,033 PICO-core (12.3%); shares of the core nodes.
 PAPER_CORE_SHARE = 0.123
-PAPER_CORE_MIX = {"Intervention": 0.315, "Condition": 0.227, "Outcome": 0.195, "Population": 0.155,
-                  "Arm": 0.049, "Device": 0.036, "Comparator": 0.024}
+PAPER_CORE_MIX = {
+    "Intervention": 0.315,
+    "Condition": 0.227,
+    "Outcome": 0.195,
+    "Population": 0.155,
+    "Arm": 0.049,
+    "Device": 0.036,
+    "Comparator": 0.024,
+}
 
 
 def _hash(*parts: str) -> str:
@@ -35,23 +42,56 @@ def partition_tables(
     are global nodes (id = type|normalised name); the partition owns its windows, mentions,
     relations (which carry the partition) and attributes. The Entity frame's `partition` and
     `mentions` describe this partition's share and are not stored on the global node."""
-    doc_rows = [{"id": f"{code}|{d['doc_id']}", "partition": code, "doc_id": d["doc_id"], "title": d["title"],
-                 "grade": d["grade"], "year": d["year"], "source": d["source"]} for d in documents.iter_rows(named=True)]
-    win_rows = [{"id": f"{code}|{w['window_id']}", "partition": code, "window_id": w["window_id"],
-                 "doc_id": w["doc_id"], "grade": w["grade"], "section": w["section"], "text": w["text"]}
-                for w in windows.iter_rows(named=True)]
+    doc_rows = [
+        {
+            "id": f"{code}|{d['doc_id']}",
+            "partition": code,
+            "doc_id": d["doc_id"],
+            "title": d["title"],
+            "grade": d["grade"],
+            "year": d["year"],
+            "source": d["source"],
+        }
+        for d in documents.iter_rows(named=True)
+    ]
+    win_rows = [
+        {
+            "id": f"{code}|{w['window_id']}",
+            "partition": code,
+            "window_id": w["window_id"],
+            "doc_id": w["doc_id"],
+            "grade": w["grade"],
+            "section": w["section"],
+            "text": w["text"],
+        }
+        for w in windows.iter_rows(named=True)
+    ]
     tables: dict[str, pl.DataFrame] = {
-        "Document": pl.DataFrame(doc_rows, schema={"id": pl.String, "partition": pl.String, "doc_id": pl.String,
-                                                   "title": pl.String, "grade": pl.String, "year": pl.Int64,
-                                                   "source": pl.String}),
-        "Window": pl.DataFrame(win_rows, schema={k: pl.String for k in ("id", "partition", "window_id", "doc_id",
-                                                                         "grade", "section", "text")}),
-        "FROM_DOCUMENT": pl.DataFrame({"from": [w["id"] for w in win_rows],
-                                       "to": [f"{code}|{w['doc_id']}" for w in win_rows]},
-                                      schema={"from": pl.String, "to": pl.String}),
+        "Document": pl.DataFrame(
+            doc_rows,
+            schema={
+                "id": pl.String,
+                "partition": pl.String,
+                "doc_id": pl.String,
+                "title": pl.String,
+                "grade": pl.String,
+                "year": pl.Int64,
+                "source": pl.String,
+            },
+        ),
+        "Window": pl.DataFrame(
+            win_rows,
+            schema={k: pl.String for k in ("id", "partition", "window_id", "doc_id", "grade", "section", "text")},
+        ),
+        "FROM_DOCUMENT": pl.DataFrame(
+            {"from": [w["id"] for w in win_rows], "to": [f"{code}|{w['doc_id']}" for w in win_rows]},
+            schema={"from": pl.String, "to": pl.String},
+        ),
     }
     entity_rows = elements.filter(pl.col("kind") == "entity") if elements.height else elements
-    keys = sorted({(r["subject_type"], normalise(r["subject"])) for r in entity_rows.iter_rows(named=True)} - {(None, "")})
+    keys = sorted(
+        {(r["subject_type"], normalise(r["subject"])) for r in entity_rows.iter_rows(named=True)} - {(None, "")}
+    )
     keys = [k for k in keys if k[1]]
     names = sorted({norm for _, norm in keys})
     vector_of = dict(zip(names, embed(names))) if names else {}  # each distinct name embedded once
@@ -76,11 +116,29 @@ def partition_tables(
     ents = []
     for eid, names in sorted(surface.items()):
         type_, norm = eid.split("|", 1)
-        ents.append({"id": eid, "name": names.most_common(1)[0][0], "norm": norm, "type": type_,
-                     "pico_core": type_ in schema.pico_core, "partition": code, "mentions": sum(names.values())})
-    tables["Entity"] = pl.DataFrame(ents, schema={"id": pl.String, "name": pl.String, "norm": pl.String,
-                                                  "type": pl.String, "pico_core": pl.Boolean, "partition": pl.String,
-                                                  "mentions": pl.Int64})
+        ents.append(
+            {
+                "id": eid,
+                "name": names.most_common(1)[0][0],
+                "norm": norm,
+                "type": type_,
+                "pico_core": type_ in schema.pico_core,
+                "partition": code,
+                "mentions": sum(names.values()),
+            }
+        )
+    tables["Entity"] = pl.DataFrame(
+        ents,
+        schema={
+            "id": pl.String,
+            "name": pl.String,
+            "norm": pl.String,
+            "type": pl.String,
+            "pico_core": pl.Boolean,
+            "partition": pl.String,
+            "mentions": pl.Int64,
+        },
+    )
     tables["MENTIONED_IN"] = pl.DataFrame(sorted(mentions), schema={"from": pl.String, "to": pl.String}, orient="row")
     relates, attrs, has_attr = set(), {}, set()
     for r in (elements.filter(pl.col("kind") != "entity") if elements.height else elements).iter_rows(named=True):
@@ -96,13 +154,20 @@ def partition_tables(
             attrs[aid] = {"id": aid, "partition": code, "name": r["predicate"], "value": r["object"]}
             has_attr.add((source, aid, r["window_id"]))
     dedup_relates = {(s, t, typ): w for s, t, typ, w in sorted(relates)}
-    tables["RELATES"] = pl.DataFrame([(s, t, typ, w, code) for (s, t, typ), w in dedup_relates.items()],
-                                     schema={"from": pl.String, "to": pl.String, "type": pl.String,
-                                             "window_id": pl.String, "partition": pl.String}, orient="row")
-    tables["Attribute"] = pl.DataFrame(list(attrs.values()), schema={k: pl.String for k in ("id", "partition", "name", "value")})
+    tables["RELATES"] = pl.DataFrame(
+        [(s, t, typ, w, code) for (s, t, typ), w in dedup_relates.items()],
+        schema={"from": pl.String, "to": pl.String, "type": pl.String, "window_id": pl.String, "partition": pl.String},
+        orient="row",
+    )
+    tables["Attribute"] = pl.DataFrame(
+        list(attrs.values()), schema={k: pl.String for k in ("id", "partition", "name", "value")}
+    )
     dedup_attr = {(s, a): w for s, a, w in sorted(has_attr)}
-    tables["HAS_ATTRIBUTE"] = pl.DataFrame([(s, a, w) for (s, a), w in dedup_attr.items()],
-                                           schema={"from": pl.String, "to": pl.String, "window_id": pl.String}, orient="row")
+    tables["HAS_ATTRIBUTE"] = pl.DataFrame(
+        [(s, a, w) for (s, a), w in dedup_attr.items()],
+        schema={"from": pl.String, "to": pl.String, "window_id": pl.String},
+        orient="row",
+    )
     # an entity's vector is its canonical normalised name's (the graph channel matches anchors to it)
     vectors = [vector_of[norm].tolist() for norm in tables["Entity"]["norm"].to_list()]
     entity_table = tables["Entity"].with_columns(pl.Series("vector", vectors, dtype=pl.List(pl.Float32)))

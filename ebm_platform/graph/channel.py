@@ -39,8 +39,9 @@ def open_graph(graph_path: Path, entity_dir: Path, wait_s: float) -> tuple[Graph
         stale = mismatched(store.versions(), {code: table_version(t) for code, t in tables.items()})
         if stale:
             store.close()
-        return (store, list(tables.values())), [f"partition {code}: graph and entity table from different runs"
-                                                for code in stale]
+        return (store, list(tables.values())), [
+            f"partition {code}: graph and entity table from different runs" for code in stale
+        ]
 
     store, tables = read_consistent(read, "knowledge_graph", wait_s)
     return store, pl.concat([pl.from_arrow(t) for t in tables], how="diagonal_relaxed")
@@ -66,24 +67,39 @@ class ChannelParams:
 class GraphChannel:
     """Candidate windows from the Kùzu graph for one or all partitions."""
 
-    def __init__(self, store: GraphStore, entities: pl.DataFrame, embed: Callable[[list[str]], np.ndarray],
-                 params: ChannelParams = ChannelParams()) -> None:
+    def __init__(
+        self,
+        store: GraphStore,
+        entities: pl.DataFrame,
+        embed: Callable[[list[str]], np.ndarray],
+        params: ChannelParams = ChannelParams(),
+    ) -> None:
         self.store, self.embed, self.params = store, embed, params
         # an entity is one global node listed by every partition that mentions it: one row each here
-        entities = entities.group_by("id", maintain_order=True).agg(
-            pl.col("partition"), *(pl.col(c).first() for c in ("name", "norm", "type", "vector"))) \
-            if entities.height else entities.with_columns(pl.col("partition").cast(pl.List(pl.String)))
+        entities = (
+            entities.group_by("id", maintain_order=True).agg(
+                pl.col("partition"), *(pl.col(c).first() for c in ("name", "norm", "type", "vector"))
+            )
+            if entities.height
+            else entities.with_columns(pl.col("partition").cast(pl.List(pl.String)))
+        )
         self.entities = entities.select("id", "partition", "name", "norm", "type")
-        self.vectors = np.asarray(entities["vector"].to_list(), dtype=np.float32) if entities.height else \
-            np.zeros((0, 384), dtype=np.float32)
+        self.vectors = (
+            np.asarray(entities["vector"].to_list(), dtype=np.float32)
+            if entities.height
+            else np.zeros((0, 384), dtype=np.float32)
+        )
 
     def _match(self, anchors: Anchors, partitions: list[str] | None) -> dict[str, tuple[float, str]]:
         """entity id -> (score, 'anchor -> entity' description), best per entity."""
         texts = [t for t in anchors.terms if t]
         if not texts or not self.entities.height:
             return {}
-        mask = np.ones(self.entities.height, dtype=bool) if not partitions else \
-            self.entities["partition"].list.eval(pl.element().is_in(partitions)).list.any().to_numpy()
+        mask = (
+            np.ones(self.entities.height, dtype=bool)
+            if not partitions
+            else self.entities["partition"].list.eval(pl.element().is_in(partitions)).list.any().to_numpy()
+        )
         ids, names, norms = (self.entities[c].to_list() for c in ("id", "name", "norm"))
         types = self.entities["type"].to_list()
         sims = self.embed(texts) @ self.vectors.T
@@ -109,15 +125,21 @@ class GraphChannel:
         mentions = self.store.query(
             f"MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids{scope} "
             "RETURN DISTINCT e.id AS entity, w.window_id AS window_id",
-            {"ids": ids, **({"parts": list(partitions)} if partitions else {})})
+            {"ids": ids, **({"parts": list(partitions)} if partitions else {})},
+        )
         triples = self.store.query(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE a.id IN $ids AND b.id IN $ids "
-            "RETURN a.name AS source, r.type AS type, b.name AS target, r.window_id AS window_id", {"ids": ids})
+            "RETURN a.name AS source, r.type AS type, b.name AS target, r.window_id AS window_id",
+            {"ids": ids},
+        )
         communities = self.store.query(
             "MATCH (e:Entity)-[:IN_COMMUNITY]->(c:Community) WHERE e.id IN $ids "
-            "RETURN e.id AS entity, c.id AS community, c.name AS name", {"ids": ids})
-        community_of = dict(zip(communities["entity"].to_list(), communities["community"].to_list())) \
-            if communities.height else {}
+            "RETURN e.id AS entity, c.id AS community, c.name AS name",
+            {"ids": ids},
+        )
+        community_of = (
+            dict(zip(communities["entity"].to_list(), communities["community"].to_list())) if communities.height else {}
+        )
         weight: dict[str, float] = defaultdict(float)
         for entity, community in community_of.items():
             weight[community] += matched[entity][0]

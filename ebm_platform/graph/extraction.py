@@ -35,21 +35,57 @@ ELEMENT_COLUMNS = ("window_id", "doc_id", "kind", "subject", "subject_type", "pr
 
 def extraction_prompt(text: str, schema: Schema) -> str:
     relations = "; ".join(f"{r} ({'/'.join(s)} -> {'/'.join(t)})" for r, (s, t) in schema.relations.items())
-    return fill(EXTRACTION_PROMPT, {"text": text}, nodes=", ".join(schema.nodes), relations=relations,
-                attributes=", ".join(schema.attributes))
+    return fill(
+        EXTRACTION_PROMPT,
+        {"text": text},
+        nodes=", ".join(schema.nodes),
+        relations=relations,
+        attributes=", ".join(schema.attributes),
+    )
 
 
 def to_elements(window_id: str, doc_id: str, extraction: dict) -> list[dict]:
     """Flatten one window's extraction into triple-like rows (kind entity/relation/attribute)."""
     types = {e["name"]: e["type"] for e in extraction["entities"]}
-    rows = [dict(window_id=window_id, doc_id=doc_id, kind="entity", subject=e["name"], subject_type=e["type"],
-                 predicate="is_a", object=None, object_type=None) for e in extraction["entities"]]
-    rows += [dict(window_id=window_id, doc_id=doc_id, kind="relation", subject=r["source"],
-                  subject_type=types[r["source"]], predicate=r["relation"], object=r["target"],
-                  object_type=types[r["target"]]) for r in extraction["relations"]]
-    rows += [dict(window_id=window_id, doc_id=doc_id, kind="attribute", subject=a["entity"],
-                  subject_type=types[a["entity"]], predicate=a["attribute"], object=a["value"],
-                  object_type=None) for a in extraction["attributes"]]
+    rows = [
+        dict(
+            window_id=window_id,
+            doc_id=doc_id,
+            kind="entity",
+            subject=e["name"],
+            subject_type=e["type"],
+            predicate="is_a",
+            object=None,
+            object_type=None,
+        )
+        for e in extraction["entities"]
+    ]
+    rows += [
+        dict(
+            window_id=window_id,
+            doc_id=doc_id,
+            kind="relation",
+            subject=r["source"],
+            subject_type=types[r["source"]],
+            predicate=r["relation"],
+            object=r["target"],
+            object_type=types[r["target"]],
+        )
+        for r in extraction["relations"]
+    ]
+    rows += [
+        dict(
+            window_id=window_id,
+            doc_id=doc_id,
+            kind="attribute",
+            subject=a["entity"],
+            subject_type=types[a["entity"]],
+            predicate=a["attribute"],
+            object=a["value"],
+            object_type=None,
+        )
+        for a in extraction["attributes"]
+    ]
     return rows
 
 
@@ -68,8 +104,9 @@ class Extractor:
         supplies its P/I/C/O and the rules the rest."""
         offline: Callable[[], dict] = lambda: pico_rules.extract(text, self.condition_names, tagged).as_dict()  # noqa: E731
         try:
-            result = self.client.complete_json("pico_extraction", extraction_prompt(text, self.schema),
-                                               EXTRACTION_SCHEMA, offline=offline)
+            result = self.client.complete_json(
+                "pico_extraction", extraction_prompt(text, self.schema), EXTRACTION_SCHEMA, offline=offline
+            )
         except LLMError:
             self.failed_windows += 1
             return {"entities": [], "relations": [], "attributes": []}
@@ -78,8 +115,12 @@ class Extractor:
             raw = map_to_schema(validate(raw, self.extended, self.drops), self.schema, self.drops)
         return validate(raw, self.schema, self.drops)
 
-    def windows(self, rows: list[dict], progress: Callable[[str], None] | None = None,
-                tagged: dict[str, list[dict]] | None = None) -> list[dict]:
+    def windows(
+        self,
+        rows: list[dict],
+        progress: Callable[[str], None] | None = None,
+        tagged: dict[str, list[dict]] | None = None,
+    ) -> list[dict]:
         elements: list[dict] = []
         for n, row in enumerate(rows, 1):
             spans = tagged.get(row["window_id"], []) if tagged is not None else None

@@ -64,7 +64,7 @@ def merge_entities(
         vectors = embed(candidates)
         uf = _UnionFind(len(candidates))
         for start in range(0, len(candidates), 1024):
-            sims = vectors[start:start + 1024] @ vectors.T
+            sims = vectors[start : start + 1024] @ vectors.T
             rows, cols = np.nonzero(sims >= threshold)
             for r, c in zip(rows, cols):
                 if start + r < c:

@@ -64,17 +64,25 @@ INTERVENTION_HEADS = (
 _INTERVENTION = re.compile(rf"\b({INTERVENTION_HEADS})\b", re.I)
 COMPARATOR_TERMS = re.compile(
     r"\b(placebo|sham(?: [a-z]+)?|usual care|standard care|no treatment|no intervention|"
-    r"wait(?:ing)?[- ]list|control group|minimal intervention|advice alone|routine care)\b", re.I)
+    r"wait(?:ing)?[- ]list|control group|minimal intervention|advice alone|routine care)\b",
+    re.I,
+)
 _COMPARE = re.compile(
     r"(?:versus|vs\.?|compared (?:with|to)|in comparison (?:with|to)|relative to|rather than)\s+"
     r"(?:a |an |the |those receiving |patients receiving |participants receiving )?"
-    r"([^,.;:()]{3,80}?)(?=\s*(?:[,.;:()]|\bon\b|\bin\b|\bfor\b|\bat\b|\bamong\b|\bgroups?\b|$))", re.I)
+    r"([^,.;:()]{3,80}?)(?=\s*(?:[,.;:()]|\bon\b|\bin\b|\bfor\b|\bat\b|\bamong\b|\bgroups?\b|$))",
+    re.I,
+)
 _ALLOCATION = re.compile(
     r"(?:randomi[sz]ed|randomly (?:assigned|allocated)|allocated|assigned)\s+(?:in)?to\s+"
-    r"(?:receive\s+|either\s+|one of (?:two|three|four) (?:groups|arms)[:,]?\s*)?([^.;]{3,200}\b)", re.I)
+    r"(?:receive\s+|either\s+|one of (?:two|three|four) (?:groups|arms)[:,]?\s*)?([^.;]{3,200}\b)",
+    re.I,
+)
 _EFFECT_OF = re.compile(
     r"\b(?:effects?|efficacy|effectiveness|benefits?|impact) of\s+(?:a |an |the )?([^,.;:()]{3,90}?)\s+"
-    r"(?:on|in|for|versus|vs\.?|compared|among|with)\b", re.I)
+    r"(?:on|in|for|versus|vs\.?|compared|among|with)\b",
+    re.I,
+)
 _ARM = re.compile(r"\b((?:[A-Za-z][\w-]*\s){0,3}[A-Za-z][\w-]*)\s+(?:group|arm)\b", re.I)
 _POPULATION = re.compile(
     r"\b((?:(?:adult|elderly|older|young|male|female|healthy|sedentary|obese|recreational|elite|"
@@ -82,34 +90,51 @@ _POPULATION = re.compile(
     r"(?:patients|participants|subjects|adults|children|adolescents|women|men|athletes|individuals|"
     r"people|persons|volunteers|runners|players|workers|students|soldiers|recruits|footballers|"
     r"employees|veterans|elderly))\s+(with|who (?:had|have|underwent|were)|aged|undergoing|after|"
-    r"following|suffering from|diagnosed with|presenting with)\s+([^.;:()]{3,90}\b)", re.I)
+    r"following|suffering from|diagnosed with|presenting with)\s+([^.;:()]{3,90}\b)",
+    re.I,
+)
 _AGE_RANGE = re.compile(r"aged\s+(\d{1,2})\s*(?:-|–|to)\s*(\d{1,3})", re.I)
 _MEAN_AGE = re.compile(r"(?:mean|average) age(?: of)?(?: was)?\s*(?:=|:)?\s*(\d{1,2}(?:\.\d+)?)", re.I)
 _SEVERITY = re.compile(r"\b(acute|subacute|chronic|mild|moderate|severe|recurrent|persistent)\b", re.I)
 _TIMEPOINT = re.compile(
     r"\b(?:at|after|following|over|for|within|up to)\s+(\d+(?:\.\d+)?)\s*(?:(?:-|–|to)\s*(\d+)\s*)?"
-    r"(days?|weeks?|months?|years?|wks?|mos?)\b", re.I)
+    r"(days?|weeks?|months?|years?|wks?|mos?)\b",
+    re.I,
+)
 _FOLLOW_UP = re.compile(
-    r"follow[- ]?up(?: period)?(?: of| at| was)?\s+(\d+(?:\.\d+)?)\s*(days?|weeks?|months?|years?)", re.I)
-_FREQUENCY = re.compile(r"\b(\d+|once|twice|three times)\s*(?:times|sessions|x|×)?\s*(?:per|a|/|each)\s*(week|day|wk)\b", re.I)
-_DURATION = re.compile(r"\b(\d+)\s*(?:(?:-|–|to)\s*(\d+)\s*)?(?:min|mins|minutes)\b(?:\s*(?:per|each|a)\s*(?:session|day))?", re.I)
+    r"follow[- ]?up(?: period)?(?: of| at| was)?\s+(\d+(?:\.\d+)?)\s*(days?|weeks?|months?|years?)", re.I
+)
+_FREQUENCY = re.compile(
+    r"\b(\d+|once|twice|three times)\s*(?:times|sessions|x|×)?\s*(?:per|a|/|each)\s*(week|day|wk)\b", re.I
+)
+_DURATION = re.compile(
+    r"\b(\d+)\s*(?:(?:-|–|to)\s*(\d+)\s*)?(?:min|mins|minutes)\b(?:\s*(?:per|each|a)\s*(?:session|day))?", re.I
+)
 _SETS = re.compile(r"\b(\d+)\s*sets?\s*(?:of|x|×)\s*(\d+)(?:\s*(?:-|–|to)\s*\d+)?\s*(?:repetitions|reps)?", re.I)
 _INTENSITY = re.compile(r"\b\d+(?:\s*(?:-|–|to)\s*\d+)?\s*%\s*(?:of\s*)?(?:1RM|HRmax|HRR|VO2 ?max|maximal|MVC)\b", re.I)
 _DRUG_DOSE = re.compile(r"\b\d+(?:\.\d+)?\s*(?:mg|g|ml|mL|µg|mcg|IU)(?:/kg)?\b")
 _SAMPLE = re.compile(
     r"(?:\b[nN]\s*=\s*(\d{2,5})\b|\b(\d{2,5})\s+(?:patients|participants|subjects|individuals|adults|"
     r"women|men|children|athletes|volunteers)\s+(?:were\s+)?(?:randomi[sz]ed|enrolled|included|recruited|"
-    r"allocated|completed))")
-_RECOMMEND = re.compile(r"\b(?:we recommend|(?:is|are) recommended|should (?:be|not)|recommendations?\b|we suggest|is advised)", re.I)
+    r"allocated|completed))"
+)
+_RECOMMEND = re.compile(
+    r"\b(?:we recommend|(?:is|are) recommended|should (?:be|not)|recommendations?\b|we suggest|is advised)", re.I
+)
 _AGAINST = re.compile(r"\b(?:not recommended|should not|recommend against|do not recommend|is discouraged)\b", re.I)
 _STRENGTH = re.compile(r"\b(strong|weak|conditional|moderate|grade [A-D])\s+recommendation", re.I)
-_ADVERSE = re.compile(r"\b(?:(?:serious |severe |minor |no )?adverse (?:events?|effects?|reactions?)|side[- ]effects?|complications?)\b", re.I)
+_ADVERSE = re.compile(
+    r"\b(?:(?:serious |severe |minor |no )?adverse (?:events?|effects?|reactions?)|side[- ]effects?|complications?)\b",
+    re.I,
+)
 _SUCH_AS = re.compile(r"(?:such as|including|e\.g\.,?)\s+([^.;:()]{3,80}\b)", re.I)
 _CONTRA = re.compile(r"\bcontraindicat\w*\b", re.I)
 _DEVICE = re.compile(
     r"\b(knee brace|brace|orthos[ie]s|foot orthoses|insoles|kinesio ?tap(?:e|ing)|crutches|treadmill|"
     r"dynamometer|TENS unit|foam roller|elastic bands?|resistance bands?|splint|sling|cycle ergometer|"
-    r"ergometer|wobble board|balance board)\b", re.I)
+    r"ergometer|wobble board|balance board)\b",
+    re.I,
+)
 ANATOMY = (
     r"low(?:er)? back|back|neck|knee|hip|shoulder|ankle|foot|heel|elbow|wrist|groin|calf|thigh|"
     r"patellofemoral|anterior knee|lateral ankle|lateral elbow|achilles|patellar|hamstring|quadriceps|"
@@ -123,7 +148,9 @@ _CONDITION = re.compile(
     r"(?:[a-z-]+ )?"
     r"(?:pain|injury|injuries|tendinopathy|tendinitis|tendinosis|syndrome|osteoarthritis|fracture|"
     r"sprain|dislocation|strain|rupture|tear|capsulitis|fasciitis|fasciopathy|impingement|"
-    r"instability|spondylolisthesis|radiculopathy|arthritis))\b", re.I)
+    r"instability|spondylolisthesis|radiculopathy|arthritis))\b",
+    re.I,
+)
 _STUDY_DESIGN = (
     ("systematic review", re.compile(r"systematic review|meta-?analys", re.I)),
     ("randomised controlled trial", re.compile(r"randomi[sz]ed|randomly (?:assigned|allocated)", re.I)),
@@ -131,29 +158,128 @@ _STUDY_DESIGN = (
     ("guideline", re.compile(r"\bguideline|consensus statement", re.I)),
 )
 STOP_LEFT = {
-    "the", "a", "an", "of", "and", "or", "with", "in", "on", "for", "to", "by", "was", "were", "is", "are",
-    "this", "that", "these", "those", "their", "his", "her", "its", "our", "we", "both", "each", "either",
-    "after", "before", "during", "from", "than", "as", "at", "received", "receiving", "underwent",
-    "versus", "vs", "compared", "effect", "effects", "who", "which", "all", "same", "other", "only",
-    "no", "not", "usual", "standard", "while", "when", "had", "has", "have", "be", "been", "group",
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "with",
+    "in",
+    "on",
+    "for",
+    "to",
+    "by",
+    "was",
+    "were",
+    "is",
+    "are",
+    "this",
+    "that",
+    "these",
+    "those",
+    "their",
+    "his",
+    "her",
+    "its",
+    "our",
+    "we",
+    "both",
+    "each",
+    "either",
+    "after",
+    "before",
+    "during",
+    "from",
+    "than",
+    "as",
+    "at",
+    "received",
+    "receiving",
+    "underwent",
+    "versus",
+    "vs",
+    "compared",
+    "effect",
+    "effects",
+    "who",
+    "which",
+    "all",
+    "same",
+    "other",
+    "only",
+    "no",
+    "not",
+    "usual",
+    "standard",
+    "while",
+    "when",
+    "had",
+    "has",
+    "have",
+    "be",
+    "been",
+    "group",
 }
-_ARM_STOP = {"control", "each", "both", "the", "treatment", "intervention", "study", "age", "same", "other",
-             "either", "experimental", "two", "three", "placebo", "comparison", "focus", "this", "that"}
-_SPLIT = re.compile(r"\s*(?:,|;|\bversus\b|\bvs\.?\b|\bor\b|\bcompared (?:with|to)\b|\(\w\)|\band\b(?=\s+(?:a|an|the)\s))\s*", re.I)
+_ARM_STOP = {
+    "control",
+    "each",
+    "both",
+    "the",
+    "treatment",
+    "intervention",
+    "study",
+    "age",
+    "same",
+    "other",
+    "either",
+    "experimental",
+    "two",
+    "three",
+    "placebo",
+    "comparison",
+    "focus",
+    "this",
+    "that",
+}
+_SPLIT = re.compile(
+    r"\s*(?:,|;|\bversus\b|\bvs\.?\b|\bor\b|\bcompared (?:with|to)\b|\(\w\)|\band\b(?=\s+(?:a|an|the)\s))\s*", re.I
+)
 _OUTCOME_PHRASES = (
-    re.compile(r"\b(?:differences?|reductions?|improvements?|increases?|decreases?|changes?|declines?|rises?) "
-               r"in (?:the )?([^,.;:()]{3,60}?)(?=\s+(?:was|were|between|from|at|after|in|compared|versus|vs|of|"
-               r"with|among|by|did|during|over)\b|[,.;:()]|$)", re.I),
-    re.compile(r"(?:^|[.;:]\s*|\b(?:and|the|mean|median|total)\s+)([A-Za-z][\w -]{2,50}?)\s+(?:was|were)\s+"
-               r"(?:not\s+)?(?:significantly\s+|statistically\s+significantly\s+|markedly\s+)?"
-               r"(?:higher|lower|greater|smaller|reduced|improved|increased|decreased|better|worse|similar|"
-               r"measured|assessed|evaluated|recorded|shorter|longer)\b", re.I),
-    re.compile(r"\b(?:effects?|influence) (?:of [^,.;]{3,60}? )?on (?:the )?([^,.;:()]{3,60}?)(?=\s+(?:in|among|of|at|after|was|were)\b|[,.;:()]|$)", re.I),
+    re.compile(
+        r"\b(?:differences?|reductions?|improvements?|increases?|decreases?|changes?|declines?|rises?) "
+        r"in (?:the )?([^,.;:()]{3,60}?)(?=\s+(?:was|were|between|from|at|after|in|compared|versus|vs|of|"
+        r"with|among|by|did|during|over)\b|[,.;:()]|$)",
+        re.I,
+    ),
+    re.compile(
+        r"(?:^|[.;:]\s*|\b(?:and|the|mean|median|total)\s+)([A-Za-z][\w -]{2,50}?)\s+(?:was|were)\s+"
+        r"(?:not\s+)?(?:significantly\s+|statistically\s+significantly\s+|markedly\s+)?"
+        r"(?:higher|lower|greater|smaller|reduced|improved|increased|decreased|better|worse|similar|"
+        r"measured|assessed|evaluated|recorded|shorter|longer)\b",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:effects?|influence) (?:of [^,.;]{3,60}? )?on (?:the )?([^,.;:()]{3,60}?)(?=\s+(?:in|among|of|at|after|was|were)\b|[,.;:()]|$)",
+        re.I,
+    ),
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\[])")
 MAX_NAME = 200
-GENERIC_INTERVENTIONS = {"treatment", "therapy", "training", "intervention", "program", "programme", "programs",
-                         "programmes", "interventions", "treatments", "experimental", "study"}
+GENERIC_INTERVENTIONS = {
+    "treatment",
+    "therapy",
+    "training",
+    "intervention",
+    "program",
+    "programme",
+    "programs",
+    "programmes",
+    "interventions",
+    "treatments",
+    "experimental",
+    "study",
+}
 
 
 @dataclass
@@ -195,7 +321,9 @@ def clean_name(text: str) -> str:
     """Trim a captured phrase: whitespace, brackets, leading function words, trailing clauses."""
     text = re.sub(r"\([^)]*\)?", " ", text.rsplit(":", 1)[-1])  # parentheticals, text before a colon
     text = re.sub(r"\s+", " ", text).strip(" ,.;:-()[]\"'")
-    text = re.split(r"\s+(?:who|which|that|were|was|is|are|had|has|showed|resulted|did|will|would|could)\b", text, maxsplit=1)[0]
+    text = re.split(
+        r"\s+(?:who|which|that|were|was|is|are|had|has|showed|resulted|did|will|would|could)\b", text, maxsplit=1
+    )[0]
     words = text.split()
     while words and words[0].lower() in STOP_LEFT:
         words.pop(0)
@@ -223,7 +351,9 @@ def _head_phrase(text: str, match: re.Match) -> str:
 
 def _weeks(value: float, unit: str) -> float:
     unit = unit.lower()
-    factor = 1 / 7 if unit.startswith("d") else 4.345 if unit.startswith("mo") else 52.18 if unit.startswith("y") else 1.0
+    factor = (
+        1 / 7 if unit.startswith("d") else 4.345 if unit.startswith("mo") else 52.18 if unit.startswith("y") else 1.0
+    )
     return round(value * factor, 1)
 
 
@@ -256,8 +386,9 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
     if tagged is not None:
         found_populations = [(t.get("name") or t["text"], t["text"]) for t in tagged if t["type"] == "Population"]
     else:
-        found_populations = [(f"{m.group(1)} {m.group(2)} {clean_name(m.group(3))}", m.group(0))
-                             for m in _POPULATION.finditer(text)]
+        found_populations = [
+            (f"{m.group(1)} {m.group(2)} {clean_name(m.group(3))}", m.group(0)) for m in _POPULATION.finditer(text)
+        ]
     for name, context in found_populations:
         pop = out.add_entity(name, "Population")
         if not pop:
@@ -266,8 +397,15 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
         severity = _SEVERITY.search(context)
         out.add_attribute(pop, "baseline_severity", severity.group(1).lower() if severity else None)
         lower = pop.lower()
-        out.add_attribute(pop, "sex", "female" if re.search(r"\b(?:women|female|pregnant|postmenopausal)\b", lower)
-                          else "male" if re.search(r"\b(?:men|male)\b", lower) else None)
+        out.add_attribute(
+            pop,
+            "sex",
+            "female"
+            if re.search(r"\b(?:women|female|pregnant|postmenopausal)\b", lower)
+            else "male"
+            if re.search(r"\b(?:men|male)\b", lower)
+            else None,
+        )
         for cond in conditions:
             if cond and cond.lower() in lower:
                 out.add_attribute(pop, "has_condition", cond)
@@ -281,8 +419,9 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
             out.add_attribute(pop, "age_bin", _age_bin(float(mean_age.group(1))))
 
     if tagged is not None:
-        interventions += [out.add_entity(t.get("name") or t["text"], "Intervention") for t in tagged
-                          if t["type"] == "Intervention"]
+        interventions += [
+            out.add_entity(t.get("name") or t["text"], "Intervention") for t in tagged if t["type"] == "Intervention"
+        ]
     else:
         for m in _ALLOCATION.finditer(text):
             arms = split_arms(m.group(1))
@@ -309,8 +448,11 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
     for sentence in sentences:
         sent_interventions = [i for i in interventions if i.lower() in sentence.lower()]
         if tagged is not None:
-            comparators = [out.add_entity(t.get("name") or t["text"], "Comparator") for t in tagged
-                           if t["type"] == "Comparator" and t["text"].lower() in sentence.lower()]
+            comparators = [
+                out.add_entity(t.get("name") or t["text"], "Comparator")
+                for t in tagged
+                if t["type"] == "Comparator" and t["text"].lower() in sentence.lower()
+            ]
         else:
             comparators = [out.add_entity(m.group(1), "Comparator") for m in _COMPARE.finditer(sentence)]
             comparators += [out.add_entity(m.group(1), "Comparator") for m in COMPARATOR_TERMS.finditer(sentence)]
@@ -319,7 +461,11 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
                 if c and c.lower() != i.lower():
                     out.add_relation(i, "compares_to", c)
         outcomes: list[str] = []
-        primary = re.search(r"primary (?:outcome|end ?point)s?(?: measures?)?(?: (?:was|were|included|is))?\s*:?\s*([^.;]{3,120})", sentence, re.I)
+        primary = re.search(
+            r"primary (?:outcome|end ?point)s?(?: measures?)?(?: (?:was|were|included|is))?\s*:?\s*([^.;]{3,120})",
+            sentence,
+            re.I,
+        )
         if tagged is not None:  # a named instrument is an attribute of the tagged outcome that names it
             for t in tagged:
                 if t["type"] == "Outcome" and t["text"].lower() in sentence.lower():
@@ -348,7 +494,9 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
                 out.add_attribute(o, "primary_outcome", "yes")
         for m in _TIMEPOINT.finditer(sentence):
             value = float(m.group(2) or m.group(1))
-            t = out.add_entity(f"{m.group(1)}{'-' + m.group(2) if m.group(2) else ''} {m.group(3).lower()}", "Timepoint")
+            t = out.add_entity(
+                f"{m.group(1)}{'-' + m.group(2) if m.group(2) else ''} {m.group(3).lower()}", "Timepoint"
+            )
             out.add_attribute(t, "timepoint_value", m.group(2) or m.group(1))
             out.add_attribute(t, "timepoint_unit", m.group(3).lower().rstrip("s"))
             out.add_attribute(t, "followup_weeks", _weeks(value, m.group(3)))
@@ -373,7 +521,7 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
         adverse = _ADVERSE.search(sentence)
         if adverse:
             events = [adverse.group(0)]
-            such = _SUCH_AS.search(sentence[adverse.start():])
+            such = _SUCH_AS.search(sentence[adverse.start() :])
             if such:
                 events += split_arms(such.group(1))[:4]
             for e in events:
@@ -391,8 +539,13 @@ def extract(text: str, condition_names: tuple[str, ...] = (), tagged: list[dict]
     for i in interventions[:3]:
         for p in populations[:2]:
             out.add_relation(i, "has_population", p)
-    for pattern, key in ((_FREQUENCY, "frequency"), (_DURATION, "session_duration"), (_SETS, "dose"),
-                         (_INTENSITY, "intensity"), (_DRUG_DOSE, "dose")):
+    for pattern, key in (
+        (_FREQUENCY, "frequency"),
+        (_DURATION, "session_duration"),
+        (_SETS, "dose"),
+        (_INTENSITY, "intensity"),
+        (_DRUG_DOSE, "dose"),
+    ):
         hit = pattern.search(text)
         out.add_attribute(first, key, hit.group(0) if hit else None)
     follow = _FOLLOW_UP.search(text)

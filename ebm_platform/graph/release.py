@@ -19,8 +19,12 @@ def read_edges(path: Path) -> pl.DataFrame:
         raise ValueError(f"{path}: not an SR-RAG edge list (missing {', '.join(sorted(missing))})")
     if "key" not in frame.columns:
         frame = frame.with_columns(pl.lit(0).alias("key"))
-    return frame.select(pl.col("source").cast(pl.String), pl.col("target").cast(pl.String),
-                        pl.col("key").cast(pl.Int64), pl.col("relation").cast(pl.String))
+    return frame.select(
+        pl.col("source").cast(pl.String),
+        pl.col("target").cast(pl.String),
+        pl.col("key").cast(pl.Int64),
+        pl.col("relation").cast(pl.String),
+    )
 
 
 def load_into_kuzu(edges: pl.DataFrame, db_dir: Path) -> dict[str, int]:
@@ -46,8 +50,10 @@ def load_into_kuzu(edges: pl.DataFrame, db_dir: Path) -> dict[str, int]:
 
 def two_hop_kuzu(conn: kuzu.Connection, node: str) -> int:
     """Distinct nodes (other than the start) reachable in one or two outgoing hops."""
-    result = conn.execute("MATCH (a:Node)-[:Edge*1..2]->(b:Node) WHERE a.id = $id AND b.id <> $id RETURN count(DISTINCT b.id)",
-                          {"id": node})
+    result = conn.execute(
+        "MATCH (a:Node)-[:Edge*1..2]->(b:Node) WHERE a.id = $id AND b.id <> $id RETURN count(DISTINCT b.id)",
+        {"id": node},
+    )
     return int(result.get_next()[0])
 
 

@@ -33,8 +33,14 @@ def load_schema(name_or_path: str) -> Schema:
         raise FileNotFoundError(f"graph schema not found: {name_or_path} (looked at {path})")
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     relations = {r: (tuple(sig["source"]), tuple(sig["target"])) for r, sig in raw["relations"].items()}
-    return Schema(raw["name"], tuple(raw["nodes"]), relations, tuple(raw["attributes"]),
-                  tuple(raw.get("pico_core", ())), raw.get("map", {}))
+    return Schema(
+        raw["name"],
+        tuple(raw["nodes"]),
+        relations,
+        tuple(raw["attributes"]),
+        tuple(raw.get("pico_core", ())),
+        raw.get("map", {}),
+    )
 
 
 def _valid_name(name: object) -> bool:
@@ -78,8 +84,9 @@ def validate(raw: object, schema: Schema, drops: Counter) -> dict:
         elif not _valid_name(str(attr.get("value", ""))):
             drops["attribute_bad_value"] += 1
         else:
-            out["attributes"].append({"entity": attr["entity"].strip(), "attribute": attr["attribute"],
-                                      "value": str(attr["value"]).strip()})
+            out["attributes"].append(
+                {"entity": attr["entity"].strip(), "attribute": attr["attribute"], "value": str(attr["value"]).strip()}
+            )
     return out
 
 

@@ -93,8 +93,16 @@ class GraphStore:
         knowledge_graph for every partition; the demo and `ebm lake build` do)."""
         tables = self._tables()
         tree = ("IN_COMMUNITY", "HAS_KEYWORD", "KEYWORD_OF", "Community", "Keyword")
-        graph = ("FROM_DOCUMENT", "MENTIONED_IN", "RELATES", "HAS_ATTRIBUTE", "Document", "Window", "Entity",
-                 "Attribute")
+        graph = (
+            "FROM_DOCUMENT",
+            "MENTIONED_IN",
+            "RELATES",
+            "HAS_ATTRIBUTE",
+            "Document",
+            "Window",
+            "Entity",
+            "Attribute",
+        )
         drop: tuple[str, ...] = ()
         if "Entity" in tables and "partition" in self._columns("Entity"):
             drop = tree + graph
@@ -121,7 +129,7 @@ class GraphStore:
                 leftover.unlink(missing_ok=True)
             self._lock.close()
 
-    def __enter__(self) -> "GraphStore":
+    def __enter__(self) -> GraphStore:
         return self
 
     def __exit__(self, exc_type: type | None, *exc: object) -> None:
@@ -129,8 +137,11 @@ class GraphStore:
 
     def versions(self) -> dict[str, str]:
         """partition -> version of the run that last wrote it."""
-        frame = self.query("MATCH (v:PartitionVersion) RETURN v.partition AS partition, v.version AS version") \
-            if "PartitionVersion" in self._tables() else pl.DataFrame()
+        frame = (
+            self.query("MATCH (v:PartitionVersion) RETURN v.partition AS partition, v.version AS version")
+            if "PartitionVersion" in self._tables()
+            else pl.DataFrame()
+        )
         return dict(frame.iter_rows()) if frame.height else {}
 
     def _tables(self) -> set[str]:
@@ -162,20 +173,34 @@ class GraphStore:
     def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame], version: str) -> None:
         """Atomically replace one partition's nodes and edges with `tables` (name -> frame), as `version`."""
         with self._transaction():
-            self.conn.execute("MERGE (v:PartitionVersion {partition: $p}) SET v.version = $v",
-                              {"p": partition, "v": version})
+            self.conn.execute(
+                "MERGE (v:PartitionVersion {partition: $p}) SET v.version = $v", {"p": partition, "v": version}
+            )
             for node in PARTITION_NODES:
                 self.conn.execute(f"MATCH (n:{node}) WHERE n.partition = $p DETACH DELETE n", {"p": partition})
-            self.conn.execute("MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.partition = $p DELETE r", {"p": partition})
-            self.conn.execute("MATCH (e:Entity) WHERE NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Window) } "
-                              "DETACH DELETE e")
+            self.conn.execute(
+                "MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.partition = $p DELETE r", {"p": partition}
+            )
+            self.conn.execute(
+                "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Window) } DETACH DELETE e"
+            )
             entities = tables.get("Entity", pl.DataFrame())
             if entities.height:
-                known = set(self.query("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
-                                       {"ids": entities["id"].to_list()})["id"].to_list())
+                known = set(
+                    self.query(
+                        "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id", {"ids": entities["id"].to_list()}
+                    )["id"].to_list()
+                )
                 self._copy("Entity", entities.select(ENTITY_COLUMNS).filter(~pl.col("id").is_in(sorted(known))))
-            for table in ("Document", "Window", "Attribute", "FROM_DOCUMENT", "MENTIONED_IN", "RELATES",
-                          "HAS_ATTRIBUTE"):
+            for table in (
+                "Document",
+                "Window",
+                "Attribute",
+                "FROM_DOCUMENT",
+                "MENTIONED_IN",
+                "RELATES",
+                "HAS_ATTRIBUTE",
+            ):
                 self._copy(table, tables.get(table, pl.DataFrame()))
 
     def replace_tree(self, tables: dict[str, pl.DataFrame]) -> None:

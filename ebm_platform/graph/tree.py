@@ -45,7 +45,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n else v
 
 
-def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()) -> tuple[dict[str, int], dict]:
+def build_tree(
+    entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()
+) -> tuple[dict[str, int], dict]:
     """Community id per entity id, and statistics. `edges`: source, target, type, weight."""
     ids = entities["id"].to_list()
     if not ids:
@@ -85,7 +87,8 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
                 continue
 
             def phi(c: int) -> float:
-                return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])
+                return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])  # noqa: B023 (called within this iteration)
+
             best = max(options, key=phi)
             if phi(best) > phi(own) + params.epsilon and size[best] < params.max_size:
                 community[node] = best
@@ -104,10 +107,15 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
     changed = True
     while changed:
         changed = False
-        adjacent = {(min(community[s], community[t]), max(community[s], community[t]))
-                    for s, t in graph.edges() if community[s] != community[t]}
-        scored = sorted(((_jaccard(rel[a], rel[b]) + params.lam * float(centroid[a] @ centroid[b]), a, b)
-                         for a, b in adjacent), reverse=True)
+        adjacent = {
+            (min(community[s], community[t]), max(community[s], community[t]))
+            for s, t in graph.edges()
+            if community[s] != community[t]
+        }
+        scored = sorted(
+            ((_jaccard(rel[a], rel[b]) + params.lam * float(centroid[a] @ centroid[b]), a, b) for a, b in adjacent),
+            reverse=True,
+        )
         used: set[int] = set()
         for score, a, b in scored:
             if score < params.merge_threshold:
@@ -123,9 +131,15 @@ def build_tree(entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams =
         rel, centroid, size = summary()
     renumber = {c: i for i, c in enumerate(sorted(set(community.values())))}
     community = {n: renumber[c] for n, c in community.items()}
-    return community, {"communities": len(renumber), "louvain_seeds": len(seeds), "moved_nodes": moved,
-                       "reassignment_passes": passes,
-                       "merges": merges, "entities": len(ids), "edges": graph.number_of_edges()}
+    return community, {
+        "communities": len(renumber),
+        "louvain_seeds": len(seeds),
+        "moved_nodes": moved,
+        "reassignment_passes": passes,
+        "merges": merges,
+        "entities": len(ids),
+        "edges": graph.number_of_edges(),
+    }
 
 
 SUMMARY_PROMPT = """Summarise this community of a clinical evidence knowledge graph in one or two sentences for a
@@ -156,17 +170,30 @@ def community_summaries(digests: list[dict], client=None) -> tuple[list[str], st
         return [extractive_summary(d) for d in digests], "offline (extractive from the graph)"
     out = []
     for d in digests:
-        prompt = fill(SUMMARY_PROMPT, {"keywords": ", ".join(d["keywords"]),
-                                       "triples": "; ".join(f"({a}) -[{r}]-> ({b})" for a, r, b in d["triples"]) or "none"},
-                      types=", ".join(f"{t} {n}" for t, n in d["types"]))
-        out.append(client.complete_json("community_summary", prompt, SUMMARY_SCHEMA,
-                                        offline=lambda d=d: {"summary": extractive_summary(d)}).data["summary"])
+        prompt = fill(
+            SUMMARY_PROMPT,
+            {
+                "keywords": ", ".join(d["keywords"]),
+                "triples": "; ".join(f"({a}) -[{r}]-> ({b})" for a, r, b in d["triples"]) or "none",
+            },
+            types=", ".join(f"{t} {n}" for t, n in d["types"]),
+        )
+        out.append(
+            client.complete_json(
+                "community_summary", prompt, SUMMARY_SCHEMA, offline=lambda d=d: {"summary": extractive_summary(d)}
+            ).data["summary"]
+        )
     return out, f"llm:{client.model}"
 
 
-def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str, int],
-                attribute_counts: dict[str, int] | None = None, client=None,
-                params: TreeParams = TreeParams()) -> tuple[dict[str, pl.DataFrame], str]:
+def tree_tables(
+    entities: pl.DataFrame,
+    edges: pl.DataFrame,
+    community: dict[str, int],
+    attribute_counts: dict[str, int] | None = None,
+    client=None,
+    params: TreeParams = TreeParams(),
+) -> tuple[dict[str, pl.DataFrame], str]:
     """Community and Keyword nodes with IN_COMMUNITY / HAS_KEYWORD / KEYWORD_OF edges. Keywords are
     the members of highest salience: weight of edges inside the community times the share of the
     member's weight that stays inside (central to its community and specific to it). Each community
@@ -199,12 +226,24 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
         top = sorted(nodes, key=lambda n: (-salience(n), names[n]))[: params.keywords]
         cid = f"community-{c}"
         strongest = sorted(set(triples[c]), key=lambda x: (-salience(x[0]) - salience(x[2]), x))[:3]
-        digests.append({"size": len(nodes), "keywords": [names[n] for n in top],
-                        "types": Counter(types.get(n, "Entity") for n in nodes).most_common(4),
-                        "triples": [(names[a], r, names[b]) for a, r, b in strongest]})
-        communities.append({"id": cid, "name": " / ".join(names[n] for n in top), "size": len(nodes),
-                            "relation_types": sorted(rel_types[c]), "l2_triples": len(triples[c]),
-                            "l1_attributes": sum((attribute_counts or {}).get(n, 0) for n in nodes)})
+        digests.append(
+            {
+                "size": len(nodes),
+                "keywords": [names[n] for n in top],
+                "types": Counter(types.get(n, "Entity") for n in nodes).most_common(4),
+                "triples": [(names[a], r, names[b]) for a, r, b in strongest],
+            }
+        )
+        communities.append(
+            {
+                "id": cid,
+                "name": " / ".join(names[n] for n in top),
+                "size": len(nodes),
+                "relation_types": sorted(rel_types[c]),
+                "l2_triples": len(triples[c]),
+                "l1_attributes": sum((attribute_counts or {}).get(n, 0) for n in nodes),
+            }
+        )
         for n in nodes:
             in_comm.append((n, cid))
         for n in top:
@@ -217,9 +256,18 @@ def tree_tables(entities: pl.DataFrame, edges: pl.DataFrame, community: dict[str
         row["summary"] = summary
     rel = {"from": pl.String, "to": pl.String}
     return {
-        "Community": pl.DataFrame(communities, schema={"id": pl.String, "name": pl.String, "size": pl.Int64,
-                                                       "relation_types": pl.List(pl.String), "l2_triples": pl.Int64,
-                                                       "l1_attributes": pl.Int64, "summary": pl.String}),
+        "Community": pl.DataFrame(
+            communities,
+            schema={
+                "id": pl.String,
+                "name": pl.String,
+                "size": pl.Int64,
+                "relation_types": pl.List(pl.String),
+                "l2_triples": pl.Int64,
+                "l1_attributes": pl.Int64,
+                "summary": pl.String,
+            },
+        ),
         "Keyword": pl.DataFrame(list(keywords.values()), schema={"id": pl.String, "name": pl.String}),
         "IN_COMMUNITY": pl.DataFrame(in_comm, schema=rel, orient="row"),
         "HAS_KEYWORD": pl.DataFrame(sorted(set(has_kw)), schema=rel, orient="row"),

@@ -94,7 +94,7 @@ class ModelSpec:
     normalize: bool
 
     @classmethod
-    def read(cls, name: str) -> "ModelSpec":
+    def read(cls, name: str) -> ModelSpec:
         path = Path(model_path(name))
         modules = json.loads((path / "modules.json").read_text()) if (path / "modules.json").is_file() else []
         kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
@@ -141,8 +141,9 @@ def _transformer(spec: ModelSpec):
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     return HiddenStates().eval()
 
@@ -173,9 +174,11 @@ def openvino_model(name: str = BUNDLED) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         try:
-            example = {"input_ids": torch.ones((2, 8), dtype=torch.int64),
-                       "attention_mask": torch.ones((2, 8), dtype=torch.int64),
-                       "token_type_ids": torch.zeros((2, 8), dtype=torch.int64)}
+            example = {
+                "input_ids": torch.ones((2, 8), dtype=torch.int64),
+                "attention_mask": torch.ones((2, 8), dtype=torch.int64),
+                "token_type_ids": torch.zeros((2, 8), dtype=torch.int64),
+            }
             with torch.inference_mode():
                 converted = ov.convert_model(_transformer(spec), example_input=example)
             ov.save_model(converted, staging / "model.xml", compress_to_fp16=False)
@@ -208,8 +211,15 @@ class _OpenVinoForward:
         # it in 0.06 s instead of compiling for 0.15 s in every step process; compiling under the
         # lock means no process reads a cache entry another is still writing
         with _export_lock():
-            self.compiled = ov.Core().compile_model(str(xml), "CPU", {
-                "INFERENCE_NUM_THREADS": cores(), "PERFORMANCE_HINT": "LATENCY", "CACHE_DIR": str(xml.parent / "compiled")})
+            self.compiled = ov.Core().compile_model(
+                str(xml),
+                "CPU",
+                {
+                    "INFERENCE_NUM_THREADS": cores(),
+                    "PERFORMANCE_HINT": "LATENCY",
+                    "CACHE_DIR": str(xml.parent / "compiled"),
+                },
+            )
         self.precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
@@ -222,9 +232,9 @@ class _OpenVinoForward:
 class WindowEncoding:
     """One text's forward pass: its sentence embedding, token embeddings and sentence vectors."""
 
-    vector: np.ndarray            # (dim,) float32, the model's sentence embedding (first segment)
-    tokens: np.ndarray            # (n, dim) float16, L2-normalised, [CLS]/[SEP] dropped
-    offsets: np.ndarray           # (n, 2) int32, each token's character span in the text
+    vector: np.ndarray  # (dim,) float32, the model's sentence embedding (first segment)
+    tokens: np.ndarray  # (n, dim) float16, L2-normalised, [CLS]/[SEP] dropped
+    offsets: np.ndarray  # (n, 2) int32, each token's character span in the text
     sentence_vectors: np.ndarray  # (m, dim) float16, L2-normalised mean of each span's tokens
 
 
@@ -268,7 +278,7 @@ class Encoder:
         while start < len(order):
             width = len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]])
             size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // max(width, 1)))
-            batch = order[start: start + size]
+            batch = order[start : start + size]
             ids, mask, types = self._pad([sequences[i] for i in batch])
             with self._lock:
                 states = self.forward(ids, mask, types)
@@ -314,11 +324,12 @@ class Encoder:
             space = room - len(head)
             n = -(-len(rest) // space)
             size = -(-len(rest) // n)
-            segments += [[cls, *head, *rest[i * size:(i + 1) * size], sep] for i in range(n)]
+            segments += [[cls, *head, *rest[i * size : (i + 1) * size], sep] for i in range(n)]
         return segments
 
-    def encode_windows(self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None,
-                       prefixes: list[int] | None = None) -> list[WindowEncoding]:
+    def encode_windows(
+        self, texts: list[str], spans: list[list[tuple[int, int]]] | None = None, prefixes: list[int] | None = None
+    ) -> list[WindowEncoding]:
         """One forward pass per text (per segment for long texts): the sentence embedding (of the
         first segment, i.e. what sentence-transformers computes), the tokens of every segment for
         MaxSim (each once) and, for each character span in `spans`, the pooled vector of the
@@ -343,7 +354,7 @@ class Encoder:
         for t, parts in enumerate(per_text):
             vector = self._pool(parts[0])
             skip = contexts[t]  # a later segment's repeated context is read, not emitted again
-            content = np.concatenate([parts[0][1:-1], *[p[1 + skip:-1] for p in parts[1:]]])
+            content = np.concatenate([parts[0][1:-1], *[p[1 + skip : -1] for p in parts[1:]]])
             offsets = np.asarray(encoded["offset_mapping"][t], dtype=np.int32).reshape(-1, 2)
             sentence_vectors = np.zeros((0, self.dim), dtype=np.float16)
             if spans is not None and spans[t]:

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
-import pyarrow as pa
 import polars as pl
+import pyarrow as pa
 
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.index.embeddings import Encoder
@@ -77,8 +77,14 @@ def multivector_rows(column: pa.ChunkedArray | pa.Array, dim: int) -> list[np.nd
 def encoded_schema(dim: int) -> dict[str, pa.DataType]:
     """Arrow types of the ENCODED columns."""
     vectors = pa.list_(pa.list_(pa.float16(), dim))
-    return {"vector": pa.list_(pa.float32(), dim), "token_vectors": vectors, "sentence_starts": pa.list_(pa.int32()),
-            "sentence_ends": pa.list_(pa.int32()), "sentence_vectors": vectors, "encoder": pa.string()}
+    return {
+        "vector": pa.list_(pa.float32(), dim),
+        "token_vectors": vectors,
+        "sentence_starts": pa.list_(pa.int32()),
+        "sentence_ends": pa.list_(pa.int32()),
+        "sentence_vectors": vectors,
+        "encoder": pa.string(),
+    }
 
 
 def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
@@ -93,14 +99,16 @@ def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
     encoded = encoder.encode_windows(texts, shifted, prefixes)
     dim = encoder.dim
     vectors = np.stack([e.vector for e in encoded]) if encoded else np.zeros((0, dim), np.float32)
-    return pa.Table.from_pydict({
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim),
-        "token_vectors": _multivectors([e.tokens for e in encoded], dim),
-        "sentence_starts": pa.array([[a for a, _ in s] for s in spans], type=pa.list_(pa.int32())),
-        "sentence_ends": pa.array([[b for _, b in s] for s in spans], type=pa.list_(pa.int32())),
-        "sentence_vectors": _multivectors([e.sentence_vectors for e in encoded], dim),
-        "encoder": pa.array([encoder.description] * len(encoded), type=pa.string()),
-    }).cast(pa.schema(encoded_schema(dim).items()))
+    return pa.Table.from_pydict(
+        {
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), dim),
+            "token_vectors": _multivectors([e.tokens for e in encoded], dim),
+            "sentence_starts": pa.array([[a for a, _ in s] for s in spans], type=pa.list_(pa.int32())),
+            "sentence_ends": pa.array([[b for _, b in s] for s in spans], type=pa.list_(pa.int32())),
+            "sentence_vectors": _multivectors([e.sentence_vectors for e in encoded], dim),
+            "encoder": pa.array([encoder.description] * len(encoded), type=pa.string()),
+        }
+    ).cast(pa.schema(encoded_schema(dim).items()))
 
 
 def _quote(value: str) -> str:
@@ -146,8 +154,10 @@ class WindowIndex:
         try:
             table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
         except ValueError as error:  # listed while another process writes its first commit, or that writer died
-            raise FileNotFoundError(f"the window table at {self.path} has no committed version yet (being created, "
-                                    "or its creation was interrupted): materialise window_index") from error
+            raise FileNotFoundError(
+                f"the window table at {self.path} has no committed version yet (being created, "
+                "or its creation was interrupted): materialise window_index"
+            ) from error
         if self.pinned:
             self._snapshot = table
         return table
@@ -162,8 +172,13 @@ class WindowIndex:
             return pa.table({})
         if "encoder" not in table.schema.names:
             return pa.table({})
-        found = (table.search().where(f"{_in('window_id', window_ids)} AND encoder = {_quote(encoder)}")
-                 .select(["window_id", *ENCODED]).limit(len(window_ids) * 25).to_arrow())
+        found = (
+            table.search()
+            .where(f"{_in('window_id', window_ids)} AND encoder = {_quote(encoder)}")
+            .select(["window_id", *ENCODED])
+            .limit(len(window_ids) * 25)
+            .to_arrow()
+        )
         ids = found["window_id"].to_pylist()
         first = sorted({w: i for i, w in reversed(list(enumerate(ids)))}.values())
         return found.take(pa.array(first, pa.int64()))
@@ -174,24 +189,40 @@ class WindowIndex:
             return [f"no window table at {self.path}"]
         table = self.table()
         if SEARCH_TEXT not in table.schema.names or not any(
-                c.index_type == "FTS" and list(c.columns) == [SEARCH_TEXT] for c in table.list_indices()):
+            c.index_type == "FTS" and list(c.columns) == [SEARCH_TEXT] for c in table.list_indices()
+        ):
             return ["the full-text index is missing"]
         return []
 
-    def replace_partition(self, condition: str, windows: pl.DataFrame, encoder: Encoder,
-                          progress: Callable[[str], None] | None = None,
-                          keep_versions: timedelta = timedelta(hours=1)) -> dict[str, int]:
+    def replace_partition(
+        self,
+        condition: str,
+        windows: pl.DataFrame,
+        encoder: Encoder,
+        progress: Callable[[str], None] | None = None,
+        keep_versions: timedelta = timedelta(hours=1),
+    ) -> dict[str, int]:
         """Replace one condition's rows in one commit and rebuild the full-text index. Rows are
         prepared batch by batch (windows this encoder already indexed, in any partition, are
         copied; the rest encoded) into an Arrow staging file beside the table, which is then
         streamed into that one commit: memory stays bounded however large the partition. Only the
         commit holds the table's writer lock: another partition's writer encodes meanwhile."""
         data = windows.select(
-            (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"), "window_id",
-            pl.lit(condition).alias("condition"), "doc_id", "grade", "title", pl.col("year").cast(pl.Int64),
-            pl.col("section").fill_null(""), "text")
-        data = data.with_columns(pl.concat_str(pl.col("title").fill_null(""), pl.lit(". "), "section", pl.lit(". "),
-                                               "text").alias(SEARCH_TEXT))
+            (pl.lit(condition) + "|" + pl.col("window_id")).alias("key"),
+            "window_id",
+            pl.lit(condition).alias("condition"),
+            "doc_id",
+            "grade",
+            "title",
+            pl.col("year").cast(pl.Int64),
+            pl.col("section").fill_null(""),
+            "text",
+        )
+        data = data.with_columns(
+            pl.concat_str(pl.col("title").fill_null(""), pl.lit(". "), "section", pl.lit(". "), "text").alias(
+                SEARCH_TEXT
+            )
+        )
         counts = {"written": data.height, "encoded": 0, "reused": 0, "compacted": 0}
         if not data.height and not self.exists():
             return counts
@@ -208,21 +239,32 @@ class WindowIndex:
                     batch = data.slice(start, ENCODE_BATCH)
                     writer.write_table(self._encoded_batch(batch, encoder, counts).cast(schema))
                     if progress:
-                        progress(f"{condition}: {start + batch.height}/{data.height} windows indexed "
-                                 f"({counts['encoded']} encoded, {counts['reused']} reused)")
+                        progress(
+                            f"{condition}: {start + batch.height}/{data.height} windows indexed "
+                            f"({counts['encoded']} encoded, {counts['reused']} reused)"
+                        )
             with open(self.path / ".writer.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one commit per table, whichever process or instance runs it
                 with pa.memory_map(str(staging)) as source:
                     staged = pa.ipc.open_file(source)
                     reader = pa.RecordBatchReader.from_batches(
-                        schema, (staged.get_batch(i) for i in range(staged.num_record_batches)))
+                        schema, (staged.get_batch(i) for i in range(staged.num_record_batches))
+                    )
                     try:
                         self._add_search_text()
-                    except FileNotFoundError:  # no table, or (listed) a creation killed before its first commit: no rows
+                    except (
+                        FileNotFoundError
+                    ):  # no table, or (listed) a creation killed before its first commit: no rows
                         self.db.create_table(TABLE, reader, mode="overwrite" if self.exists() else "create")
                     else:
-                        (self.table().merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
-                         .when_not_matched_by_source_delete(f"condition = {_quote(condition)}").execute(reader))
+                        (
+                            self.table()
+                            .merge_insert("key")
+                            .when_matched_update_all()
+                            .when_not_matched_insert_all()
+                            .when_not_matched_by_source_delete(f"condition = {_quote(condition)}")
+                            .execute(reader)
+                        )
                 self.rebuild_text_index()
                 counts["compacted"] = int(self.compact(keep_versions))
         finally:
@@ -291,8 +333,9 @@ class WindowIndex:
             parts.append(_in("grade", grades))
         return " AND ".join(parts) or None
 
-    def dense(self, vector: np.ndarray, limit: int, conditions: list[str] | None = None,
-              grades: tuple[str, ...] | None = None) -> pl.DataFrame:
+    def dense(
+        self, vector: np.ndarray, limit: int, conditions: list[str] | None = None, grades: tuple[str, ...] | None = None
+    ) -> pl.DataFrame:
         """Nearest windows by cosine similarity (exact scan; columns `vector`, `similarity`)."""
         query = self.table().search(vector.astype(np.float32), vector_column_name="vector").distance_type("cosine")
         where = self._where(conditions, grades)
@@ -301,13 +344,16 @@ class WindowIndex:
         frame = pl.from_arrow(query.limit(limit).select([*COLUMNS, "vector", "_distance"]).to_arrow())
         return frame.with_columns((1 - pl.col("_distance")).alias("similarity")).drop("_distance")
 
-    def full_text(self, text: str, limit: int, conditions: list[str] | None = None,
-                  grades: tuple[str, ...] | None = None) -> pl.DataFrame:
+    def full_text(
+        self, text: str, limit: int, conditions: list[str] | None = None, grades: tuple[str, ...] | None = None
+    ) -> pl.DataFrame:
         """BM25 over the native full-text index of `search_text` (columns `vector`, `bm25`)."""
         table = self.table()
         if SEARCH_TEXT not in table.schema.names:
-            raise RuntimeError(f"the window index at {self.path} predates the title+section full-text index: "
-                               "materialise window_index again (make demo, or the asset in the UI)")
+            raise RuntimeError(
+                f"the window index at {self.path} predates the title+section full-text index: "
+                "materialise window_index again (make demo, or the asset in the UI)"
+            )
         query = table.search(text, query_type="fts", fts_columns=SEARCH_TEXT)
         where = self._where(conditions, grades)
         if where:
@@ -329,8 +375,9 @@ class WindowIndex:
         if conditions:
             where += f" AND {self._where(conditions, None)}"
         # a window tagged with several conditions has one row per condition
-        return pl.from_arrow(self.table().search().where(where).select([*COLUMNS, "vector"])
-                             .limit(len(window_ids) * 25).to_arrow())
+        return pl.from_arrow(
+            self.table().search().where(where).select([*COLUMNS, "vector"]).limit(len(window_ids) * 25).to_arrow()
+        )
 
     def late_interaction(self, window_ids: list[str]) -> dict[str, dict]:
         """Per window: token embeddings (float16) and its quotable sentences with their vectors."""
@@ -338,18 +385,35 @@ class WindowIndex:
             return {}
         table = self.table()
         if "token_vectors" not in table.schema.names:
-            raise RuntimeError(f"the window index at {self.path} predates stored token embeddings: "
-                               "materialise window_index again (make demo, or the asset in the UI)")
-        found = (table.search().where(_in("window_id", dict.fromkeys(window_ids)))
-                 .select(["window_id", "text", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors"])
-                 .limit(len(window_ids) * 25).to_arrow())
+            raise RuntimeError(
+                f"the window index at {self.path} predates stored token embeddings: "
+                "materialise window_index again (make demo, or the asset in the UI)"
+            )
+        found = (
+            table.search()
+            .where(_in("window_id", dict.fromkeys(window_ids)))
+            .select(["window_id", "text", "token_vectors", "sentence_starts", "sentence_ends", "sentence_vectors"])
+            .limit(len(window_ids) * 25)
+            .to_arrow()
+        )
         dim = table.schema.field("vector").type.list_size
         tokens = multivector_rows(found["token_vectors"], dim)
         sentences = multivector_rows(found["sentence_vectors"], dim)
         out: dict[str, dict] = {}
-        for i, (window_id, text, starts, ends) in enumerate(zip(
-                found["window_id"].to_pylist(), found["text"].to_pylist(),
-                found["sentence_starts"].to_pylist(), found["sentence_ends"].to_pylist())):
-            out.setdefault(window_id, {"tokens": tokens[i], "sentence_vectors": sentences[i],
-                                       "sentences": [text[a:b] for a, b in zip(starts, ends)]})
+        for i, (window_id, text, starts, ends) in enumerate(
+            zip(
+                found["window_id"].to_pylist(),
+                found["text"].to_pylist(),
+                found["sentence_starts"].to_pylist(),
+                found["sentence_ends"].to_pylist(),
+            )
+        ):
+            out.setdefault(
+                window_id,
+                {
+                    "tokens": tokens[i],
+                    "sentence_vectors": sentences[i],
+                    "sentences": [text[a:b] for a, b in zip(starts, ends)],
+                },
+            )
         return out

@@ -226,8 +226,11 @@ def _retryable(exc: Exception) -> bool:
     import litellm
 
     retryable = (
-        litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
-        litellm.InternalServerError, litellm.ServiceUnavailableError,
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
     )
     return isinstance(exc, retryable)
 
@@ -237,6 +240,11 @@ def client_from_settings() -> LLMClient:
     from ebm_platform.settings import get_settings
 
     s = get_settings()
-    return LLMClient(model=s.llm_model, api_base=s.llm_api_base, api_key=s.llm_api_key,
-                     timeout_s=s.llm_timeout_s, max_retries=s.llm_max_retries,
-                     cache_path=s.llm_cache_path)
+    return LLMClient(
+        model=s.llm_model,
+        api_base=s.llm_api_base,
+        api_key=s.llm_api_key,
+        timeout_s=s.llm_timeout_s,
+        max_retries=s.llm_max_retries,
+        cache_path=s.llm_cache_path,
+    )

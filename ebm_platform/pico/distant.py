@@ -34,18 +34,54 @@ from ebm_platform.pico.spans import CLASSES, INNER, Words, label_chars
 
 SPECIFIC_DF = 0.05
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*$|^(?:mg|g|kg|ml|mcg|µg|iu|%|h|hr|hrs|min|mins|days?|weeks?|months?|years?)$")
-PERSON = (r"patients|participants|subjects|adults|children|adolescents|women|men|girls|boys|athletes|individuals|"
-          r"people|persons|volunteers|runners|players|infants|neonates|newborns|mothers|smokers|students|workers|"
-          r"residents|outpatients|inpatients|survivors|users|recruits|soldiers|employees|veterans|elderly|cases")
-_LEAD_STOP = {"the", "a", "an", "of", "in", "on", "and", "or", "to", "for", "with", "we", "all", "among", "total",
-              "that", "this", "these", "were", "was", "compared", "than", "versus", "randomized", "randomised",
-              "enrolled", "included", "recruited", "by", "from", "at", "as", "into", "between"}
+PERSON = (
+    r"patients|participants|subjects|adults|children|adolescents|women|men|girls|boys|athletes|individuals|"
+    r"people|persons|volunteers|runners|players|infants|neonates|newborns|mothers|smokers|students|workers|"
+    r"residents|outpatients|inpatients|survivors|users|recruits|soldiers|employees|veterans|elderly|cases"
+)
+_LEAD_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "in",
+    "on",
+    "and",
+    "or",
+    "to",
+    "for",
+    "with",
+    "we",
+    "all",
+    "among",
+    "total",
+    "that",
+    "this",
+    "these",
+    "were",
+    "was",
+    "compared",
+    "than",
+    "versus",
+    "randomized",
+    "randomised",
+    "enrolled",
+    "included",
+    "recruited",
+    "by",
+    "from",
+    "at",
+    "as",
+    "into",
+    "between",
+}
 _LEAD = rf"(?:(?!(?:{'|'.join(sorted(_LEAD_STOP))})\b)[A-Za-z-]+\s+){{0,3}}"  # up to 3 qualifiers, no function word
 _POPULATION = re.compile(
     rf"\b(?:\d[\d,]*\s+)?{_LEAD}(?:{PERSON})\s+(?:with|who (?:had|have|were|underwent)|aged|"
     r"undergoing|after|following|suffering from|diagnosed with|presenting with|scheduled for|"
     r"admitted (?:to|for|with)|at risk of|from)\s+[^.;:()]{3,90}?(?=\s+(?:were|was|are|is|who|and were)\b|[.;:(]|,\s|$)",
-    re.I)
+    re.I,
+)
 
 
 def article_text(path: Path) -> tuple[str, int]:
@@ -57,8 +93,11 @@ def article_text(path: Path) -> tuple[str, int]:
 
 def name_words(phrase: str) -> set[str]:
     """The words of a doctor-written string that decide a projection."""
-    return {w for w in (t.lower() for t in Words.of(phrase).tokens)
-            if w not in INNER and not _NUMBER.match(w) and re.search(r"\w", w)}
+    return {
+        w
+        for w in (t.lower() for t in Words.of(phrase).tokens)
+        if w not in INNER and not _NUMBER.match(w) and re.search(r"\w", w)
+    }
 
 
 def population_spans(text: str) -> list[tuple[int, int]]:
@@ -74,7 +113,7 @@ class Projector:
     documents: int
 
     @classmethod
-    def fit(cls, texts: Iterable[str]) -> "Projector":
+    def fit(cls, texts: Iterable[str]) -> Projector:
         df: Counter = Counter()
         n = 0
         for text in texts:
@@ -85,8 +124,9 @@ class Projector:
     def specific(self, word: str) -> bool:
         return len(word) >= 4 and self.df.get(word, 0) / self.documents < SPECIFIC_DF
 
-    def project(self, words: Words, phrase: str, exclude: set[str] = frozenset(),
-                single: bool = True) -> list[tuple[int, int]]:
+    def project(
+        self, words: Words, phrase: str, exclude: set[str] = frozenset(), single: bool = True
+    ) -> list[tuple[int, int]]:
         """Word ranges [i, j) where `phrase` is projected (its name words minus `exclude`); with
         `single`, one specific name word suffices."""
         gold = name_words(phrase) - exclude
@@ -129,15 +169,22 @@ def label_article(projector: Projector, pmcid: str, text: str, prefix: int, rows
     for fields, letter in ((("intervention", "comparator"), "I"), (("outcome",), "O")):
         for row in rows:
             # an outcome string naming an arm ("pain with naproxen") never makes the arm an outcome
-            arms = name_words(f"{row.get('intervention') or ''} {row.get('comparator') or ''}") if letter == "O" else set()
+            arms = (
+                name_words(f"{row.get('intervention') or ''} {row.get('comparator') or ''}") if letter == "O" else set()
+            )
             for field in fields:
                 for i, j in projector.project(words, row.get(field) or "", arms, single=letter == "I"):
                     labels[i:j] = CLASSES.index(letter)
     return Example(pmcid, words, labels, prefix)
 
 
-def split_examples(datasets_dir: Path, split: str, projector: Projector | None = None, limit: int | None = None,
-                   progress: Callable[[str], None] | None = None) -> tuple[list[Example], Projector]:
+def split_examples(
+    datasets_dir: Path,
+    split: str,
+    projector: Projector | None = None,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[Example], Projector]:
     """Labelled title+abstract examples of a split's articles (projector fitted here on train)."""
     root = Path(datasets_dir) / "evidence_inference" / "xml"
     ids = sorted(article_ids(datasets_dir, split))[:limit] if limit else sorted(article_ids(datasets_dir, split))
@@ -150,8 +197,9 @@ def split_examples(datasets_dir: Path, split: str, projector: Projector | None =
             texts[pmcid] = article_text(root / f"{pmcid}.nxml")
     if projector is None:
         projector = Projector.fit(text for text, _ in texts.values())
-    examples = [label_article(projector, pmcid, text, prefix, by_article[pmcid])
-                for pmcid, (text, prefix) in texts.items()]
+    examples = [
+        label_article(projector, pmcid, text, prefix, by_article[pmcid]) for pmcid, (text, prefix) in texts.items()
+    ]
     if progress:
         progress(f"{split}: {len(examples)} articles labelled by projection")
     return examples, projector

@@ -22,8 +22,10 @@ def located(text: str, named: list[tuple[str, str]]) -> list[dict]:
     """Spans of (name, type) pairs at every occurrence of the name in `text`, in text order."""
     types = dict((name.lower(), type_) for name, type_ in named if type_ in TYPE_CLASS)
     spans = name_spans(text, list(types.items()))
-    return sorted(({"type": t, "text": text[a:b], "start": a, "end": b} for a, b, t in spans),
-                  key=lambda e: (e["start"], e["end"]))
+    return sorted(
+        ({"type": t, "text": text[a:b], "start": a, "end": b} for a, b, t in spans),
+        key=lambda e: (e["start"], e["end"]),
+    )
 
 
 def rule_entities(text: str) -> list[dict]:
@@ -42,7 +44,8 @@ def llm_extractor(settings) -> tuple[str, Callable[[str], list[dict]]]:
         raise ValueError("the LLM extractor needs EBM_LLM_MODEL set to a litellm model")
     extractor = Extractor(load_schema("pico_extended"), client)
     return f"llm:{settings.llm_model}", lambda text: located(
-        text, [(e["name"], e["type"]) for e in extractor.window(text)["entities"]])
+        text, [(e["name"], e["type"]) for e in extractor.window(text)["entities"]]
+    )
 
 
 def entity_labels(words: Words, entities: list[dict]) -> np.ndarray:

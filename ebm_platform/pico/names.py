@@ -11,7 +11,9 @@ _DOSE_TAIL = re.compile(r"\s+\d+(?:[.,]\d+)?\s*(?:mg|g|kg|ml|mL|µg|mcg|IU|units
 _LEADING_COUNT = re.compile(r"^(?:\d[\d,]*|[Aa] total of \d[\d,]*)\s+(?=[A-Za-z])")
 VERB_FORMS = re.compile(
     r"^(?:randomi[sz]ed|assigned|allocated|received|receiving|underwent|compared|treated|showed|included|"
-    r"enrolled|improved|reduced|increased|decreased)\b|\b(?:was|were|is|are|had|has|have|been|did)\b", re.I)
+    r"enrolled|improved|reduced|increased|decreased)\b|\b(?:was|were|is|are|had|has|have|been|did)\b",
+    re.I,
+)
 LONE_ABBREVIATION = re.compile(r"^[A-Z][A-Z0-9-]{1,5}$")
 
 

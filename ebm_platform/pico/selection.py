@@ -27,13 +27,39 @@ from ebm_platform.pico.distant import Projector, name_words
 from ebm_platform.pico.spans import CLASSES, Words, runs, trim
 
 SELECTED = {CLASSES.index("I"): "I", CLASSES.index("O"): "O"}  # the classes whose candidates are selected
-FEATURES = ("log mentions", "log occurrences", "mean p(class) in mentions", "best mention's mean p(class)",
-            "mean p(class) in occurrences", "mean p(none) in mentions", "mean p(P) in mentions",
-            "mean p(other of I/O) in mentions", "in the title", "share in result sentences",
-            "max result-sentence count", "first occurrence's position", "log name words", "mean idf", "max idf",
-            "log mean mention length", "rule Intervention", "rule Comparator", "rule Outcome", "rule Condition",
-            "rule Timepoint", "capitalised", "all capitals", "max word count", "max stem count", "log text words",
-            "rank share", "log candidates", "gap to the best", "the best", "an outcome")
+FEATURES = (
+    "log mentions",
+    "log occurrences",
+    "mean p(class) in mentions",
+    "best mention's mean p(class)",
+    "mean p(class) in occurrences",
+    "mean p(none) in mentions",
+    "mean p(P) in mentions",
+    "mean p(other of I/O) in mentions",
+    "in the title",
+    "share in result sentences",
+    "max result-sentence count",
+    "first occurrence's position",
+    "log name words",
+    "mean idf",
+    "max idf",
+    "log mean mention length",
+    "rule Intervention",
+    "rule Comparator",
+    "rule Outcome",
+    "rule Condition",
+    "rule Timepoint",
+    "capitalised",
+    "all capitals",
+    "max word count",
+    "max stem count",
+    "log text words",
+    "rank share",
+    "log candidates",
+    "gap to the best",
+    "the best",
+    "an outcome",
+)
 _RULES, _SHAPES, _SALIENCE = 5, 4, 8  # the tagger's feature columns after the MiniLM vector
 _FOLDS = 5
 _GRID = np.round(np.arange(0.10, 0.81, 0.05), 2)
@@ -74,20 +100,55 @@ def candidates(words: Words, x: np.ndarray, probs: np.ndarray, projector: Projec
                 said[i:j] = True
             other = 5 - label  # I <-> O
             p, xm, xo = probs[said], x[said], x[where]
-            rows.append((where, [
-                np.log1p(len(mentions)), np.log1p(len(spans)), p[:, label].mean(),
-                max(probs[i:j, label].mean() for i, j, _ in mentions), probs[where, label].mean(), p[:, 0].mean(),
-                p[:, CLASSES.index("P")].mean(), p[:, other].mean(), xo[:, sal + 2].max(), xo[:, sal + 4].mean(),
-                xm[:, sal + 5].max(), min(i for i, _ in spans) / n, np.log1p(len(key)), xm[:, sal + 7].mean(),
-                xm[:, sal + 7].max(), np.log1p(np.mean([j - i for i, j, _ in mentions])),
-                *xo[:, rules:rules + _RULES].mean(0), xm[:, shape].mean(), xm[:, shape + 1].mean(),
-                xm[:, sal].max(), xm[:, sal + 1].max(), np.log1p(n)]))
+            rows.append(
+                (
+                    where,
+                    [
+                        np.log1p(len(mentions)),
+                        np.log1p(len(spans)),
+                        p[:, label].mean(),
+                        max(probs[i:j, label].mean() for i, j, _ in mentions),
+                        probs[where, label].mean(),
+                        p[:, 0].mean(),
+                        p[:, CLASSES.index("P")].mean(),
+                        p[:, other].mean(),
+                        xo[:, sal + 2].max(),
+                        xo[:, sal + 4].mean(),
+                        xm[:, sal + 5].max(),
+                        min(i for i, _ in spans) / n,
+                        np.log1p(len(key)),
+                        xm[:, sal + 7].mean(),
+                        xm[:, sal + 7].max(),
+                        np.log1p(np.mean([j - i for i, j, _ in mentions])),
+                        *xo[:, rules : rules + _RULES].mean(0),
+                        xm[:, shape].mean(),
+                        xm[:, shape + 1].mean(),
+                        xm[:, sal].max(),
+                        xm[:, sal + 1].max(),
+                        np.log1p(n),
+                    ],
+                )
+            )
         best = np.array([r[1][3] for r in rows])
         rank = (-best).argsort().argsort()
         for (where, feats), r, b in zip(rows, rank, best):
-            out.append(Candidate(label, where, np.array(
-                [*feats, r / len(rows), np.log1p(len(rows)), best.max() - b, float(r == 0),
-                 float(SELECTED[label] == "O")], dtype=np.float64)))
+            out.append(
+                Candidate(
+                    label,
+                    where,
+                    np.array(
+                        [
+                            *feats,
+                            r / len(rows),
+                            np.log1p(len(rows)),
+                            best.max() - b,
+                            float(r == 0),
+                            float(SELECTED[label] == "O"),
+                        ],
+                        dtype=np.float64,
+                    ),
+                )
+            )
     return out
 
 
@@ -119,7 +180,7 @@ class Regression:
     intercept: float
 
     @classmethod
-    def fit(cls, features: np.ndarray, target: np.ndarray) -> "Regression":
+    def fit(cls, features: np.ndarray, target: np.ndarray) -> Regression:
         from sklearn.linear_model import LogisticRegression
 
         mean, scale = features.mean(0), features.std(0) + 1e-9
@@ -148,8 +209,15 @@ class EntitySelector:
         return decode(probs, found, self.keep(found))
 
     @classmethod
-    def fit(cls, words: Sequence[Words], xs: Sequence[np.ndarray], probs: Sequence[np.ndarray],
-            gold: Sequence[np.ndarray], projector: Projector, seed: int = 13) -> "EntitySelector":
+    def fit(
+        cls,
+        words: Sequence[Words],
+        xs: Sequence[np.ndarray],
+        probs: Sequence[np.ndarray],
+        gold: Sequence[np.ndarray],
+        projector: Projector,
+        seed: int = 13,
+    ) -> EntitySelector:
         """The regression and thresholds from held-out texts with their gold word labels; the report
         gives per class the F1 of the tagger's own labels, of every candidate kept and of the
         selection (out-of-fold, on these texts)."""
@@ -168,33 +236,58 @@ class EntitySelector:
         scored = {id(c): s for (_, c), s in zip(rows, oof)}
         thresholds, report = {}, {}
         for label, letter in SELECTED.items():
+
             def f1_at(threshold: float) -> float:
-                return _f1(gold, [decode(p, cs, [c.label != label or scored[id(c)] >= threshold for c in cs])
-                                  for p, cs in zip(probs, found)], label)
+                return _f1(
+                    gold,
+                    [
+                        decode(p, cs, [c.label != label or scored[id(c)] >= threshold for c in cs])  # noqa: B023 (called within this iteration)
+                        for p, cs in zip(probs, found)
+                    ],
+                    label,  # noqa: B023 (called within this iteration)
+                )
 
             thresholds[label] = float(max(_GRID, key=f1_at))
             mine = target[[c.label == label for _, c in rows]]
-            report[letter] = {"candidates": int(mine.size), "kept_by_gold": round(float(mine.mean()), 3),
-                              "threshold": thresholds[label],
-                              "tagger_f1": round(_f1(gold, [p.argmax(1) for p in probs], label), 4),
-                              "all_candidates_f1": round(f1_at(0.0), 4),
-                              "selected_f1_out_of_fold": round(f1_at(thresholds[label]), 4)}
+            report[letter] = {
+                "candidates": int(mine.size),
+                "kept_by_gold": round(float(mine.mean()), 3),
+                "threshold": thresholds[label],
+                "tagger_f1": round(_f1(gold, [p.argmax(1) for p in probs], label), 4),
+                "all_candidates_f1": round(f1_at(0.0), 4),
+                "selected_f1_out_of_fold": round(f1_at(thresholds[label]), 4),
+            }
         return cls(Regression.fit(features, target), thresholds, {"texts": len(found), "classes": report})
 
     # ---- persistence -----------------------------------------------------------------------
     def save(self, path: Path) -> None:
         r = self.regression
-        write_text_atomic(path, json.dumps({
-            "features": list(FEATURES), "report": self.report,
-            "thresholds": {SELECTED[label]: t for label, t in self.thresholds.items()},
-            "regression": {"mean": r.mean.tolist(), "scale": r.scale.tolist(), "coef": r.coef.tolist(),
-                           "intercept": r.intercept}}, indent=1))
+        write_text_atomic(
+            path,
+            json.dumps(
+                {
+                    "features": list(FEATURES),
+                    "report": self.report,
+                    "thresholds": {SELECTED[label]: t for label, t in self.thresholds.items()},
+                    "regression": {
+                        "mean": r.mean.tolist(),
+                        "scale": r.scale.tolist(),
+                        "coef": r.coef.tolist(),
+                        "intercept": r.intercept,
+                    },
+                },
+                indent=1,
+            ),
+        )
 
     @classmethod
-    def load(cls, path: Path) -> "EntitySelector":
+    def load(cls, path: Path) -> EntitySelector:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if data["features"] != list(FEATURES):
             raise ValueError(f"{path} was fitted on other features: retrain the pico_tagger asset")
         r = data["regression"]
-        return cls(Regression(np.array(r["mean"]), np.array(r["scale"]), np.array(r["coef"]), r["intercept"]),
-                   {CLASSES.index(letter): t for letter, t in data["thresholds"].items()}, data["report"])
+        return cls(
+            Regression(np.array(r["mean"]), np.array(r["scale"]), np.array(r["coef"]), r["intercept"]),
+            {CLASSES.index(letter): t for letter, t in data["thresholds"].items()},
+            data["report"],
+        )

@@ -16,8 +16,32 @@ CLASSES = ("none", "P", "I", "O")
 TYPE_CLASS = {"Population": "P", "Intervention": "I", "Comparator": "I", "Arm": "I", "Outcome": "O"}
 _WORD = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 # words a span may contain but never start or end with
-INNER = {"of", "and", "or", "in", "with", "for", "to", "on", "at", "the", "a", "an", "plus", "by", "from", "as",
-         "-", "/", ",", "(", ")", "+", "%", "."}
+INNER = {
+    "of",
+    "and",
+    "or",
+    "in",
+    "with",
+    "for",
+    "to",
+    "on",
+    "at",
+    "the",
+    "a",
+    "an",
+    "plus",
+    "by",
+    "from",
+    "as",
+    "-",
+    "/",
+    ",",
+    "(",
+    ")",
+    "+",
+    "%",
+    ".",
+}
 
 
 @dataclass(frozen=True)
@@ -30,10 +54,14 @@ class Words:
     ends: np.ndarray
 
     @classmethod
-    def of(cls, text: str) -> "Words":
+    def of(cls, text: str) -> Words:
         found = list(_WORD.finditer(text))
-        return cls(text, [m.group(0) for m in found], np.array([m.start() for m in found], dtype=np.int64),
-                   np.array([m.end() for m in found], dtype=np.int64))
+        return cls(
+            text,
+            [m.group(0) for m in found],
+            np.array([m.start() for m in found], dtype=np.int64),
+            np.array([m.end() for m in found], dtype=np.int64),
+        )
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -77,7 +105,7 @@ def trim(words: Words, i: int, j: int) -> tuple[int, int]:
     while i < j and words.tokens[i].lower() in INNER:
         i += 1
     while j > i and words.tokens[j - 1].lower() in INNER:
-        if words.tokens[j - 1] == ")" and "(" in words.tokens[i:j - 1]:
+        if words.tokens[j - 1] == ")" and "(" in words.tokens[i : j - 1]:
             break
         j -= 1
     return i, j
@@ -97,7 +125,10 @@ def name_spans(text: str, names: list[tuple[str, str]]) -> list[tuple[int, int, 
 
 def token_scores(gold: list[np.ndarray], predicted: list[np.ndarray]) -> dict[str, dict[str, float]]:
     """Token-level precision, recall and F1 per class (P, I, O) over aligned label arrays."""
-    g, p = np.concatenate(gold) if gold else np.zeros(0, int), np.concatenate(predicted) if predicted else np.zeros(0, int)
+    g, p = (
+        np.concatenate(gold) if gold else np.zeros(0, int),
+        np.concatenate(predicted) if predicted else np.zeros(0, int),
+    )
     scores = {}
     for c, letter in enumerate(CLASSES):
         if c == 0:
@@ -105,7 +136,10 @@ def token_scores(gold: list[np.ndarray], predicted: list[np.ndarray]) -> dict[st
         tp = int(((g == c) & (p == c)).sum())
         prec = tp / max(int((p == c).sum()), 1)
         rec = tp / max(int((g == c).sum()), 1)
-        scores[letter] = {"precision": round(prec, 3), "recall": round(rec, 3),
-                          "f1": round(2 * prec * rec / (prec + rec), 3) if tp else 0.0,
-                          "gold_tokens": int((g == c).sum())}
+        scores[letter] = {
+            "precision": round(prec, 3),
+            "recall": round(rec, 3),
+            "f1": round(2 * prec * rec / (prec + rec), 3) if tp else 0.0,
+            "gold_tokens": int((g == c).sum()),
+        }
     return scores

@@ -65,7 +65,9 @@ def piece_words(words: Words, offsets: np.ndarray) -> np.ndarray:
         return np.full(len(offsets), -1, dtype=np.int64)
     index = np.searchsorted(words.ends, offsets[:, 0], side="right")
     index = np.minimum(index, len(words) - 1)
-    inside = (words.starts[index] <= offsets[:, 0]) & (offsets[:, 0] < words.ends[index]) & (offsets[:, 1] > offsets[:, 0])
+    inside = (
+        (words.starts[index] <= offsets[:, 0]) & (offsets[:, 0] < words.ends[index]) & (offsets[:, 1] > offsets[:, 0])
+    )
     return np.where(inside, index, -1)
 
 
@@ -73,8 +75,9 @@ def rule_flags(words: Words) -> np.ndarray:
     """(n, 5) flags: the word lies in a name the offline rules extract, by rule class."""
     flags = np.zeros((len(words), len(set(RULE_CLASSES.values()))), dtype=np.float32)
     found = pico_rules.extract(words.text).entities
-    for start, end, column in name_spans(words.text, [(e["name"], str(RULE_CLASSES[e["type"]])) for e in found
-                                                     if e["type"] in RULE_CLASSES]):
+    for start, end, column in name_spans(
+        words.text, [(e["name"], str(RULE_CLASSES[e["type"]])) for e in found if e["type"] in RULE_CLASSES]
+    ):
         i, j = words.index_of_chars(start, end)
         flags[i:j, int(column)] = 1.0
     return flags
@@ -82,8 +85,13 @@ def rule_flags(words: Words) -> np.ndarray:
 
 def shape_flags(words: Words) -> np.ndarray:
     """(n, 4): capitalised, all capitals (an abbreviation), has a digit, punctuation."""
-    return np.array([[t[:1].isupper(), len(t) > 1 and t.isupper(), any(c.isdigit() for c in t), not t[:1].isalnum()]
-                     for t in words.tokens], dtype=np.float32).reshape(-1, SHAPES)
+    return np.array(
+        [
+            [t[:1].isupper(), len(t) > 1 and t.isupper(), any(c.isdigit() for c in t), not t[:1].isalnum()]
+            for t in words.tokens
+        ],
+        dtype=np.float32,
+    ).reshape(-1, SHAPES)
 
 
 @dataclass(frozen=True)
@@ -114,14 +122,27 @@ def salience(words: Words, rarity: Rarity) -> np.ndarray:
     for i, k in enumerate(sentence):
         first.setdefault(k, i)
         last[k] = i
-    reports = {k: bool(_RESULT.search(words.text[words.starts[first[k]]:words.ends[last[k]]])) for k in first}
+    reports = {k: bool(_RESULT.search(words.text[words.starts[first[k]] : words.ends[last[k]]])) for k in first}
     in_result = [reports[k] for k in sentence]
     count, stems = Counter(lower), Counter(w[:5] for w in lower)
     result_count = Counter(w for w, r in zip(lower, in_result) if r)
     title = {w for w, k in zip(lower, sentence) if k == 0}
-    return np.array([[math.log1p(count[w]) / 3, math.log1p(stems[w[:5]]) / 3, w in title, i / n, r,
-                      math.log1p(result_count[w]) / 3, w in INNER, rarity.idf(w)]
-                     for i, (w, r) in enumerate(zip(lower, in_result))], dtype=np.float32).reshape(-1, SALIENCE)
+    return np.array(
+        [
+            [
+                math.log1p(count[w]) / 3,
+                math.log1p(stems[w[:5]]) / 3,
+                w in title,
+                i / n,
+                r,
+                math.log1p(result_count[w]) / 3,
+                w in INNER,
+                rarity.idf(w),
+            ]
+            for i, (w, r) in enumerate(zip(lower, in_result))
+        ],
+        dtype=np.float32,
+    ).reshape(-1, SALIENCE)
 
 
 def features(words: Words, tokens: np.ndarray, offsets: np.ndarray, rarity: Rarity) -> np.ndarray:
@@ -149,7 +170,8 @@ def _network(inputs: int, params: TaggerParams):
             self.inp = torch.nn.Linear(inputs, params.hidden)
             self.convs = torch.nn.ModuleList(
                 torch.nn.Conv1d(params.hidden, params.hidden, params.kernel, padding=params.kernel // 2)
-                for _ in range(2))
+                for _ in range(2)
+            )
             self.out = torch.nn.Linear(params.hidden, len(CLASSES))
 
         def forward(self, x):
@@ -166,7 +188,7 @@ def _batches(xs: Sequence[np.ndarray], size: int, order: Sequence[int]):
     import torch
 
     for start in range(0, len(order), size):
-        chosen = order[start:start + size]
+        chosen = order[start : start + size]
         x = torch.zeros(len(chosen), max(len(xs[i]) for i in chosen), xs[chosen[0]].shape[1])
         for row, i in enumerate(chosen):
             x[row, : len(xs[i])] = torch.from_numpy(xs[i])
@@ -176,16 +198,24 @@ def _batches(xs: Sequence[np.ndarray], size: int, order: Sequence[int]):
 class PicoTagger:
     """A trained head with its provenance; `tag` turns texts into typed character spans."""
 
-    def __init__(self, net, params: TaggerParams, meta: dict, rarity: Rarity,
-                 selector: EntitySelector | None = None) -> None:
+    def __init__(
+        self, net, params: TaggerParams, meta: dict, rarity: Rarity, selector: EntitySelector | None = None
+    ) -> None:
         self.net, self.params, self.meta, self.rarity, self.selector = net, params, meta, rarity, selector
         self.projector = rarity.projector()
         self.net.eval()
 
     # ---- training --------------------------------------------------------------------------
     @classmethod
-    def train(cls, words: list[Words], xs: list[np.ndarray], ys: list[np.ndarray], rarity: Rarity,
-              params: TaggerParams = TaggerParams(), progress: Callable[[str], None] | None = None) -> "PicoTagger":
+    def train(
+        cls,
+        words: list[Words],
+        xs: list[np.ndarray],
+        ys: list[np.ndarray],
+        rarity: Rarity,
+        params: TaggerParams = TaggerParams(),
+        progress: Callable[[str], None] | None = None,
+    ) -> PicoTagger:
         """Fit on (words, features, labels) per text; the epoch with the best held-out dev macro F1
         of the word labels wins, and the entity selector is fitted on the same dev texts."""
         import torch
@@ -218,26 +248,42 @@ class PicoTagger:
             macro = float(np.mean([s["f1"] for s in scores.values()]))
             curve.append({"epoch": epoch, "loss": round(total / len(fit), 4), "dev_macro_f1": round(macro, 4)})
             if progress:
-                progress(f"pico tagger epoch {epoch}/{params.epochs}: loss {total / len(fit):.4f}, dev macro F1 "
-                         f"{macro:.3f} ({time.perf_counter() - started:.1f} s)")
+                progress(
+                    f"pico tagger epoch {epoch}/{params.epochs}: loss {total / len(fit):.4f}, dev macro F1 "
+                    f"{macro:.3f} ({time.perf_counter() - started:.1f} s)"
+                )
             if macro > best:
                 best, best_state = macro, {k: v.clone() for k, v in net.state_dict().items()}
         net.load_state_dict(best_state)
-        meta = {"curve": curve, "dev_articles": n_dev, "fit_articles": len(fit), "best_dev_macro_f1": round(best, 4),
-                "best_epoch": max(curve, key=lambda c: c["dev_macro_f1"])["epoch"]}
+        meta = {
+            "curve": curve,
+            "dev_articles": n_dev,
+            "fit_articles": len(fit),
+            "best_dev_macro_f1": round(best, 4),
+            "best_epoch": max(curve, key=lambda c: c["dev_macro_f1"])["epoch"],
+        }
         tagger = cls(net, params, meta, rarity)
         try:
-            selector = EntitySelector.fit([words[i] for i in dev], [xs[i] for i in dev],
-                                          tagger.probabilities([xs[i] for i in dev]), [ys[i] for i in dev],
-                                          tagger.projector, params.seed)
+            selector = EntitySelector.fit(
+                [words[i] for i in dev],
+                [xs[i] for i in dev],
+                tagger.probabilities([xs[i] for i in dev]),
+                [ys[i] for i in dev],
+                tagger.projector,
+                params.seed,
+            )
         except ValueError as error:  # too few dev texts: the tagger's own word labels stand
             selector, meta["selection"] = None, f"no entity selector: {error}"
         else:
             meta["selection"] = selector.report
             if progress:
-                progress("entity selector (dev, out of fold): " + ", ".join(
-                    f"{c} F1 {r['tagger_f1']:.3f} -> {r['selected_f1_out_of_fold']:.3f}"
-                    for c, r in selector.report["classes"].items()))
+                progress(
+                    "entity selector (dev, out of fold): "
+                    + ", ".join(
+                        f"{c} F1 {r['tagger_f1']:.3f} -> {r['selected_f1_out_of_fold']:.3f}"
+                        for c, r in selector.report["classes"].items()
+                    )
+                )
         return cls(net, params, meta, rarity, selector)
 
     # ---- inference -------------------------------------------------------------------------
@@ -260,8 +306,10 @@ class PicoTagger:
         probs = self.probabilities(xs)
         if not (select and self.selector):
             return [p.argmax(1) for p in probs]
-        return [self.selector.labels(w, x, p, self.projector) if len(w) else p.argmax(1)
-                for w, x, p in zip(words, xs, probs)]
+        return [
+            self.selector.labels(w, x, p, self.projector) if len(w) else p.argmax(1)
+            for w, x, p in zip(words, xs, probs)
+        ]
 
     @staticmethod
     def entities(words: Words, labels: np.ndarray, start_char: int = 0) -> list[dict]:
@@ -276,8 +324,10 @@ class PicoTagger:
             text = words.text[start:end]
             letter = CLASSES[c]
             type_ = {"P": "Population", "O": "Outcome"}.get(letter, "Intervention")
-            if letter == "I" and (pico_rules.COMPARATOR_TERMS.search(text)
-                                  or _BEFORE_COMPARATOR.search(words.text[max(0, start - 30):start])):
+            if letter == "I" and (
+                pico_rules.COMPARATOR_TERMS.search(text)
+                or _BEFORE_COMPARATOR.search(words.text[max(0, start - 30) : start])
+            ):
                 type_ = "Comparator"
             found.append({"type": type_, "text": text, "start": start - start_char, "end": end - start_char})
         return found
@@ -307,24 +357,30 @@ class PicoTagger:
         else:
             (folder / SELECTOR_FILE).unlink(missing_ok=True)
         write_text_atomic(folder / RARITY_FILE, json.dumps({"documents": self.rarity.documents, "df": self.rarity.df}))
-        self.meta = {**self.meta, **meta, "params": asdict(self.params), "classes": list(CLASSES),
-                     "inputs": int(self.net.inp.in_features)}
+        self.meta = {
+            **self.meta,
+            **meta,
+            "params": asdict(self.params),
+            "classes": list(CLASSES),
+            "inputs": int(self.net.inp.in_features),
+        }
         write_text_atomic(folder / META_FILE, json.dumps(self.meta, indent=2, default=str))
 
     @classmethod
-    def usable(cls, folder: Path) -> "PicoTagger | None":
+    def usable(cls, folder: Path) -> PicoTagger | None:
         """The saved tagger when it beat the rules on validation, else None (the rules run)."""
         return cls.load(folder) if read_meta(folder).get("beats_rules") else None
 
     @classmethod
-    def load(cls, folder: Path) -> "PicoTagger":
+    def load(cls, folder: Path) -> PicoTagger:
         import torch
 
         meta_path, model_path, rarity_path = (Path(folder) / name for name in (META_FILE, MODEL_FILE, RARITY_FILE))
         if not (meta_path.is_file() and model_path.is_file() and rarity_path.is_file()):
             raise FileNotFoundError(
                 f"no trained PICO tagger at {folder}: materialise the pico_tagger asset "
-                "(make demo, `ebm lake build`, or the Dagster UI)")
+                "(make demo, `ebm lake build`, or the Dagster UI)"
+            )
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         params = TaggerParams(**meta["params"])
         net = _network(int(meta["inputs"]), params)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ebm_platform.corpus.model import GRADES, GRADE_LABELS
+from ebm_platform.corpus.model import GRADE_LABELS, GRADES
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
@@ -32,16 +32,25 @@ SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence 
 SELECTED_BY_COSINE = "cosine with the question, +0.05 for result language (no sentence scorer in this lake)"
 MISMATCH_BELOW = 0.5
 # Words that qualify a PICO phrase without naming what it is about; a match need not repeat them.
-QUALIFIERS = frozenset("adding added addition plus alone only combined usual standard adult adults patient patients "
-                       "people participant participants individual individuals subject subjects".split())
+QUALIFIERS = frozenset(
+    "adding added addition plus alone only combined usual standard adult adults patient patients "
+    "people participant participants individual individuals subject subjects".split()
+)
 IRCOT_ROUNDS = 3
 
 Embed = Callable[[list[str]], np.ndarray]
 
 
 def citation(n: int, row: dict) -> dict:
-    return {"n": n, "title": row["title"], "grade": row["grade"], "condition": row["condition"],
-            "window_id": row["window_id"], "doc_id": row["doc_id"], "year": row.get("year")}
+    return {
+        "n": n,
+        "title": row["title"],
+        "grade": row["grade"],
+        "condition": row["condition"],
+        "window_id": row["window_id"],
+        "doc_id": row["doc_id"],
+        "year": row.get("year"),
+    }
 
 
 def missing_terms(anchor: str, evidence: str) -> list[str]:
@@ -52,8 +61,12 @@ def missing_terms(anchor: str, evidence: str) -> list[str]:
 
 def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     """Question anchors against the evidence's own P/I/C/O: matches, mismatches, limitations."""
-    fields = {"population": ("Population",), "intervention": ("Intervention", "Arm"),
-              "comparator": ("Comparator",), "outcome": ("Outcome",)}
+    fields = {
+        "population": ("Population",),
+        "intervention": ("Intervention", "Arm"),
+        "comparator": ("Comparator",),
+        "outcome": ("Outcome",),
+    }
     found: dict[str, list[tuple[str, int]]] = {f: [] for f in fields}
     for n, row in enumerate(rows, 1):
         for entity in extract(row["text"]).entities:
@@ -75,20 +88,30 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         score = float(sims[0][best])
         missing = missing_terms(anchor, names[best][0])
         status = "mismatch" if score < MISMATCH_BELOW else "partial match" if missing else "match"
-        comparison[f] = {"question": anchor, "closest_evidence": names[best][0], "citation": names[best][1],
-                         "similarity": round(score, 3), "status": status, "missing_terms": missing}
+        comparison[f] = {
+            "question": anchor,
+            "closest_evidence": names[best][0],
+            "citation": names[best][1],
+            "similarity": round(score, 3),
+            "status": status,
+            "missing_terms": missing,
+        }
     limitations = []
     grades = [row["grade"] for row in rows]
     if "A" not in grades and "B" not in grades:
         limitations.append("no guideline (A) or systematic-review (B) evidence among the cited windows")
     for f in ("population", "intervention"):
         if comparison[f].get("status") == "mismatch":
-            limitations.append(f"{f} mismatch: the question asks about '{comparison[f]['question']}', the closest "
-                               f"evidence concerns '{comparison[f]['closest_evidence']}' [{comparison[f]['citation']}]")
+            limitations.append(
+                f"{f} mismatch: the question asks about '{comparison[f]['question']}', the closest "
+                f"evidence concerns '{comparison[f]['closest_evidence']}' [{comparison[f]['citation']}]"
+            )
         elif comparison[f].get("status") == "partial match":
-            limitations.append(f"{f} only partly matched: '{', '.join(comparison[f]['missing_terms'])}' from the "
-                               f"question is not in the closest evidence '{comparison[f]['closest_evidence']}' "
-                               f"[{comparison[f]['citation']}]")
+            limitations.append(
+                f"{f} only partly matched: '{', '.join(comparison[f]['missing_terms'])}' from the "
+                f"question is not in the closest evidence '{comparison[f]['closest_evidence']}' "
+                f"[{comparison[f]['citation']}]"
+            )
     if len({row["doc_id"] for row in rows}) == 1:
         limitations.append("all cited windows come from a single document")
     return {"fields": comparison, "limitations": limitations}
@@ -117,37 +140,58 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
         other = [c for c in citations if c["window_id"] not in in_condition]
         if 2 * len(other) > len(citations):
             mix = ", ".join(f"{code} {n}" for code, n in Counter(c["condition"] for c in other).most_common())
-            reason = (f"condition mismatch: {len(other)} of {len(citations)} cited windows come from other conditions "
-                      f"than the question's {condition} ({mix})")
+            reason = (
+                f"condition mismatch: {len(other)} of {len(citations)} cited windows come from other conditions "
+                f"than the question's {condition} ({mix})"
+            )
             comparison.setdefault("limitations", []).append(reason)
             reasons.append(reason)
     for f in ("population", "intervention"):
         if comparison.get("fields", {}).get(f, {}).get("status") == "mismatch":
             reasons.append(f"{f} mismatch")
     level = max(0, GRADE_CERTAINTY[best] - len(reasons))
-    answer["certainty"] = {"level": CERTAINTY_LEVELS[level], "starts_from": f"grade {best} evidence",
-                           "downgraded_for": reasons}
+    answer["certainty"] = {
+        "level": CERTAINTY_LEVELS[level],
+        "starts_from": f"grade {best} evidence",
+        "downgraded_for": reasons,
+    }
 
 
 def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
     """The verdict of ranked statements: the lake's learned classifier when it has one, else the rules."""
     verdict, basis = read_verdict(statements, model)
-    method = ("learned classifier (verdict_model, Evidence Inference train spans)" if model else
-              "offline rules (retrieval/verdict.py)") + over
+    method = (
+        "learned classifier (verdict_model, Evidence Inference train spans)"
+        if model
+        else "offline rules (retrieval/verdict.py)"
+    ) + over
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
 
 
-def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors, rows: list[dict],
-                    embed: Embed, verdict_model: VerdictModel | None = None, core: list[dict] | None = None) -> dict:
+def compose_offline(
+    question: str,
+    question_vector: np.ndarray,
+    anchors: Anchors,
+    rows: list[dict],
+    embed: Embed,
+    verdict_model: VerdictModel | None = None,
+    core: list[dict] | None = None,
+) -> dict:
     """The three-part answer, extractively, with a citation on every statement. Each row carries
     its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence). A strategy
     that composes its own core statements (CLAIMS' root summaries) passes them as `core`
     ({"statement", "window_ids"}); they replace the selected sentences and are cited the same way."""
     if not rows:
-        return {"mode": "offline-extractive", "core_answer": [], "evidence_by_grade": [], "citations": [],
-                "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
-                "verdict": INSUFFICIENT, "verdict_basis": {"method": "no evidence"},
-                "message": "No evidence in this lake matched the question."}
+        return {
+            "mode": "offline-extractive",
+            "core_answer": [],
+            "evidence_by_grade": [],
+            "citations": [],
+            "pico_comparison": {"fields": {}, "limitations": ["no evidence window matched the question"]},
+            "verdict": INSUFFICIENT,
+            "verdict_basis": {"method": "no evidence"},
+            "message": "No evidence in this lake matched the question.",
+        }
     sentences = [(flatten(s), n) for n, row in enumerate(rows, 1) for s in row["sentences"]]
     if sentences:
         vectors = np.concatenate([row["sentence_vectors"] for row in rows])
@@ -171,24 +215,32 @@ def compose_offline(question: str, question_vector: np.ndarray, anchors: Anchors
             break
     if core:
         number = {row["window_id"]: n for n, row in enumerate(rows, 1)}
-        selected = [{"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
-                    for c in core]
+        selected = [
+            {"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
+            for c in core
+        ]
     best_per_window: dict[int, str] = {}
     for i in order:
         s, n = sentences[i]
         best_per_window.setdefault(n, s)
     by_grade = []
     for grade in GRADES:
-        statements = [{"statement": best_per_window[n], "citations": [n]}
-                      for n, row in enumerate(rows, 1) if row["grade"] == grade and n in best_per_window]
+        statements = [
+            {"statement": best_per_window[n], "citations": [n]}
+            for n, row in enumerate(rows, 1)
+            if row["grade"] == grade and n in best_per_window
+        ]
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
-    return {"mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
-            "core_answer": selected, "sentence_selection": "core statements from CLAIMS" if core else how,
-            **_verdict([c["statement"] for c in selected], verdict_model),
-            "evidence_by_grade": by_grade,
-            "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
-            "pico_comparison": pico_comparison(anchors, rows, embed)}
+    return {
+        "mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
+        "core_answer": selected,
+        "sentence_selection": "core statements from CLAIMS" if core else how,
+        **_verdict([c["statement"] for c in selected], verdict_model),
+        "evidence_by_grade": by_grade,
+        "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
+        "pico_comparison": pico_comparison(anchors, rows, embed),
+    }
 
 
 IRCOT_STEP = """Question: {question}
@@ -198,9 +250,11 @@ Reasoning so far: {thoughts}
 Think one step about what the evidence establishes for the question's population, intervention,
 comparator, outcome and time frame, then say what to search next (or null when enough).
 JSON only: {{"thought": "...", "next_query": "..." or null}}"""
-IRCOT_STEP_SCHEMA = {"type": "object", "properties": {"thought": {"type": "string"},
-                                                      "next_query": {"type": ["string", "null"]}},
-                     "required": ["thought"]}
+IRCOT_STEP_SCHEMA = {
+    "type": "object",
+    "properties": {"thought": {"type": "string"}, "next_query": {"type": ["string", "null"]}},
+    "required": ["thought"],
+}
 IRCOT_ANSWER = """Question: {question}
 Evidence (numbered windows, with grade A-E):
 {evidence}
@@ -217,9 +271,12 @@ JSON only: {{"core_answer": [{{"statement": "...", "citations": [1]}}],
 "pico_comparison": {{"summary": "...", "limitations": ["..."]}}, "verdict": "..."}}"""
 IRCOT_ANSWER_SCHEMA = {
     "type": "object",
-    "properties": {"core_answer": {"type": "array", "items": {"type": "object", "required": ["statement", "citations"]}},
-                   "evidence_by_grade": {"type": "array"}, "pico_comparison": {"type": "object"},
-                   "verdict": {"enum": list(VERDICTS)}},
+    "properties": {
+        "core_answer": {"type": "array", "items": {"type": "object", "required": ["statement", "citations"]}},
+        "evidence_by_grade": {"type": "array"},
+        "pico_comparison": {"type": "object"},
+        "verdict": {"enum": list(VERDICTS)},
+    },
     "required": ["core_answer", "evidence_by_grade", "pico_comparison"],
 }
 
@@ -228,8 +285,13 @@ def _evidence_block(rows: list[dict]) -> str:
     return "\n".join(f"[{n}] (grade {r['grade']}) {r['title']}: {r['text'][:1200]}" for n, r in enumerate(rows, 1))
 
 
-def compose_llm(question: str, rows: list[dict], client: LLMClient,
-                retrieve_more: Callable[[str], list[dict]], verdict_model: VerdictModel | None = None) -> dict:
+def compose_llm(
+    question: str,
+    rows: list[dict],
+    client: LLMClient,
+    retrieve_more: Callable[[str], list[dict]],
+    verdict_model: VerdictModel | None = None,
+) -> dict:
     """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer. Every round
     keeps the evidence budget (as many windows as the first retrieval gave) in BETR order (`score`):
     a follow-up window enters only by outscoring the weakest one held."""
@@ -237,10 +299,16 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
     evidence = list(rows)
     budget = len(rows)
     for _ in range(IRCOT_ROUNDS):
-        step = client.complete_json("ircot_step", fill(IRCOT_STEP, {"evidence": _evidence_block(evidence),
-                                                                      "thoughts": " ".join(thoughts) or "none"},
-                                                                     question=question),
-                                    IRCOT_STEP_SCHEMA, offline=lambda: {"thought": "", "next_query": None})
+        step = client.complete_json(
+            "ircot_step",
+            fill(
+                IRCOT_STEP,
+                {"evidence": _evidence_block(evidence), "thoughts": " ".join(thoughts) or "none"},
+                question=question,
+            ),
+            IRCOT_STEP_SCHEMA,
+            offline=lambda: {"thought": "", "next_query": None},
+        )
         thoughts.append(step.data["thought"])
         follow_up = step.data.get("next_query")
         if not follow_up:
@@ -248,19 +316,29 @@ def compose_llm(question: str, rows: list[dict], client: LLMClient,
         seen = {r["window_id"] for r in evidence}
         fresh = [r for r in retrieve_more(follow_up) if r["window_id"] not in seen][:4]
         evidence = sorted(evidence + fresh, key=lambda r: -r["score"])[:budget]
-    result = client.complete_json("ircot_answer", fill(IRCOT_ANSWER, {"evidence": _evidence_block(evidence),
-                                                                        "thoughts": " ".join(thoughts)},
-                                                                       question=question),
-                                  IRCOT_ANSWER_SCHEMA, offline=lambda: {})
+    result = client.complete_json(
+        "ircot_answer",
+        fill(IRCOT_ANSWER, {"evidence": _evidence_block(evidence), "thoughts": " ".join(thoughts)}, question=question),
+        IRCOT_ANSWER_SCHEMA,
+        offline=lambda: {},
+    )
     answer = result.data
     valid = set(range(1, len(evidence) + 1))
     for statement in answer["core_answer"]:
         statement["citations"] = [c for c in statement.get("citations", []) if c in valid]
-    answer.update(mode=f"llm:{client.model} (IRCoT, {len(thoughts)} rounds)", reasoning=thoughts,
-                  citations=[citation(n, r) for n, r in enumerate(evidence, 1)])
+    answer.update(
+        mode=f"llm:{client.model} (IRCoT, {len(thoughts)} rounds)",
+        reasoning=thoughts,
+        citations=[citation(n, r) for n, r in enumerate(evidence, 1)],
+    )
     if answer.get("verdict"):
         answer["verdict_basis"] = {"method": f"stated by llm:{client.model}"}
     else:
-        answer.update(_verdict([s["statement"] for s in answer["core_answer"]], verdict_model,
-                               " over the LLM's statements (it stated none)"))
+        answer.update(
+            _verdict(
+                [s["statement"] for s in answer["core_answer"]],
+                verdict_model,
+                " over the LLM's statements (it stated none)",
+            )
+        )
     return answer

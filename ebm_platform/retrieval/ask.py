@@ -21,12 +21,23 @@ def retriever_for(lake: str) -> Retriever:
     """One Retriever per lake and process (opening stores and loading entity tables is costly)."""
     settings = get_settings()
     names = tuple(c.name.lower() for c in active_catalogue().conditions)
-    return Retriever(Path(lake), client_from_settings(), settings.embedding_model, settings.cross_encoder, names,
-                     embedding_backend=settings.embedding_backend)
+    return Retriever(
+        Path(lake),
+        client_from_settings(),
+        settings.embedding_model,
+        settings.cross_encoder,
+        names,
+        embedding_backend=settings.embedding_backend,
+    )
 
 
-def ask(question: object, condition: str | None = None, strategy: str = "sr_rag", explain: bool = False,
-        lake: str | Path | None = None) -> dict:
+def ask(
+    question: object,
+    condition: str | None = None,
+    strategy: str = "sr_rag",
+    explain: bool = False,
+    lake: str | Path | None = None,
+) -> dict:
     """Answer a clinical question from the lake's evidence; raises QuestionError on bad input."""
     from ebm_platform.retrieval.pipeline import validate_question
 
@@ -59,41 +70,68 @@ def question_condition(retrieval: Retrieval, conditions: list[str] | None) -> st
     return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
 
 
-def answer_with(retriever: Retriever, text: str, conditions: list[str] | None = None, strategy: str = "sr_rag",
-                explain: bool = False) -> dict:
+def answer_with(
+    retriever: Retriever,
+    text: str,
+    conditions: list[str] | None = None,
+    strategy: str = "sr_rag",
+    explain: bool = False,
+) -> dict:
     """Retrieve with `strategy` and compose the answer (offline extractive, or IRCoT with an LLM)."""
     return answer_from(retriever, retriever.retrieve(text, strategy, conditions), conditions, explain)
 
 
-def answer_from(retriever: Retriever, retrieval: Retrieval, conditions: list[str] | None = None,
-                explain: bool = False) -> dict:
+def answer_from(
+    retriever: Retriever, retrieval: Retrieval, conditions: list[str] | None = None, explain: bool = False
+) -> dict:
     """Compose the answer to one retrieval, with its certainty judged against the question's condition."""
     text, strategy = retrieval.question, retrieval.strategy
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()
     if retriever.client.offline or not rows:
-        answer = compose_offline(text, retrieval.question_vector, retrieval.anchors,
-                                 retriever.attach_evidence(rows), retriever._embed, retriever.verdict_model,
-                                 retrieval.core)
+        answer = compose_offline(
+            text,
+            retrieval.question_vector,
+            retrieval.anchors,
+            retriever.attach_evidence(rows),
+            retriever._embed,
+            retriever.verdict_model,
+            retrieval.core,
+        )
     else:
+
         def more(query: str) -> list[dict]:
-            return [dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates]
+            return [
+                dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates
+            ]
+
         answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model)
     condition = question_condition(retrieval, conditions)
     cited = [c["window_id"] for c in answer["citations"]]
-    in_condition = set(retriever.index.rows_for_windows(cited, [condition])["window_id"].to_list()) \
-        if condition and cited else set()
+    in_condition = (
+        set(retriever.index.rows_for_windows(cited, [condition])["window_id"].to_list())
+        if condition and cited
+        else set()
+    )
     assess_certainty(answer, condition, in_condition)
     retrieval.timings["answer"] = time.perf_counter() - t0
     score = {row["window_id"]: row["score"] for row in rows}
     for cite in answer["citations"]:
         cite["score"] = score.get(cite["window_id"])
-    line = bottom_line(text, retrieval.anchors, answer,
-                       lambda statement: read_verdict([statement], retriever.verdict_model)[0])
-    result = {"bottom_line": line, "question": text, "strategy": strategy, "condition": condition,
-              "ranking": ranking_line(retriever),
-              "anchors": retrieval.anchors.as_dict(), **answer, "notes": retrieval.notes,
-              "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()}}
+    line = bottom_line(
+        text, retrieval.anchors, answer, lambda statement: read_verdict([statement], retriever.verdict_model)[0]
+    )
+    result = {
+        "bottom_line": line,
+        "question": text,
+        "strategy": strategy,
+        "condition": condition,
+        "ranking": ranking_line(retriever),
+        "anchors": retrieval.anchors.as_dict(),
+        **answer,
+        "notes": retrieval.notes,
+        "timings_s": {k: round(v, 3) for k, v in retrieval.timings.items()},
+    }
     if explain:
         result["explain"] = [c.explain() for c in sorted(retrieval.considered, key=lambda c: -c.final)]
         if retrieval.details:

@@ -23,12 +23,17 @@ from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, N
 
 QUESTION_TYPES = ("comparative", "effect", "yes/no", "open")
 CLOSED = re.compile(r"^\s*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)
-DOWN_WORDS = re.compile(r"\b(?:reduc\w*|decreas\w*|lower\w*|reliev\w*|prevent\w*|alleviat\w*|less|fewer|"
-                        r"shorten\w*|ameliorat\w*)\b", re.I)
-UP_WORDS = re.compile(r"\b(?:increas\w*|improv\w*|rais\w*|enhanc\w*|higher|greater|more|boost\w*|speed\w* up|"
-                      r"accelerat\w*|restor\w*)\b", re.I)
-EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b",
-                          re.I)
+DOWN_WORDS = re.compile(
+    r"\b(?:reduc\w*|decreas\w*|lower\w*|reliev\w*|prevent\w*|alleviat\w*|less|fewer|"
+    r"shorten\w*|ameliorat\w*)\b",
+    re.I,
+)
+UP_WORDS = re.compile(
+    r"\b(?:increas\w*|improv\w*|rais\w*|enhanc\w*|higher|greater|more|boost\w*|speed\w* up|"
+    r"accelerat\w*|restor\w*)\b",
+    re.I,
+)
+EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b", re.I)
 STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 
@@ -118,8 +123,12 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
     verdict = answer.get("verdict", INSUFFICIENT)
     grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
     statements = [(s["statement"], n) for s in answer.get("core_answer", []) for n in s.get("citations", [])]
-    statements += [(s["statement"], n) for group in answer.get("evidence_by_grade", [])
-                   for s in group.get("statements", []) for n in s.get("citations", [])]
+    statements += [
+        (s["statement"], n)
+        for group in answer.get("evidence_by_grade", [])
+        for s in group.get("statements", [])
+        for n in s.get("citations", [])
+    ]
     first: dict[int, str] = {}
     for statement, n in statements:
         if n in grade:
@@ -129,17 +138,31 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         stances = {n: statement_answer(s, verdict_of, direction) for n, s in first.items()}
         target, neutral = as_closed_answer(verdict, direction), UNCERTAIN
         best = _best_grade_answer(stances, grade, neutral)
-        basis = _phrase(verdict, anchors) if kind == "effect" else "the cited evidence " + {
-            YES: "reports the effect asked about", NO: "reports no such effect",
-            UNCERTAIN: "does not settle it"}[target]
+        basis = (
+            _phrase(verdict, anchors)
+            if kind == "effect"
+            else "the cited evidence "
+            + {YES: "reports the effect asked about", NO: "reports no such effect", UNCERTAIN: "does not settle it"}[
+                target
+            ]
+        )
         if best is not None:
             g = min(grade[n] for n, st in stances.items() if st != neutral)
             if any(recommendation_stance(first[n]) for n in stances if grade[n] == g):
-                basis = "the guideline " + {YES: "recommends it", NO: "recommends against it",
-                                            UNCERTAIN: "recommends neither for nor against it"}[best]
+                basis = (
+                    "the guideline "
+                    + {
+                        YES: "recommends it",
+                        NO: "recommends against it",
+                        UNCERTAIN: "recommends neither for nor against it",
+                    }[best]
+                )
             elif best != target:
-                basis = {YES: f"the grade {g} evidence supports it", NO: f"the grade {g} evidence speaks against it",
-                         UNCERTAIN: f"the grade {g} evidence disagrees with itself"}[best]
+                basis = {
+                    YES: f"the grade {g} evidence supports it",
+                    NO: f"the grade {g} evidence speaks against it",
+                    UNCERTAIN: f"the grade {g} evidence disagrees with itself",
+                }[best]
             target = best
         text = f"{target.capitalize()}: {basis}"
     else:
@@ -154,7 +177,12 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
     def tally(counts: Counter) -> str:
         return ", ".join(f"{n} grade {g}" for g, n in sorted(counts.items())) or "none"
 
-    return {"question_type": kind, "answer": target, "text": f"{text}.", "certainty": certainty,
-            "summary": f"{text} (certainty {certainty}; supported by {tally(support)}; contradicted by "
-                       f"{tally(against)})",
-            "support": dict(sorted(support.items())), "contradict": dict(sorted(against.items()))}
+    return {
+        "question_type": kind,
+        "answer": target,
+        "text": f"{text}.",
+        "certainty": certainty,
+        "summary": f"{text} (certainty {certainty}; supported by {tally(support)}; contradicted by {tally(against)})",
+        "support": dict(sorted(support.items())),
+        "contradict": dict(sorted(against.items())),
+    }

@@ -46,8 +46,11 @@ from ebm_platform.settings import Settings, get_settings
 TOP_CLAIMS = 10
 MERGE_SIMILARITY = 0.8
 SUMMARY_LAYERS = 3  # at most this many claims carried into a root's summary (root included)
-_RESULT = re.compile(r"\b(?:significant\w*|differ\w*|increas\w*|decreas\w*|reduc\w*|improv\w*|higher|lower|greater|"
-                     r"compared|versus|vs|associated|effective|superior|inferior|similar|p\s*[<=>])", re.I)
+_RESULT = re.compile(
+    r"\b(?:significant\w*|differ\w*|increas\w*|decreas\w*|reduc\w*|improv\w*|higher|lower|greater|"
+    r"compared|versus|vs|associated|effective|superior|inferior|similar|p\s*[<=>])",
+    re.I,
+)
 _CLAUSE = re.compile(r";\s+|,\s+(?=(?:whereas|while|but)\b)", re.I)
 _NUMERIC = re.compile(r"[\d.,%±\s-]")
 _SUBJECT_TYPES = ("Intervention", "Arm", "Comparator", "Population", "Condition")
@@ -106,8 +109,9 @@ def merge_entities(names: list[str], vectors: np.ndarray, similarity: float = ME
     labels = list(range(len(names)))
     words = [i for i, n in enumerate(names) if not mostly_numeric(n)]
     if len(words) >= 2:
-        clustering = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                             distance_threshold=1.0 - similarity).fit(vectors[words])
+        clustering = AgglomerativeClustering(
+            n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - similarity
+        ).fit(vectors[words])
         for i, label in zip(words, clustering.labels_):
             labels[i] = len(names) + int(label)
     return labels
@@ -154,8 +158,16 @@ GLEAN_PROMPT = """Extract every atomic, decontextualised factual claim (each und
 intervention, comparator, outcome and population) from this passage of "{title}".
 {previous}Passage: {text}
 JSON only: {{"claims": [{{"claim": "...", "subject": "...", "predicate": "...", "object": "..."}}]}}"""
-GLEAN_SCHEMA = {"type": "object", "properties": {"claims": {"type": "array", "items": {
-    "type": "object", "properties": {"claim": {"type": "string"}}, "required": ["claim"]}}}, "required": ["claims"]}
+GLEAN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "claims": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"claim": {"type": "string"}}, "required": ["claim"]},
+        }
+    },
+    "required": ["claims"],
+}
 SUMMARY_PROMPT = """Question: {question}
 Summarise these claims (outer layers first, then the claims closer to the root claim) into 1-2 sentences
 that keep every number and direction: {claims}
@@ -167,17 +179,29 @@ def _extract(r: Retriever, c: Candidate) -> tuple[list[dict], str]:
     title = c.row["title"]
 
     def offline() -> dict:
-        return {"claims": [{"claim": t, **dict(zip(("subject", "predicate", "object"), triple(t, title)))}
-                           for t in claims_offline(c.row["text"])]}
+        return {
+            "claims": [
+                {"claim": t, **dict(zip(("subject", "predicate", "object"), triple(t, title)))}
+                for t in claims_offline(c.row["text"])
+            ]
+        }
 
     found: list[dict] = []
     mode = "offline"
     for round_ in range(1 if r.client.offline else 2):
-        previous = "" if not found else "Claims already found (add only the missed ones): " + \
-            data_block("; ".join(x["claim"] for x in found)) + "\n"
-        result = r.client.complete_json(f"claims_glean_{round_}", fill(GLEAN_PROMPT, {"title": title, "text": c.row["text"]},
-                                                                               previous=previous),
-                                        GLEAN_SCHEMA, offline=offline)
+        previous = (
+            ""
+            if not found
+            else "Claims already found (add only the missed ones): "
+            + data_block("; ".join(x["claim"] for x in found))
+            + "\n"
+        )
+        result = r.client.complete_json(
+            f"claims_glean_{round_}",
+            fill(GLEAN_PROMPT, {"title": title, "text": c.row["text"]}, previous=previous),
+            GLEAN_SCHEMA,
+            offline=offline,
+        )
         mode = result.mode
         found += result.data["claims"]
     for x in found:
@@ -230,16 +254,19 @@ def gather_claims(r: Retriever, question: str, conditions: list[str] | None, dep
     for c in windows:
         extracted, mode = _extract(r, c)
         modes.add(mode)
-        found += [Claim(x["claim"], c.window_id, c.row["doc_id"], x["subject"], x["predicate"], x["object"])
-                  for x in extracted]
+        found += [
+            Claim(x["claim"], c.window_id, c.row["doc_id"], x["subject"], x["predicate"], x["object"])
+            for x in extracted
+        ]
     for claim, score in zip(found, _score(r, question, view.vector, [x.text for x in found]) if found else []):
         claim.score = score
     laps.lap("claims")
     return ClaimPool(question, view, laps, windows, found, modes)
 
 
-def claims(r: Retriever, question: str, conditions: list[str] | None,
-           constants: ClaimsConstants | None = None) -> Retrieval:
+def claims(
+    r: Retriever, question: str, conditions: list[str] | None, constants: ClaimsConstants | None = None
+) -> Retrieval:
     """CLAIMS over the lake, with the window count from Settings unless given."""
     k = constants or ClaimsConstants.from_settings()
     return claim_graph(r, gather_claims(r, question, conditions, k.windows), k)
@@ -248,15 +275,26 @@ def claims(r: Retriever, question: str, conditions: list[str] | None,
 def claim_graph(r: Retriever, pool: ClaimPool, constants: ClaimsConstants) -> Retrieval:
     """Steps 2-5 over the claims of the pool's best `constants.windows` windows."""
     question, view, laps, modes = pool.question, pool.view, pool.laps, pool.modes
-    windows = pool.windows[:constants.windows]
+    windows = pool.windows[: constants.windows]
     for c in windows:
         c.scores.pop("claims", None)  # a pool ranked again (tuning) starts from clean explain rows
     by_id = {c.window_id: c for c in windows}
     found = [replace(x) for x in pool.claims if x.window_id in by_id]
     if not found:
-        return Retrieval(question, "claims", view.vector, view.anchors, [], windows, laps.timings,
-                         {"fine_scorer": "claims ranked by the fine scorer", "betr": "not applied",
-                          "claims": "no result claim in the retrieved windows"})
+        return Retrieval(
+            question,
+            "claims",
+            view.vector,
+            view.anchors,
+            [],
+            windows,
+            laps.timings,
+            {
+                "fine_scorer": "claims ranked by the fine scorer",
+                "betr": "not applied",
+                "claims": "no result claim in the retrieved windows",
+            },
+        )
     names = sorted({n for x in found for n in (x.subject, x.object)})
     labels = merge_entities(names, r._embed_short(names))
     label_of = dict(zip(names, labels))
@@ -276,33 +314,60 @@ def claim_graph(r: Retriever, pool: ClaimPool, constants: ClaimsConstants) -> Re
         layered = [[found[key] for _, _, key in layer] for layer in layers(graph, root.nodes)]
         summary = summarise_offline(layered, root)
         result = r.client.complete_json(
-            "claims_summary", fill(SUMMARY_PROMPT, {"claims": " | ".join(
-                x.text for layer in reversed(layered) for x in layer)[:6000]}, question=question),
+            "claims_summary",
+            fill(
+                SUMMARY_PROMPT,
+                {"claims": " | ".join(x.text for layer in reversed(layered) for x in layer)[:6000]},
+                question=question,
+            ),
             {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
-            offline=lambda: {"summary": " ".join(x.text.rstrip(".") + "." for x in summary)})
+            offline=lambda: {"summary": " ".join(x.text.rstrip(".") + "." for x in summary)},  # noqa: B023 (called within this iteration)
+        )
         cited = list(dict.fromkeys(x.window_id for x in summary))
         core.append({"statement": result.data["summary"], "window_ids": cited})
-        summaries.append({"root": root.text, "triple": [representative[root.nodes[0]], root.predicate,
-                                                        representative[root.nodes[1]]],
-                          "component_claims": sum(len(layer) for layer in layered), "layers": len(layered),
-                          "summary": result.data["summary"]})
+        summaries.append(
+            {
+                "root": root.text,
+                "triple": [representative[root.nodes[0]], root.predicate, representative[root.nodes[1]]],
+                "component_claims": sum(len(layer) for layer in layered),
+                "layers": len(layered),
+                "summary": result.data["summary"],
+            }
+        )
         roots.append(root.window_id)
         quoted += cited
     for rank, claim in enumerate(found[:TOP_CLAIMS], 1):
         by_id[claim.window_id].scores.setdefault("claims", []).append(
-            {"rank": rank, "claim": claim.text, "score": round(claim.score, 4),
-             "triple": [claim.subject, claim.predicate, claim.object],
-             "status": "kept (root)" if rank - 1 in kept else f"suppressed: neighbour of claim {suppressed[rank - 1] + 1}"})
+            {
+                "rank": rank,
+                "claim": claim.text,
+                "score": round(claim.score, 4),
+                "triple": [claim.subject, claim.predicate, claim.object],
+                "status": "kept (root)"
+                if rank - 1 in kept
+                else f"suppressed: neighbour of claim {suppressed[rank - 1] + 1}",
+            }
+        )
     chosen = [by_id[w] for w in dict.fromkeys(roots + quoted)]
     for c in chosen:
         c.final = max(x.score for x in found if x.window_id == c.window_id)
     laps.lap("summaries")
     diversity = len({found[k].doc_id for k in kept}) / len(kept)
-    return Retrieval(question, "claims", view.vector, view.anchors, chosen[: r.params.budget], windows, laps.timings,
-                     {"fine_scorer": "claims ranked by " + r.reranker.fine_name(False) + " on the claim text",
-                      "betr": "not applied (CLAIMS ranks claims, not grades)",
-                      "claims": f"{len(found)} claims, {graph.number_of_nodes()} merged entities, {len(kept)} roots kept",
-                      "extraction": "offline clause-level claims" if modes <= {"offline"} else f"llm:{r.client.model}",
-                      "source_diversity": f"{diversity:.2f} (distinct articles per kept claim)"},
-                     details={"roots": summaries, "suppressed": {found[i].text: found[k].text for i, k in suppressed.items()}},
-                     core=core)
+    return Retrieval(
+        question,
+        "claims",
+        view.vector,
+        view.anchors,
+        chosen[: r.params.budget],
+        windows,
+        laps.timings,
+        {
+            "fine_scorer": "claims ranked by " + r.reranker.fine_name(False) + " on the claim text",
+            "betr": "not applied (CLAIMS ranks claims, not grades)",
+            "claims": f"{len(found)} claims, {graph.number_of_nodes()} merged entities, {len(kept)} roots kept",
+            "extraction": "offline clause-level claims" if modes <= {"offline"} else f"llm:{r.client.model}",
+            "source_diversity": f"{diversity:.2f} (distinct articles per kept claim)",
+        },
+        details={"roots": summaries, "suppressed": {found[i].text: found[k].text for i, k in suppressed.items()}},
+        core=core,
+    )

@@ -22,13 +22,25 @@ import numpy as np
 from ebm_platform.retrieval.lexical import stems
 from ebm_platform.retrieval.questions import Anchors
 
-RESULT_CUES = re.compile(r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
-                         r"superior|inferior|compared|versus|associated)\w*", re.I)
+RESULT_CUES = re.compile(
+    r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"
+    r"superior|inferior|compared|versus|associated)\w*",
+    re.I,
+)
 STATISTICS = re.compile(r"\bp\s*[<=>≤≥]|\bci\b|confidence interval|\d\s*%|\bsignifican", re.I)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _QUESTION_FRAME = frozenset({"effect"})  # the benchmark's "What is the effect of"; its other words are stopwords
-FEATURES = ("cosine, standardised over the candidates", "result language", "statistics", "outcome words",
-            "intervention words", "comparator words", "question words", "log characters", "numbers / 10")
+FEATURES = (
+    "cosine, standardised over the candidates",
+    "result language",
+    "statistics",
+    "outcome words",
+    "intervention words",
+    "comparator words",
+    "question words",
+    "log characters",
+    "numbers / 10",
+)
 
 
 def _share(wanted: set[str], found: set[str]) -> float:
@@ -41,15 +53,26 @@ def sentence_features(question: str, anchors: Anchors, sentences: Sequence[str],
         return np.zeros((0, len(FEATURES)))
     cosines = np.asarray(cosines, dtype=np.float64)
     z = (cosines - cosines.mean()) / (cosines.std() + 1e-6)
-    outcome, intervention, comparator = (stems(a or "") for a in (anchors.outcome, anchors.intervention,
-                                                                  anchors.comparator))
+    outcome, intervention, comparator = (
+        stems(a or "") for a in (anchors.outcome, anchors.intervention, anchors.comparator)
+    )
     asked = stems(question) - _QUESTION_FRAME
     rows = []
     for sentence, standard in zip(sentences, z):
         words = stems(sentence)
-        rows.append([standard, bool(RESULT_CUES.search(sentence)), bool(STATISTICS.search(sentence)),
-                     _share(outcome, words), _share(intervention, words), _share(comparator, words),
-                     _share(asked, words), np.log1p(len(sentence)), len(_NUMBER.findall(sentence)) / 10])
+        rows.append(
+            [
+                standard,
+                bool(RESULT_CUES.search(sentence)),
+                bool(STATISTICS.search(sentence)),
+                _share(outcome, words),
+                _share(intervention, words),
+                _share(comparator, words),
+                _share(asked, words),
+                np.log1p(len(sentence)),
+                len(_NUMBER.findall(sentence)) / 10,
+            ]
+        )
     return np.array(rows, dtype=np.float64)
 
 
@@ -61,15 +84,18 @@ class SentenceScorer:
         self.pipeline = pipeline
 
     @classmethod
-    def train(cls, features: np.ndarray, evidence: np.ndarray) -> "SentenceScorer":
+    def train(cls, features: np.ndarray, evidence: np.ndarray) -> SentenceScorer:
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
         if len(set(evidence.tolist())) < 2:
             raise ValueError("the sentence scorer needs evidence and other sentences to learn from")
-        return cls(make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced"))
-                   .fit(features, evidence))
+        return cls(
+            make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000, class_weight="balanced")).fit(
+                features, evidence
+            )
+        )
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """A score per sentence (higher: more likely the one that states the result)."""

@@ -28,21 +28,49 @@ SECTIONS = {
     "abstract": re.compile(r"\babstract\b|\bsummary\b", re.I),
     "results": re.compile(r"\bresults?\b|\bfindings\b|\boutcomes?\b", re.I),
     "discussion": re.compile(r"\bdiscussion\b|\bconclusions?\b|\binterpretation\b", re.I),
-    "methods": re.compile(r"\bmethods?\b|\bdesign\b|\bparticipants\b|\bprocedures?\b|\bpatients and\b|\bmaterials?\b|"
-                          r"\bintervention\b|\bstatistic", re.I),
+    "methods": re.compile(
+        r"\bmethods?\b|\bdesign\b|\bparticipants\b|\bprocedures?\b|\bpatients and\b|\bmaterials?\b|"
+        r"\bintervention\b|\bstatistic",
+        re.I,
+    ),
     "introduction": re.compile(r"\bintroduction\b|\bbackground\b", re.I),
-    "back_matter": re.compile(r"competing|contribution|acknowledg|abbreviation|pre-publication|funding|"
-                              r"references|supplementary|conflict", re.I),
+    "back_matter": re.compile(
+        r"competing|contribution|acknowledg|abbreviation|pre-publication|funding|"
+        r"references|supplementary|conflict",
+        re.I,
+    ),
 }
 _NUMBER = re.compile(r"\b\d+(?:\.\d+)?%?")
 _P_VALUE = re.compile(r"\bp\s*[<=>≤]\s*0?\.\d", re.I)
-_COMPARISON = re.compile(r"\b(?:significant(?:ly)?|differ(?:ence|ed|ent)?|increas\w*|decreas\w*|reduc\w*|"
-                         r"improv\w*|higher|lower|greater|compared|versus|vs)\b", re.I)
+_COMPARISON = re.compile(
+    r"\b(?:significant(?:ly)?|differ(?:ence|ed|ent)?|increas\w*|decreas\w*|reduc\w*|"
+    r"improv\w*|higher|lower|greater|compared|versus|vs)\b",
+    re.I,
+)
 FEATURES = (
-    "rrf", *(f"log_rank_{c}" for c in CHANNELS), "cosine", "hyde_cosine", "bm25", "bm25_rel", "maxsim",
-    "best_sentence_cosine", "coverage", "coverage_title", "coverage_i", "coverage_c", "coverage_o",
-    *(f"section_{s}" for s in SECTIONS), "numbers", "p_values", "comparison_words", "length",
-    "doc_max_cosine", "doc_max_bm25_rel", "doc_candidates", "doc_cosine_margin", "doc_coverage_margin",
+    "rrf",
+    *(f"log_rank_{c}" for c in CHANNELS),
+    "cosine",
+    "hyde_cosine",
+    "bm25",
+    "bm25_rel",
+    "maxsim",
+    "best_sentence_cosine",
+    "coverage",
+    "coverage_title",
+    "coverage_i",
+    "coverage_c",
+    "coverage_o",
+    *(f"section_{s}" for s in SECTIONS),
+    "numbers",
+    "p_values",
+    "comparison_words",
+    "length",
+    "doc_max_cosine",
+    "doc_max_bm25_rel",
+    "doc_candidates",
+    "doc_cosine_margin",
+    "doc_coverage_margin",
 )
 
 
@@ -69,9 +97,15 @@ def _section_flags(section: str | None) -> dict[str, float]:
     return {f"section_{name}": float(bool(pattern.search(path))) for name, pattern in SECTIONS.items()}
 
 
-def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[dict[str, int]],
-                       fused: list[float], bm25: list[float | None], stats: TermStatistics,
-                       late_interaction: bool = True) -> np.ndarray:
+def candidate_features(
+    query: QueryView,
+    rows: list[dict],
+    channel_ranks: list[dict[str, int]],
+    fused: list[float],
+    bm25: list[float | None],
+    stats: TermStatistics,
+    late_interaction: bool = True,
+) -> np.ndarray:
     """One row of FEATURES per candidate (rows carry `vector`, `tokens`, `sentence_vectors`, text, title, section,
     doc_id). Without `late_interaction` (the no-ColBERT ablation) MaxSim is not computed and reads as missing."""
     q_tokens = query.tokens.astype(np.float32)
@@ -91,9 +125,11 @@ def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[d
             "bm25": score or 0.0,
             "bm25_rel": (score or 0.0) / best_bm25,
             "maxsim": maxsim(q_tokens, np.asarray(row["tokens"], dtype=np.float32)) / max(len(q_tokens), 1)
-            if late_interaction else math.nan,
+            if late_interaction
+            else math.nan,
             "best_sentence_cosine": float((np.asarray(sentences, dtype=np.float32) @ query.vector).max())
-            if sentences is not None and len(sentences) else 0.0,
+            if sentences is not None and len(sentences)
+            else 0.0,
             "coverage": stats.coverage(query.question, text),
             "coverage_title": stats.coverage(query.question, row.get("title") or ""),
             "coverage_i": stats.coverage(anchors.intervention, text) if anchors.intervention else 0.0,
@@ -114,7 +150,11 @@ def candidate_features(query: QueryView, rows: list[dict], channel_ranks: list[d
         best_cov = max(out[i]["coverage"] for i in members)
         best_bm = max(out[i]["bm25_rel"] for i in members)
         for i in members:
-            out[i].update(doc_max_cosine=best_cos, doc_max_bm25_rel=best_bm, doc_candidates=float(len(members)),
-                          doc_cosine_margin=out[i]["cosine"] - best_cos,
-                          doc_coverage_margin=out[i]["coverage"] - best_cov)
+            out[i].update(
+                doc_max_cosine=best_cos,
+                doc_max_bm25_rel=best_bm,
+                doc_candidates=float(len(members)),
+                doc_cosine_margin=out[i]["cosine"] - best_cos,
+                doc_coverage_margin=out[i]["coverage"] - best_cov,
+            )
     return np.array([[f[name] for name in FEATURES] for f in out], dtype=np.float32).reshape(len(out), len(FEATURES))

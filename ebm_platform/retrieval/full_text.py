@@ -49,22 +49,26 @@ class FullTextChannel:
                 self.by_condition.setdefault(code, np.zeros(len(conditions), dtype=bool))[i] = True
 
     @classmethod
-    def open(cls, index: WindowIndex, root: Path, keep: timedelta | None = None) -> "FullTextChannel":
+    def open(cls, index: WindowIndex, root: Path, keep: timedelta | None = None) -> FullTextChannel:
         """The channel of `index`'s (pinned) version: loaded from `root` when saved, else built from
         that version's rows and saved. Saved versions older than `keep` (default
         EBM_INDEX_KEEP_VERSIONS_MIN, as for the table's own versions) are removed, but never this one."""
         table = index.table()
         n = table.count_rows()
         if not n:
-            return cls(pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8),
-                                            "grade": pl.Utf8}), None)
+            return cls(
+                pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8), "grade": pl.Utf8}), None
+            )
         folder = Path(root) / f"v{table.version}"
         for _ in range(2):  # a concurrent reader may prune a version between the check and the load
             if not (folder / "windows.parquet").is_file():
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 columns = ["window_id", "condition", "grade", SEARCH_TEXT]
-                cls._build(pl.from_arrow(table.search().select(columns).limit(n).to_arrow()), folder,
-                           keep if keep is not None else timedelta(minutes=get_settings().index_keep_versions_min))
+                cls._build(
+                    pl.from_arrow(table.search().select(columns).limit(n).to_arrow()),
+                    folder,
+                    keep if keep is not None else timedelta(minutes=get_settings().index_keep_versions_min),
+                )
             try:
                 bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
                 return cls(pl.read_parquet(folder / "windows.parquet"), bm25)
@@ -74,8 +78,9 @@ class FullTextChannel:
 
     @staticmethod
     def _build(rows: pl.DataFrame, folder: Path, keep: timedelta) -> None:
-        windows = (rows.group_by("window_id", maintain_order=True)
-                   .agg(pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)))
+        windows = rows.group_by("window_id", maintain_order=True).agg(
+            pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)
+        )
         staging = folder.parent / f".tmp-{uuid.uuid4().hex}"
         bm25 = bm25s.BM25()
         bm25.index(_tokens(windows[SEARCH_TEXT].to_list(), ids=True), show_progress=False)
@@ -90,8 +95,9 @@ class FullTextChannel:
             if old != folder and old.stat().st_mtime < cutoff:  # readers hold a version while they work
                 shutil.rmtree(old, ignore_errors=True)
 
-    def search(self, text: str, limit: int, conditions: list[str] | None = None,
-               grades: tuple[str, ...] | None = None) -> pl.DataFrame:
+    def search(
+        self, text: str, limit: int, conditions: list[str] | None = None, grades: tuple[str, ...] | None = None
+    ) -> pl.DataFrame:
         """The best `limit` windows for `text` (columns `window_id`, `bm25`), best first; windows
         outside `conditions` / `grades` are masked out, not post-filtered. Their rows are read only
         for the candidates that survive fusion (`pipeline.fill_rows`)."""
@@ -105,8 +111,10 @@ class FullTextChannel:
                 mask |= self.by_condition.get(code, np.zeros(n, dtype=bool))
         if grades:
             mask &= np.isin(self.grades, list(grades))
-        found, scores = self.bm25.retrieve(_tokens([text], ids=False), k=min(limit, n), show_progress=False,
-                                           weight_mask=mask.astype(np.float32))
+        found, scores = self.bm25.retrieve(
+            _tokens([text], ids=False), k=min(limit, n), show_progress=False, weight_mask=mask.astype(np.float32)
+        )
         kept = scores[0] > 0
-        return pl.DataFrame({"window_id": [self.window_ids[i] for i in found[0][kept]], "bm25": scores[0][kept]},
-                            schema=EMPTY.schema)
+        return pl.DataFrame(
+            {"window_id": [self.window_ids[i] for i in found[0][kept]], "bm25": scores[0][kept]}, schema=EMPTY.schema
+        )

@@ -27,4 +27,5 @@ def document_entities(graph: GraphChannel, doc_ids: list[str], types: tuple[str,
     return graph.store.query(
         "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.doc_id IN $docs AND e.type IN $types "
         "RETURN DISTINCT w.doc_id AS doc_id, e.type AS type, e.id AS id, e.name AS name",
-        {"docs": doc_ids, "types": list(types)})
+        {"docs": doc_ids, "types": list(types)},
+    )

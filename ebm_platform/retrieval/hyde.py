@@ -24,8 +24,11 @@ Question:
 {question}
 
 Output ONLY the hypothetical evidence window, as JSON: {{"passage": "..."}}"""
-HYDE_SCHEMA = {"type": "object", "properties": {"passage": {"type": "string", "minLength": 20}},
-               "required": ["passage"]}
+HYDE_SCHEMA = {
+    "type": "object",
+    "properties": {"passage": {"type": "string", "minLength": 20}},
+    "required": ["passage"],
+}
 PASSAGES = 3
 TEMPERATURE = 0.3
 
@@ -61,7 +64,8 @@ def hyde_passages(question: str, anchors: Anchors, client: LLMClient) -> tuple[l
     prompt = HYDE_PROMPT.format(question=question, anchors=anchors.as_dict())
     passages = []
     for n in range(PASSAGES):
-        result = client.complete_json(f"hyde_{n}", prompt, HYDE_SCHEMA,
-                                      offline=lambda: {"passage": question}, temperature=TEMPERATURE)
+        result = client.complete_json(
+            f"hyde_{n}", prompt, HYDE_SCHEMA, offline=lambda: {"passage": question}, temperature=TEMPERATURE
+        )
         passages.append(result.data["passage"])
     return passages, f"llm:{client.model}"

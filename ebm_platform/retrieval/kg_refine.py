@@ -68,8 +68,9 @@ def _components(edges: list[tuple[str, str]]) -> int:
     return nx.number_connected_components(graph)
 
 
-def prune(edges: list[tuple[str, str]], probabilities: list[float],
-          threshold: float = KEEP_THRESHOLD) -> tuple[list[int], list[int]]:
+def prune(
+    edges: list[tuple[str, str]], probabilities: list[float], threshold: float = KEEP_THRESHOLD
+) -> tuple[list[int], list[int]]:
     """Remove edges with keep-probability < threshold, weakest first, unless the removal leaves the
     subgraph in more connected components (a leaf edge may go: its end node leaves with it).
     Returns (kept, pruned) edge indices."""
@@ -130,8 +131,9 @@ Does this subgraph contain what is needed to answer the question? JSON only: {{"
 class KGRefiner:
     """One question's refinement over the lake's graph."""
 
-    def __init__(self, r: Retriever, question: str, qvec: np.ndarray, conditions: list[str] | None,
-                 scorer: bool = True) -> None:
+    def __init__(
+        self, r: Retriever, question: str, qvec: np.ndarray, conditions: list[str] | None, scorer: bool = True
+    ) -> None:
         self.r, self.question, self.qvec, self.conditions, self.scorer = r, question, qvec, conditions, scorer
         self.similarity: dict[str, float] = {}  # triple text -> cosine with the question (kept across rounds)
 
@@ -152,9 +154,11 @@ class KGRefiner:
     def touching(self, entity_ids: list[str]) -> list[Triple]:
         scope = " AND r.partition IN $parts" if self.conditions else ""
         frame = self.r.graph.store.query(
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE (a.id IN $ids OR b.id IN $ids)" + scope +
-            " RETURN a.id, a.name, r.type, b.id, b.name, r.window_id ORDER BY r.window_id, a.id, b.id, r.type LIMIT 5000",
-            {"ids": entity_ids, **({"parts": list(self.conditions)} if self.conditions else {})})
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE (a.id IN $ids OR b.id IN $ids)"
+            + scope
+            + " RETURN a.id, a.name, r.type, b.id, b.name, r.window_id ORDER BY r.window_id, a.id, b.id, r.type LIMIT 5000",
+            {"ids": entity_ids, **({"parts": list(self.conditions)} if self.conditions else {})},
+        )
         return [Triple(*row) for row in frame.iter_rows()]
 
     def best(self, candidates: list[Triple], have: set, n: int) -> list[Triple]:
@@ -188,12 +192,25 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
         laps = Laps()
         anchors = question_anchors(question, r.condition_names)
         qvec = r._embed([question])[0]
-        notes = {"fine_scorer": "triples by embedding similarity with the question" if scorer else
-                 "no scorer (ablation): triples in the store's order", "betr": "not applied",
-                 "pruner": "on" if pruner else "off (ablation)", "readout": "DFS outline" if outline else "plain text (ablation)"}
+        notes = {
+            "fine_scorer": "triples by embedding similarity with the question"
+            if scorer
+            else "no scorer (ablation): triples in the store's order",
+            "betr": "not applied",
+            "pruner": "on" if pruner else "off (ablation)",
+            "readout": "DFS outline" if outline else "plain text (ablation)",
+        }
         if r.graph is None:
-            return Retrieval(question, name, qvec, anchors, [], [], laps.timings,
-                             {**notes, "graph": "no knowledge graph in this lake"})
+            return Retrieval(
+                question,
+                name,
+                qvec,
+                anchors,
+                [],
+                [],
+                laps.timings,
+                {**notes, "graph": "no knowledge graph in this lake"},
+            )
         refiner = KGRefiner(r, question, qvec, conditions, scorer)
         seeds = refiner.seeds(anchors)
         laps.lap("seeds")
@@ -204,14 +221,22 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
             keep_p = keep_probabilities([t.similarity for t in triples])
             kept, pruned = prune(edges, keep_p) if pruner else (list(range(len(triples))), [])
             windows = {triples[i].window_id for i in kept}
-            readout = dfs_outline([triples[i] for i in kept], [eid for eid, _ in seeds]) if outline else \
-                plain_readout([triples[i] for i in kept])
+            readout = (
+                dfs_outline([triples[i] for i in kept], [eid for eid, _ in seeds])
+                if outline
+                else plain_readout([triples[i] for i in kept])
+            )
             if len(windows) >= r.params.budget:
                 break
-            if not r.client.offline and r.client.complete_json(
-                    "kg_refine_sufficient", fill(SUFFICIENT_PROMPT, {"outline": "\n".join(readout)}, question=question),
+            if (
+                not r.client.offline
+                and r.client.complete_json(
+                    "kg_refine_sufficient",
+                    fill(SUFFICIENT_PROMPT, {"outline": "\n".join(readout)}, question=question),
                     {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]},
-                    offline=lambda: {"sufficient": False}).data["sufficient"]:
+                    offline=lambda: {"sufficient": False},
+                ).data["sufficient"]
+            ):
                 break
         laps.lap("expand and prune")
         order = sorted(kept, key=lambda i: -triples[i].similarity)
@@ -223,14 +248,26 @@ def kg_refine_strategy(name: str, scorer: bool = True, pruner: bool = True, outl
             t = triples[i]
             if t.window_id in rows:
                 c = candidates.setdefault(t.window_id, Candidate(t.window_id, rows[t.window_id], final=t.similarity))
-                c.scores.setdefault("triples", []).append(f"({t.source}) -[{t.relation}]-> ({t.target}) sim {t.similarity:.3f}")
+                c.scores.setdefault("triples", []).append(
+                    f"({t.source}) -[{t.relation}]-> ({t.target}) sim {t.similarity:.3f}"
+                )
         chosen = list(candidates.values())
         laps.lap("read windows")
-        return Retrieval(question, name, qvec, anchors, chosen[: r.params.budget], chosen, laps.timings,
-                         {**notes, "rounds": str(rounds), "subgraph": f"{len(kept)} triples kept, {len(pruned)} pruned"},
-                         details={"seeds": [why for _, why in seeds[: SEED_ENTITIES + rounds - 1]],
-                                  "kept": [triples[i].text for i in order],
-                                  "pruned": [f"{triples[i].text} (keep-p {keep_p[i]:.2f})" for i in pruned],
-                                  "readout": readout})
+        return Retrieval(
+            question,
+            name,
+            qvec,
+            anchors,
+            chosen[: r.params.budget],
+            chosen,
+            laps.timings,
+            {**notes, "rounds": str(rounds), "subgraph": f"{len(kept)} triples kept, {len(pruned)} pruned"},
+            details={
+                "seeds": [why for _, why in seeds[: SEED_ENTITIES + rounds - 1]],
+                "kept": [triples[i].text for i in order],
+                "pruned": [f"{triples[i].text} (keep-p {keep_p[i]:.2f})" for i in pruned],
+                "readout": readout,
+            },
+        )
 
     return run

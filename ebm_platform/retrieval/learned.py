@@ -33,9 +33,20 @@ from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
 
 MODEL_FILE = "model.json"  # the booster and its provenance in one atomically written file
 K = 10
-PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [K], "learning_rate": 0.05, "num_leaves": 31,
-          "min_data_in_leaf": 20, "feature_fraction": 0.8, "lambdarank_truncation_level": 30, "verbosity": -1,
-          "deterministic": True, "num_threads": 2, "seed": 13}
+PARAMS = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [K],
+    "learning_rate": 0.05,
+    "num_leaves": 31,
+    "min_data_in_leaf": 20,
+    "feature_fraction": 0.8,
+    "lambdarank_truncation_level": 30,
+    "verbosity": -1,
+    "deterministic": True,
+    "num_threads": 2,
+    "seed": 13,
+}
 MAX_ROUNDS, PATIENCE = 600, 60
 MIN_DEV_QUESTIONS, DEFAULT_ROUNDS = 20, 100  # fewer train-dev questions than this: a fixed number of rounds
 FOLDS, MIN_GATE_QUESTIONS = 5, 200  # the cross-validated gate: folds, and the fewest questions it may rest on
@@ -67,11 +78,13 @@ class LearnedReranker:
         return self.booster.predict(matrix[:, columns]) if len(matrix) else np.zeros(0)
 
     def save(self, folder: Path) -> None:
-        write_text_atomic(Path(folder) / MODEL_FILE,
-                          json.dumps({"meta": self.meta, "booster": self.booster.model_to_string()}, indent=1))
+        write_text_atomic(
+            Path(folder) / MODEL_FILE,
+            json.dumps({"meta": self.meta, "booster": self.booster.model_to_string()}, indent=1),
+        )
 
     @classmethod
-    def load(cls, folder: Path) -> "LearnedReranker | None":
+    def load(cls, folder: Path) -> LearnedReranker | None:
         path = Path(folder) / MODEL_FILE
         if not path.is_file():
             return None
@@ -105,8 +118,9 @@ def question_source(question_id: str) -> str:
 
 def without_prompts(rows: pl.DataFrame, prompt_ids: set[str]) -> pl.DataFrame:
     """Rows of every question but the Evidence Inference prompts named (ids `ei-<code>-<prompt id>`)."""
-    held = pl.col("question_id").str.starts_with("ei-") & \
-        pl.col("question_id").str.extract(r"-([^-]+)$").is_in(sorted(prompt_ids))
+    held = pl.col("question_id").str.starts_with("ei-") & pl.col("question_id").str.extract(r"-([^-]+)$").is_in(
+        sorted(prompt_ids)
+    )
     return rows.filter(~held)
 
 
@@ -128,37 +142,55 @@ def fit(train: pl.DataFrame, features: list[str] | None = None) -> tuple[lgb.Boo
 
     def dataset(frame: pl.DataFrame, reference=None) -> lgb.Dataset:
         x, y, sizes = _groups(frame)
-        return lgb.Dataset(x[:, columns], y, group=sizes, feature_name=features, reference=reference,
-                           free_raw_data=False)
+        return lgb.Dataset(
+            x[:, columns], y, group=sizes, feature_name=features, reference=reference, free_raw_data=False
+        )
 
     started = time.perf_counter()
     dev = with_gold.filter(dev_mask)
     rounds, dev_ndcg = DEFAULT_ROUNDS, None
     if dev["question_id"].n_unique() >= MIN_DEV_QUESTIONS:
-        probe = lgb.train(PARAMS, dataset(with_gold.filter(~dev_mask)), MAX_ROUNDS, valid_sets=[dataset(dev)],
-                          callbacks=[lgb.early_stopping(PATIENCE, verbose=False)])
+        probe = lgb.train(
+            PARAMS,
+            dataset(with_gold.filter(~dev_mask)),
+            MAX_ROUNDS,
+            valid_sets=[dataset(dev)],
+            callbacks=[lgb.early_stopping(PATIENCE, verbose=False)],
+        )
         rounds, dev_ndcg = max(probe.best_iteration, 1), round(probe.best_score["valid_0"][f"ndcg@{K}"], 4)
     booster = lgb.train(PARAMS, dataset(with_gold), rounds)
-    return booster, {"features": features, "rounds": rounds, "train_questions": with_gold["question_id"].n_unique(),
-                     "train_rows": with_gold.height, "train_dev_ndcg@10": dev_ndcg,
-                     "fit_seconds": round(time.perf_counter() - started, 1)}
+    return booster, {
+        "features": features,
+        "rounds": rounds,
+        "train_questions": with_gold["question_id"].n_unique(),
+        "train_rows": with_gold.height,
+        "train_dev_ndcg@10": dev_ndcg,
+        "fit_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def ranking_metrics(frame: pl.DataFrame, score: np.ndarray, k: int = K) -> dict[str, float]:
     """R@k, Hit@k and MRR of ranking each question's candidates by `score` (recall over the
     question's full gold set, `gold_total`, so gold missing from the candidates counts as missed)."""
-    ranked = frame.with_columns(pl.Series("score", score)).sort(["question_id", "score", "window_id"],
-                                                              descending=[False, True, False])
+    ranked = frame.with_columns(pl.Series("score", score)).sort(
+        ["question_id", "score", "window_id"], descending=[False, True, False]
+    )
     ranked = ranked.with_columns(pl.int_range(1, pl.len() + 1).over("question_id").alias("rank"))
     per_question = ranked.group_by("question_id").agg(
-        (pl.col("gold") & (pl.col("rank") <= k)).sum().alias("found"), pl.col("gold_total").first(),
-        pl.col("rank").filter(pl.col("gold")).min().alias("first"))
+        (pl.col("gold") & (pl.col("rank") <= k)).sum().alias("found"),
+        pl.col("gold_total").first(),
+        pl.col("rank").filter(pl.col("gold")).min().alias("first"),
+    )
     n = max(per_question.height, 1)
     recall = (per_question["found"] / per_question["gold_total"]).sum() / n
     hit = (per_question["found"] > 0).sum() / n
     mrr = (1.0 / per_question["first"].cast(pl.Float64)).fill_null(0.0).sum() / n
-    return {f"R@{k}": round(float(recall), 4), f"Hit@{k}": round(float(hit), 4), "MRR": round(float(mrr), 4),
-            "questions": per_question.height}
+    return {
+        f"R@{k}": round(float(recall), 4),
+        f"Hit@{k}": round(float(hit), 4),
+        "MRR": round(float(mrr), 4),
+        "questions": per_question.height,
+    }
 
 
 def hand_set_scores(frame: pl.DataFrame) -> np.ndarray:
@@ -168,15 +200,22 @@ def hand_set_scores(frame: pl.DataFrame) -> np.ndarray:
 
 def beats_hand_set(learned: dict | None, hand: dict | None) -> bool:
     """The gate: on the same validation questions, MRR higher and R@10 not lower."""
-    return bool(learned and hand and learned["questions"] and learned["MRR"] > hand["MRR"]
-                and learned[f"R@{K}"] >= hand[f"R@{K}"])
+    return bool(
+        learned
+        and hand
+        and learned["questions"]
+        and learned["MRR"] > hand["MRR"]
+        and learned[f"R@{K}"] >= hand[f"R@{K}"]
+    )
 
 
 def _comparison(frame: pl.DataFrame, learned: np.ndarray) -> dict[str, dict]:
-    return {"learned": ranking_metrics(frame, learned), "hand_set": ranking_metrics(frame, hand_set_scores(frame)),
-            "fused_rrf": ranking_metrics(frame, frame["rrf"].to_numpy()),
-            "all candidates (recall ceiling)": ranking_metrics(frame, frame["gold"].cast(pl.Float64).to_numpy(),
-                                                               k=10 ** 6)}
+    return {
+        "learned": ranking_metrics(frame, learned),
+        "hand_set": ranking_metrics(frame, hand_set_scores(frame)),
+        "fused_rrf": ranking_metrics(frame, frame["rrf"].to_numpy()),
+        "all candidates (recall ceiling)": ranking_metrics(frame, frame["gold"].cast(pl.Float64).to_numpy(), k=10**6),
+    }
 
 
 def cross_validate(rows: pl.DataFrame, key: str, folds: int = FOLDS) -> tuple[LearnedReranker, dict]:
@@ -203,10 +242,14 @@ def cross_validate(rows: pl.DataFrame, key: str, folds: int = FOLDS) -> tuple[Le
     questions = pooled["learned"]["questions"]
     beats = passes_gate(pooled["learned"], pooled["hand_set"])
     importance = dict(zip(booster.feature_name(), booster.feature_importance("gain").round(1).tolist()))
-    model.meta.update(beats_hand_set=beats, validation=pooled, validation_by_source=per_source,
-                      gate=f"{folds}-fold cross-validation by source article over {questions} questions "
-                           f"(at least {MIN_GATE_QUESTIONS})",
-                      gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])))
+    model.meta.update(
+        beats_hand_set=beats,
+        validation=pooled,
+        validation_by_source=per_source,
+        gate=f"{folds}-fold cross-validation by source article over {questions} questions "
+        f"(at least {MIN_GATE_QUESTIONS})",
+        gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])),
+    )
     return model, {"validation": pooled, "by_source": per_source}
 
 
@@ -219,19 +262,24 @@ def gate_line(meta: dict) -> str:
     """One line that says whether the learned ranking passed its gate and on what."""
     learned, hand = meta["validation"]["learned"], meta["validation"]["hand_set"]
     verdict = "in use" if meta.get("beats_hand_set") else "NOT used (the hand-set scorer ranks)"
-    return (f"learned reranker {verdict}: {meta.get('gate', 'validation split')}; MRR {learned['MRR']:.3f} vs hand-set "
-            f"{hand['MRR']:.3f}, R@10 {learned['R@10']:.3f} vs {hand['R@10']:.3f}")
+    return (
+        f"learned reranker {verdict}: {meta.get('gate', 'validation split')}; MRR {learned['MRR']:.3f} vs hand-set "
+        f"{hand['MRR']:.3f}, R@10 {learned['R@10']:.3f} vs {hand['R@10']:.3f}"
+    )
 
 
 def gate_by_source(meta: dict) -> list[str]:
     """The gate's out-of-fold figures per benchmark source, one line each."""
-    return [f"  {source:<20} n={c['learned']['questions']:>4}  MRR {c['learned']['MRR']:.3f} vs hand-set "
-            f"{c['hand_set']['MRR']:.3f}, R@10 {c['learned']['R@10']:.3f} vs {c['hand_set']['R@10']:.3f}"
-            for source, c in meta.get("validation_by_source", {}).items()]
+    return [
+        f"  {source:<20} n={c['learned']['questions']:>4}  MRR {c['learned']['MRR']:.3f} vs hand-set "
+        f"{c['hand_set']['MRR']:.3f}, R@10 {c['learned']['R@10']:.3f} vs {c['hand_set']['R@10']:.3f}"
+        for source, c in meta.get("validation_by_source", {}).items()
+    ]
 
 
-def train_and_validate(train: pl.DataFrame, validation: pl.DataFrame, key: str,
-                       ablate: tuple[str, ...] = ()) -> tuple[LearnedReranker, dict]:
+def train_and_validate(
+    train: pl.DataFrame, validation: pl.DataFrame, key: str, ablate: tuple[str, ...] = ()
+) -> tuple[LearnedReranker, dict]:
     """Fit on train, compare with the hand-set scorer (and the fused RRF order) on validation, and
     refit without each feature group in `ablate` to report what it adds."""
     booster, meta = fit(train)
@@ -242,9 +290,13 @@ def train_and_validate(train: pl.DataFrame, validation: pl.DataFrame, key: str,
         booster_wo, _ = fit(train, kept)
         without = LearnedReranker(booster_wo, {"features": kept})
         report["validation"][f"learned without {group}*"] = ranking_metrics(
-            validation, without.score(validation.select(FEATURES).to_numpy()))
+            validation, without.score(validation.select(FEATURES).to_numpy())
+        )
     beats = beats_hand_set(report["validation"]["learned"], report["validation"]["hand_set"])
     importance = dict(zip(booster.feature_name(), booster.feature_importance("gain").round(1).tolist()))
-    model.meta.update(beats_hand_set=beats, validation=report["validation"],
-                      gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])))
+    model.meta.update(
+        beats_hand_set=beats,
+        validation=report["validation"],
+        gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])),
+    )
     return model, report

@@ -17,7 +17,8 @@ LEXICAL_WEIGHT = 0.4  # weight of coverage in the hand-set fine scorer cos + 0.4
 _TERM = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset(
     "a an and are as at be by compared does do for from how in is of on or than that the their this to "
-    "versus vs was were what when which who with".split())
+    "versus vs was were what when which who with".split()
+)
 
 
 def terms(text: str) -> set[str]:

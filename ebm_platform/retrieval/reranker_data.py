@@ -11,12 +11,19 @@ import polars as pl
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.pipeline import Laps, Retriever, gather
 
-KEYS = {"question_id": pl.String, "split": pl.String, "window_id": pl.String, "grade": pl.String,
-        "gold": pl.Boolean, "gold_total": pl.Int64}
+KEYS = {
+    "question_id": pl.String,
+    "split": pl.String,
+    "window_id": pl.String,
+    "grade": pl.String,
+    "gold": pl.Boolean,
+    "gold_total": pl.Int64,
+}
 
 
-def candidate_rows(retriever: Retriever, items: list[dict], split: str,
-                   progress: Callable[[str], None] | None = None) -> pl.DataFrame:
+def candidate_rows(
+    retriever: Retriever, items: list[dict], split: str, progress: Callable[[str], None] | None = None
+) -> pl.DataFrame:
     """One row per (question, fused candidate). `items`: {id, question, gold (window ids), conditions?}."""
     params = replace(retriever.params, learned_scorer=False, betr=False)
     records: list[dict] = []
@@ -24,9 +31,17 @@ def candidate_rows(retriever: Retriever, items: list[dict], split: str,
         merged, _, _ = gather(retriever, item["question"], item.get("conditions"), params, Laps())
         gold = set(item["gold"])
         for c in merged:
-            records.append({"question_id": item["id"], "split": split, "window_id": c.window_id, "grade": c.grade,
-                            "gold": c.window_id in gold, "gold_total": len(gold),
-                            **dict(zip(FEATURES, c.features.tolist()))})
+            records.append(
+                {
+                    "question_id": item["id"],
+                    "split": split,
+                    "window_id": c.window_id,
+                    "grade": c.grade,
+                    "gold": c.window_id in gold,
+                    "gold_total": len(gold),
+                    **dict(zip(FEATURES, c.features.tolist())),
+                }
+            )
         if progress and (n % 50 == 0 or n == len(items)):
             progress(f"reranker rows ({split}): {n}/{len(items)} questions")
     schema = {**KEYS, **{f: pl.Float64 for f in FEATURES}}

@@ -14,9 +14,15 @@ from ebm_platform.retrieval.meta_rag import meta_rag
 from ebm_platform.retrieval.pipeline import BASE_STRATEGIES, Strategy
 
 STRATEGIES: dict[str, Strategy] = {
-    **BASE_STRATEGIES, "med_r2": med_r2, "meta_rag": meta_rag, "claims": claims,
+    **BASE_STRATEGIES,
+    "med_r2": med_r2,
+    "meta_rag": meta_rag,
+    "claims": claims,
     "kg_refine": kg_refine_strategy("kg_refine"),
-    **{f"kg_refine_{flag}": kg_refine_strategy(f"kg_refine_{flag}", **levers) for flag, levers in KG_REFINE_ABLATIONS.items()},
+    **{
+        f"kg_refine_{flag}": kg_refine_strategy(f"kg_refine_{flag}", **levers)
+        for flag, levers in KG_REFINE_ABLATIONS.items()
+    },
 }
 
 

@@ -25,17 +25,29 @@ from ebm_platform.atomic import atomic_path
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
-    "significantly increased", "significantly decreased", "no significant difference", "insufficient evidence")
+    "significantly increased",
+    "significantly decreased",
+    "no significant difference",
+    "insufficient evidence",
+)
 VERDICTS = (INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT)
 _NO_DIFFERENCE = re.compile(
     r"\bno (?:statistically )?significant\b|\bnot (?:statistically )?significant(?:ly)?\b|\bnon-?significant|"
     r"\bdid not (?:significantly )?(?:differ|change|improve|reduce|increase|affect)|\bno (?:significant )?differences?\b|"
     r"\bsimilar\b|\bcomparable\b|\bn\.?s\.?\b|\bp\s*(?:>|=)\s*0?\.(?:0[5-9]|[1-9])|\bwas not associated\b|"
-    r"\bno (?:effect|change|benefit)\b|\bdid not\b", re.I)
-_UP = re.compile(r"\b(?:increas\w*|higher|greater|improv\w*|elevat\w*|longer|rais\w*|gain\w*|better|"
-                 r"enhanc\w*|superior|boost\w*)\b", re.I)
-_DOWN = re.compile(r"\b(?:decreas\w*|lower\w*|reduc\w*|less|fewer|shorter|declin\w*|drop\w*|fell|fall\w*|"
-                   r"diminish\w*|worse|inferior|attenuat\w*|suppress\w*)\b", re.I)
+    r"\bno (?:effect|change|benefit)\b|\bdid not\b",
+    re.I,
+)
+_UP = re.compile(
+    r"\b(?:increas\w*|higher|greater|improv\w*|elevat\w*|longer|rais\w*|gain\w*|better|"
+    r"enhanc\w*|superior|boost\w*)\b",
+    re.I,
+)
+_DOWN = re.compile(
+    r"\b(?:decreas\w*|lower\w*|reduc\w*|less|fewer|shorter|declin\w*|drop\w*|fell|fall\w*|"
+    r"diminish\w*|worse|inferior|attenuat\w*|suppress\w*)\b",
+    re.I,
+)
 
 
 def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
@@ -49,7 +61,7 @@ def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
     return INSUFFICIENT, None
 
 
-def read_verdict(statements: list[str], model: "VerdictModel | None" = None) -> tuple[str, str | None]:
+def read_verdict(statements: list[str], model: VerdictModel | None = None) -> tuple[str, str | None]:
     """The verdict of ranked statements and the statement it rests on: the learned model when given, else the rules."""
     return model.verdict(statements) if model else offline_verdict(statements)
 
@@ -72,13 +84,15 @@ class VerdictModel:
         self.pipeline, self.meta, self.sentences = pipeline, meta, sentences
 
     @classmethod
-    def train(cls, texts: list[str], labels: list[str], meta: dict | None = None) -> "VerdictModel":
+    def train(cls, texts: list[str], labels: list[str], meta: dict | None = None) -> VerdictModel:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
 
-        pipeline = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-                                 LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced"))
+        pipeline = make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+            LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced"),
+        )
         pipeline.fit(texts, labels)
         return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)))
 
@@ -102,7 +116,7 @@ class VerdictModel:
             joblib.dump({"pipeline": self.pipeline, "meta": self.meta, "sentences": self.sentences}, tmp)
 
     @classmethod
-    def load(cls, folder: Path) -> "VerdictModel | None":
+    def load(cls, folder: Path) -> VerdictModel | None:
         import joblib
 
         path = Path(folder) / cls.FILE

@@ -1,0 +1,70 @@
+"""The environment's trained models: the PICO tagger and the verdict model, each trained once per
+environment from the shared datasets, kept beside the converted embedder under a key of its inputs
+(data, code, encoder, parameters) and copied into each lake that needs it."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ebm_platform.evaluation.verdict_training import cached_verdict_model
+from ebm_platform.index.embeddings import Encoder
+from ebm_platform.pico.tagger import cache_path, copy_tagger, read_meta
+from ebm_platform.pico.training import train_and_validate, training_key
+
+
+def ensure_tagger(
+    folder: Path,
+    datasets_dir: Path,
+    encoder: Encoder,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict, str]:
+    """The tagger in `folder` for these inputs: kept when its key matches, else copied from the
+    environment's cache (trained by another lake from the same inputs), else trained and, when it
+    beats the rules, cached for the environment's other lakes. Returns its meta and where it came
+    from ("reused from this lake", "copied from ...", "trained")."""
+    key = training_key(datasets_dir, encoder.description, limit)
+    cached = cache_path(key)
+    source = "reused from this lake"
+    if read_meta(folder).get("key") != key and read_meta(cached).get("key") == key:
+        copy_tagger(cached, folder)
+        source = f"copied from {cached}"
+    meta = read_meta(folder)
+    if meta.get("key") == key:
+        return meta, source
+    tagger, report = train_and_validate(datasets_dir, encoder, limit=limit, progress=progress)
+    meta = {
+        "key": key,
+        "validation": report,
+        "beats_rules": report["learned_minus_rules_macro_f1"] > 0,
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "training_data": "Evidence Inference train split (titles + abstracts), projected prompts",
+    }
+    tagger.save(folder, meta)
+    if meta["beats_rules"]:  # only a tagger that passed its check serves other lakes
+        copy_tagger(folder, cached)
+    return meta, "trained"
+
+
+def ensure_environment_models(
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+) -> list[str]:
+    """Train (or find) the environment's tagger and verdict model, so that every lake, test and
+    demo afterwards copies them instead of training; one line per model on what happened."""
+    with tempfile.TemporaryDirectory() as folder:  # the cache receives only a tagger that passed
+        meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, progress=progress)
+    lines = [
+        f"PICO tagger {meta['key']}: {source} (validation macro F1 {meta['validation']['learned']['macro_f1']:.3f}, "
+        f"rules {meta['validation']['rules']['macro_f1']:.3f}"
+        f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'})"
+    ]
+    verdict = cached_verdict_model(datasets_dir, encoder, progress)
+    lines.append(
+        f"verdict model {verdict.meta['key']}: ready (validation span macro F1 "
+        f"{verdict.meta['validation_spans']['learned']['macro_f1']:.3f}, majority class "
+        f"{verdict.meta['validation_spans']['majority class']['macro_f1']:.3f})"
+    )
+    return lines
