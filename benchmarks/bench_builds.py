@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.settings import get_settings
 
 GOALS = {"demo": 6 * 60, "evidence-inference": 15 * 60}
@@ -17,7 +18,7 @@ def run() -> None:
     demo = lake / "reports" / "demo_timing.json"
     if demo.is_file():
         records.append(("make demo, empty lake", "demo", json.loads(demo.read_text())))
-    for marker in sorted((lake / "eval").glob("*/COMPLETE.json")):
+    for marker in sorted(LakeLayout(lake).eval_lakes.glob("*/COMPLETE.json")):
         data = json.loads(marker.read_text())
         scope = (
             "resumed"

@@ -17,6 +17,7 @@ import Stemmer
 from ebm_platform.evaluation.lakes import MARKER
 from ebm_platform.evaluation.retrieval_eval import questions, ranked_metrics
 from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.settings import get_settings
 
@@ -26,7 +27,7 @@ K = 10
 def _lake() -> Path | None:
     lakes = [
         p
-        for p in (Path(get_settings().lake) / "eval").glob("evidence-inference-*")
+        for p in LakeLayout(get_settings().lake).eval_lakes.glob("evidence-inference-*")
         if (p / MARKER).is_file() and not (p / "corpus_ids.txt").exists()
     ]
     return max(lakes, key=lambda p: (p / MARKER).stat().st_mtime) if lakes else None
@@ -42,7 +43,7 @@ def run() -> None:
         return
     settings = get_settings()
     items, _ = questions("evidence-inference", "validation", Path(settings.require_datasets_dir()), lake)
-    index = WindowIndex(lake / "stores" / "lancedb", pinned=True)
+    index = WindowIndex(LakeLayout(lake).lancedb, pinned=True)
     table = index.table()
     columns = table.search().select(["window_id", "text", SEARCH_TEXT]).limit(table.count_rows()).to_arrow()
     ids = columns["window_id"].to_pylist()
@@ -68,7 +69,7 @@ def run() -> None:
             "ms_per_query": per_query * 1000,
         }
     started = time.perf_counter()
-    channel = FullTextChannel.open(index, lake / "stores" / "bm25s")
+    channel = FullTextChannel.open(index, LakeLayout(lake).bm25s)
     opened = time.perf_counter() - started
     for name, search, index_s in (
         ("the channel: bm25s saved in the lake", channel.search, opened),

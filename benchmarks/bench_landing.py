@@ -25,6 +25,7 @@ from ebm_platform.defs.graph import knowledge_graph, pico_extractions
 from ebm_platform.defs.index import window_index
 from ebm_platform.defs.resources import default_resources
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.settings import get_settings
 
 CODE = "PFP"
@@ -67,7 +68,7 @@ def run() -> None:
         full = _materialise(resources)
         (lake / "landing" / CODE / f"new-{xml.stem}.md").write_text(landing_markdown(document), encoding="utf-8")
         incremental = _materialise(resources)
-        index = WindowIndex(lake / "stores" / "lancedb")
+        index = WindowIndex(LakeLayout(lake).lancedb)
         new_rows = index.table().count_rows(f"doc_id = '{document.doc_id}'")
     print(f"partition {CODE}: {documents} documents; full build from empty {full:.1f} s (baseline)")
     print(
@@ -92,7 +93,7 @@ def _rebind(resources: dict, lake: Path) -> dict:
 
     return {
         "lake": LakeResource(root=str(lake), catalogue_path=resources["lake"].catalogue_path),
-        "warehouse": DuckDBResource(database=str(lake / "warehouse.duckdb")),
+        "warehouse": DuckDBResource(database=str(LakeLayout(lake).warehouse)),
         "io_manager": LakeParquetIOManager(root=str(lake)),
         "graph": GraphResource(lake_root=str(lake), schema_name=resources["graph"].schema_name),
     }

@@ -11,9 +11,10 @@ import polars as pl
 
 from ebm_platform.graph import pico_rules
 from ebm_platform.graph.normalise import normalise
+from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
-from ebm_platform.pico.names import is_lone_abbreviation, is_verb_phrase
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.tagger import PicoTagger, tagger_path
 from ebm_platform.pico.windows import tag_windows
 from ebm_platform.settings import get_settings
@@ -73,7 +74,7 @@ def run() -> None:
     sample = windows.head(SAMPLE).to_dicts()
     encoder = get_encoder()
     started = time.perf_counter()
-    tag_windows(sample, tagger, encoder, WindowIndex(lake / "stores" / "lancedb"))
+    tag_windows(sample, tagger, encoder, WindowIndex(LakeLayout(lake).lancedb))
     tagged_s = time.perf_counter() - started
     started = time.perf_counter()
     for row in sample:

@@ -13,6 +13,7 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.answer import compose_offline
 from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.settings import get_settings
 
 QUESTIONS = [
@@ -55,7 +56,7 @@ def run() -> None:
         f"encoder {retriever.encoder.description}"
     )
     for question in QUESTIONS[:2]:  # warm-up: model loads and first reads are start-up, not query time
-        retriever.retrieve(question, "sr_rag")
+        retrieve(retriever, question, "sr_rag")
     bm25 = []
     for _ in range(ROUNDS):
         for question in QUESTIONS:
@@ -73,7 +74,7 @@ def run() -> None:
         for _ in range(ROUNDS):
             for question in QUESTIONS:
                 started = time.perf_counter()
-                result = retriever.retrieve(question, strategy)
+                result = retrieve(retriever, question, strategy)
                 t0 = time.perf_counter()
                 rows = retriever.attach_evidence([dict(c.row) for c in result.candidates])
                 compose_offline(question, result.question_vector, result.anchors, rows, retriever._embed)

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from ebm_platform.lake_layout import LakeLayout
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -189,7 +191,7 @@ def run_many(
 def _run_workers() -> int:
     """How many runs `ebm` executes at once: EBM_RUN_WORKERS capped at the cores, and one with no
     DAGSTER_HOME instance (an ephemeral instance has no pools shared between processes)."""
-    from ebm_platform.index.embeddings import cores
+    from ebm_platform.process import cores
     from ebm_platform.settings import get_settings
 
     return 1 if _instance().is_ephemeral else min(get_settings().run_workers, cores())  # both are >= 1
@@ -217,7 +219,7 @@ def already_built(lake: Path, code: str) -> list[str]:
     """The leading RESUMABLE_ASSETS whose parquet output exists for partition `code`."""
     done = []
     for name in RESUMABLE_ASSETS:
-        if not (lake / "assets" / name / f"{code}.parquet").is_file():
+        if not LakeLayout(lake).asset(name, code).is_file():
             break
         done.append(name)
     return done
@@ -420,7 +422,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ebm_platform.atomic import write_text_atomic
     from ebm_platform.conditions import active_catalogue
     from ebm_platform.corpus.importers import import_all
-    from ebm_platform.index.embeddings import cores
+    from ebm_platform.process import cores
     from ebm_platform.settings import get_settings
 
     for key, value in DEMO_EVALUATION.items():
@@ -435,7 +437,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             Path(settings.datasets_dir),
             settings.landing_dir,
             active_catalogue(),
-            settings.lake / "reports",
+            LakeLayout(settings.lake).reports,
             progress=_say,
         )
     else:
@@ -450,7 +452,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _say(f"\n{report.read_text(encoding='utf-8')}")
     seconds = time.perf_counter() - started
     write_text_atomic(
-        settings.lake / "reports" / "demo_timing.json",
+        LakeLayout(settings.lake).reports / "demo_timing.json",
         json.dumps({"seconds": round(seconds, 1), "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "cores": cores()}),
     )
     _say(f"demo finished in {seconds:.0f}s; report: {report}; open the UI with `make dev`")
@@ -470,7 +472,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown partitions: {', '.join(unknown)}")
     _progress(f"submitting a backfill of {args.job} over {len(codes)} partitions to {os.environ['DAGSTER_HOME']} ...")
     outcome = run_backfill(
-        _instance(), defs, args.job, codes, get_settings().lake / ".dagster" / "daemon.log", _progress
+        _instance(), defs, args.job, codes, LakeLayout(get_settings().lake).dagster / "daemon.log", _progress
     )
     result = {
         "backfill_id": outcome.backfill_id,
@@ -518,7 +520,7 @@ def write_demo_report(lake: Path) -> Path:
     from ebm_platform.graph.stats import graph_summary
     from ebm_platform.retrieval.ask import ask
 
-    corpus = pl.read_csv(lake / "reports" / "corpus_by_condition.csv")
+    corpus = pl.read_csv(LakeLayout(lake).reports / "corpus_by_condition.csv")
     lines = [
         "# ebm-platform demo report",
         "",
@@ -528,7 +530,7 @@ def write_demo_report(lake: Path) -> Path:
         "|" + "---|" * len(corpus.columns),
     ]
     lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in corpus.iter_rows()]
-    graph = graph_summary(lake / "stores" / "kuzu" / "graph.kz")
+    graph = graph_summary(LakeLayout(lake).graph_db)
     lines += [
         "",
         "## Knowledge graph (Kùzu)",
@@ -564,13 +566,13 @@ def write_demo_report(lake: Path) -> Path:
         f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
         for c in answer["citations"]
     ]
-    evaluation = lake / "reports" / "evaluation.md"
+    evaluation = LakeLayout(lake).reports / "evaluation.md"
     if evaluation.exists():
         lines += ["", evaluation.read_text(encoding="utf-8").replace("# ", "## ", 1).replace("\n## ", "\n### ")]
-    betr_report = lake / "reports" / "betr_report.md"
+    betr_report = LakeLayout(lake).reports / "betr_report.md"
     if betr_report.exists():
         lines += ["", betr_report.read_text(encoding="utf-8").replace("# BETR", "## BETR", 1)]
-    path = lake / "reports" / "demo_report.md"
+    path = LakeLayout(lake).reports / "demo_report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path
 
@@ -594,7 +596,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 def _graph_path() -> Path:
     from ebm_platform.settings import get_settings
 
-    return get_settings().lake / "stores" / "kuzu" / "graph.kz"
+    return LakeLayout(get_settings().lake).graph_db
 
 
 def cmd_graph_stats(args: argparse.Namespace) -> int:
@@ -953,6 +955,7 @@ def _reranker_summary(reranker: dict) -> dict:
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.retrieval_eval import evaluate
+    from ebm_platform.retrieval.strategies import retrieve
 
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
     results, per_question = evaluate(
@@ -963,7 +966,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         per_question["med_r2 (oracle f_u)"] = per_question.pop("med_r2")
     notes = {}
     for name in strategies:
-        probe = retriever.retrieve(items[0]["question"], name).notes if items else {}
+        probe = retrieve(retriever, items[0]["question"], name).notes if items else {}
         notes[name] = {k: v for k, v in probe.items() if k in ("fine_scorer", "betr")}
     summary = {
         **header,
@@ -1097,7 +1100,7 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
     strategies = strategy_list(args.strategies or settings.eval_strategies)
     tables = _benchmark_tables(lake)
     codes = [active_catalogue().canonical(args.condition)] if args.condition else sorted(tables)
-    splits_path = lake / "assets" / "benchmark_splits.parquet"
+    splits_path = LakeLayout(lake).asset("benchmark_splits")
     if not splits_path.exists():
         raise FileNotFoundError(f"no benchmark_splits in {lake}: run `make demo` first")
     split = pl.read_parquet(splits_path).filter(pl.col("split") == (args.split or "test")).select("question_id")
@@ -1205,7 +1208,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
 def _benchmark_tables(lake: Path):
     import polars as pl
 
-    files = sorted((lake / "assets" / "benchmark_qa").glob("*.parquet"))
+    files = LakeLayout(lake).asset_partitions("benchmark_qa")
     if not files:
         raise FileNotFoundError(f"no benchmark_qa in {lake}: run `make demo` (or materialise benchmark_qa) first")
     return {f.stem: pl.read_parquet(f) for f in files}
@@ -1222,7 +1225,7 @@ def cmd_benchmark_stats(args: argparse.Namespace) -> int:
     lake = get_settings().lake
     stats = {}
     for code, bench in _benchmark_tables(lake).items():
-        windows_path = lake / "assets" / "evidence_windows" / f"{code}.parquet"
+        windows_path = LakeLayout(lake).asset("evidence_windows", code)
         windows = (
             pl.read_parquet(windows_path) if windows_path.exists() else pl.DataFrame({"window_id": [], "text": []})
         )

@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ebm_platform.lake_layout import LakeLayout
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CATALOGUE = PACKAGE_DIR / "catalogues" / "sports_rehab.yaml"
 EVALUATION_CATALOGUE = PACKAGE_DIR / "catalogues" / "all_articles.yaml"
@@ -90,19 +92,19 @@ class Settings(BaseSettings):
 
     @property
     def landing_dir(self) -> Path:
-        return self.lake / "landing"
+        return LakeLayout(self.lake).landing
 
     @property
     def assets_dir(self) -> Path:
-        return self.lake / "assets"
+        return LakeLayout(self.lake).asset_dir()
 
     @property
     def warehouse_path(self) -> Path:
-        return self.lake / "warehouse.duckdb"
+        return LakeLayout(self.lake).warehouse
 
     @property
     def llm_cache_path(self) -> Path:
-        return self.lake / "cache" / "llm_responses.sqlite"
+        return LakeLayout(self.lake).llm_cache
 
     def require_datasets_dir(self) -> Path:
         """The datasets folder, or a clear error telling the user how to get it."""

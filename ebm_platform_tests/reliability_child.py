@@ -115,6 +115,7 @@ def read(lake: Path, stop: Path, question: str) -> int:
     """Readers against a store being rewritten: every outcome is answered, busy (clear error) or a crash."""
     from ebm_platform.graph.store import GraphStore
     from ebm_platform.retrieval.ask import ask, retriever_for
+    from ebm_platform.retrieval.strategies import retrieve
     from ebm_platform.versions import StoreBusyError
 
     strategies = ("sr_rag", "naive")
@@ -139,7 +140,7 @@ def read(lake: Path, stop: Path, question: str) -> int:
                         windows = store.count("MATCH (w:Window) RETURN count(*)")
                     outcome = "answered" if windows > 0 else "partial answer"
                 else:
-                    retrieval = retriever_for(str(lake)).retrieve(question, "sr_rag")
+                    retrieval = retrieve(retriever_for(str(lake)), question, "sr_rag")
                     outcome = "answered" if retrieval.candidates else "partial answer"
             except StoreBusyError:
                 outcome = "busy (clear retry error)"

@@ -11,8 +11,8 @@ import pytest
 from ebm_platform.benchmark import sources
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.evaluation import answer_metrics as am
-from ebm_platform.evaluation.intervals import interval
 from ebm_platform.evaluation.report import paired_comparison, pick_questions, summarise
+from ebm_platform.intervals import interval
 from ebm_platform.llm.client import LLMClient
 
 
@@ -147,7 +147,7 @@ def _rows(values: dict[str, list[float | None]]) -> pl.DataFrame:
 
 
 def test_pooled_token_f1_and_its_article_bootstrap_interval():
-    from ebm_platform.evaluation.intervals import unit_interval
+    from ebm_platform.intervals import unit_interval
     from ebm_platform.pico.spans import token_scores
     from ebm_platform.pico.training import headline_counts, pooled_macro_f1, summarise
 
@@ -283,7 +283,8 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
         splits_unique_across_conditions,
     )
     from ebm_platform.defs.corpus import evidence_windows, source_documents
-    from ebm_platform.defs.evaluation import EvaluationResource, evaluation_report, evaluation_summary
+    from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
+    from ebm_platform.defs.resources import EvaluationResource
     from ebm_platform_tests.conftest import lake_resources
 
     assets = [
@@ -410,8 +411,9 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     from datetime import datetime, timedelta
 
     from ebm_platform.definitions import defs
-    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_structure
+    from ebm_platform.defs.benchmark import benchmark_qa, benchmark_structure
     from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform_tests.conftest import lake_resources
 
     graph, instance = defs.resolve_asset_graph(), dg.DagsterInstance.ephemeral()
@@ -490,7 +492,7 @@ def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run():
 
 
 def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
-    from ebm_platform.defs.evaluation import EvaluationResource
+    from ebm_platform.defs.resources import EvaluationResource
     from ebm_platform.evaluation.report import gold_rest, pick_questions
 
     bench = sources.frame(

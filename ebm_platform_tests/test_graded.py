@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ebm_platform.bundled_model import wordpiece_words
 from ebm_platform.conditions import load_catalogue
 from ebm_platform.corpus.graded import GUIDELINE_SOURCES, cochrane_reviews, read_guideline, review_document
 from ebm_platform.corpus.importers import import_dataset
@@ -15,7 +16,6 @@ from ebm_platform.corpus.landing import read_landing_file
 from ebm_platform.corpus.model import DocumentError
 from ebm_platform.corpus.pdf_text import join_split_words, recommendations, remove_furniture
 from ebm_platform.corpus.windows import WindowParams, build_windows
-from ebm_platform.index.embeddings import wordpiece_words
 from ebm_platform.settings import DEFAULT_CATALOGUE
 
 WORDS = frozenset({"diagnosis", "imaging", "recommendation", "strong", "take", "addition", "evaluation"})

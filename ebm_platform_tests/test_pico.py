@@ -8,9 +8,10 @@ import dagster as dg
 import numpy as np
 import pytest
 
+from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
-from ebm_platform.pico.names import abbreviations, entity_name, is_lone_abbreviation, is_verb_phrase
+from ebm_platform.pico.names import abbreviations, entity_name
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.tagger import (
@@ -183,8 +184,8 @@ def test_entity_selection_marks_kept_names_wherever_they_occur_and_learns_which_
 @pytest.fixture(scope="module")
 def trained_lake(tmp_path_factory, datasets_dir):
     """A lake whose pico_tagger was trained through Dagster on 40 articles per split."""
-    from ebm_platform.defs.benchmark import BenchmarkResource
     from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform_tests.conftest import lake_resources
 
     lake = tmp_path_factory.mktemp("pico") / "lake"
@@ -239,8 +240,8 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
 
 def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeypatch):
     """An untrained head scores below the rules: the check fails and extraction falls back to the rules."""
-    from ebm_platform.defs.benchmark import BenchmarkResource
     from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 

@@ -22,8 +22,10 @@ from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
-from ebm_platform.retrieval.questions import Anchors, question_anchors
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.rerank import Reranker
+from ebm_platform.retrieval.strategies import retrieve
+from ebm_platform.vocabulary import Anchors
 from ebm_platform_tests.conftest import lake_resources
 
 QUESTION = (
@@ -507,7 +509,7 @@ def test_anchor_strategies_rank_by_their_own_channel(small_lake):
     from ebm_platform.retrieval.pipeline import Retriever
 
     retriever = Retriever(small_lake, client_from_settings())
-    dense, bm25, hybrid = (retriever.retrieve(QUESTION, s) for s in ("dense", "bm25", "hybrid"))
+    dense, bm25, hybrid = (retrieve(retriever, QUESTION, s) for s in ("dense", "bm25", "hybrid"))
     assert [c.channel_ranks["dense"] for c in dense.candidates] == list(range(1, len(dense.candidates) + 1))
     assert [c.channel_ranks["full_text"] for c in bm25.candidates] == list(range(1, len(bm25.candidates) + 1))
     assert hybrid.candidates[0].window_id in {dense.candidates[0].window_id, bm25.candidates[0].window_id}
@@ -521,13 +523,13 @@ def test_every_ablation_switches_its_lever_off(small_lake):
     from ebm_platform.retrieval.pipeline import Retriever
 
     retriever = Retriever(small_lake, client_from_settings())
-    full = retriever.retrieve(QUESTION, "sr_rag")
+    full = retrieve(retriever, QUESTION, "sr_rag")
     assert any("graph" in c.channel_ranks for c in full.considered)
-    assert not any("graph" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag_no_graph").considered)
-    assert not any("hyde" in c.channel_ranks for c in retriever.retrieve(QUESTION, "sr_rag_no_hyde").considered)
-    assert {c.pool for c in retriever.retrieve(QUESTION, "sr_rag_one_pool").considered} == {"all"}
-    assert retriever.retrieve(QUESTION, "sr_rag_hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
-    assert retriever.retrieve(QUESTION, "sr_rag_no_betr").notes["betr"] == "switched off (ablation)"
+    assert not any("graph" in c.channel_ranks for c in retrieve(retriever, QUESTION, "sr_rag_no_graph").considered)
+    assert not any("hyde" in c.channel_ranks for c in retrieve(retriever, QUESTION, "sr_rag_no_hyde").considered)
+    assert {c.pool for c in retrieve(retriever, QUESTION, "sr_rag_one_pool").considered} == {"all"}
+    assert retrieve(retriever, QUESTION, "sr_rag_hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
+    assert retrieve(retriever, QUESTION, "sr_rag_no_betr").notes["betr"] == "switched off (ablation)"
 
 
 def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -556,9 +558,10 @@ def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 @pytest.mark.parametrize("gate", ["accept", "refuse"])
 def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, monkeypatch, gate):
-    from ebm_platform.defs.benchmark import BenchmarkResource, benchmark_qa, benchmark_splits
+    from ebm_platform.defs.benchmark import benchmark_qa, benchmark_splits
     from ebm_platform.defs.betr import candidate_pools
     from ebm_platform.defs.graph import knowledge_tree
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.defs.retrieval import fused_candidates, reranker_beats_hand_set, reranker_model
     from ebm_platform.llm.client import client_from_settings
     from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
@@ -612,7 +615,7 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
         retriever.betr = None
         for question_id, question in bench.sample(5, seed=3).select("question_id", "question").iter_rows():
             # the stored candidates scored by the chosen fine scorer = the query path before BETR
-            expected = [(c.window_id, c.s) for c in retriever.retrieve(question, "sr_rag").considered]
+            expected = [(c.window_id, c.s) for c in retrieve(retriever, question, "sr_rag").considered]
             pool = pools.filter(pl.col("question_id") == question_id)
             assert pool["window_id"].to_list() == [w for w, _ in expected]
             assert pool["s"].to_list() == pytest.approx([s for _, s in expected], abs=1e-12)
@@ -735,7 +738,7 @@ def test_offline_answer_carries_a_verdict(small_lake):
 
 
 def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, datasets_dir, environment_models):
-    from ebm_platform.defs.benchmark import BenchmarkResource
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.defs.retrieval import verdict_model, verdict_model_beats_baselines
     from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
@@ -801,8 +804,8 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
     blocking check, what depends on verdict_model is not materialised, and the model is never
     promoted: queries stay on the rules."""
     from ebm_platform.defs import retrieval as defs_retrieval
-    from ebm_platform.defs.benchmark import BenchmarkResource
     from ebm_platform.defs.io import model_folder, promote_model
+    from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
     spans_report = {

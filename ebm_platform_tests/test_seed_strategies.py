@@ -29,6 +29,7 @@ from ebm_platform.retrieval.meta_rag import (
     ranking_score,
     reliability,
 )
+from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT
 
 QUESTION = (
@@ -300,7 +301,7 @@ def test_med_r2_runs_its_llm_steps_through_the_client(small_lake, server, tmp_pa
     client = LLMClient(
         model="openai/test-model", api_base=server.base, api_key="test-key", cache_path=tmp_path / "cache.sqlite"
     )
-    retrieval = Retriever(small_lake, client).retrieve(QUESTION, "med_r2")
+    retrieval = retrieve(Retriever(small_lake, client), QUESTION, "med_r2")
     assert retrieval.notes["classification"] == retrieval.notes["reformulation"] == "llm:openai/test-model"
     assert retrieval.details["query"] == "hip strengthening plus knee exercise for patellofemoral pain"
     assert "inquire about its effectiveness, safety" in server.prompts[1]  # Table 4's therapy instruction

@@ -43,9 +43,10 @@ def _build(root: Path, home: Path, datasets_dir: Path, monkeypatch: pytest.Monke
         benchmark_structure,
     )
     from ebm_platform.defs.corpus import evidence_windows, source_documents
-    from ebm_platform.defs.evaluation import EvaluationResource, evaluation_report, evaluation_summary
+    from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
     from ebm_platform.defs.graph import knowledge_graph, pico_extractions
     from ebm_platform.defs.index import window_index
+    from ebm_platform.defs.resources import EvaluationResource
     from ebm_platform.settings import DEFAULT_CATALOGUE
     from ebm_platform_tests.test_readers import GUIDELINE
 
@@ -188,12 +189,17 @@ def _open(browser, url: str, wait_for: str, shot: str, click: str | None = None,
     """Load a page, wait for `wait_for` to appear, dismiss the welcome dialog, optionally click
     `click` and wait for `then` (text, or `img[...]` for an element), save a screenshot and return
     the page's text."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page = browser.new_page(viewport={"width": 1440, "height": 1000})
     page.goto(url)
     page.get_by_text(wait_for, exact=False).first.wait_for(timeout=90_000)
     skip = page.get_by_role("button", name="Skip")
-    if skip.count():
+    try:  # the welcome dialog opens a moment after the page on a fresh instance
+        skip.first.wait_for(timeout=5_000)
         skip.first.click()
+    except PlaywrightTimeout:
+        pass
     if click:
         page.get_by_text(click, exact=True).first.click()
         target = page.locator(then) if then.startswith("img[") else page.get_by_text(then, exact=False)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ebm_platform.benchmark.gold import fold
 from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
-from ebm_platform.evaluation.retrieval_eval import fold
 from ebm_platform.graph.pico_rules import Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
 

@@ -23,17 +23,18 @@ from pathlib import Path
 import polars as pl
 
 from ebm_platform.atomic import write_bytes_atomic
+from ebm_platform.lake_layout import LakeLayout
 
 COLUMNS = ("question_id", "condition", "source", "split_kind", "certainty", "question", "exact_answer")
 DECISIONS = ("keep", "discard")
 
 
 def sheet_path(lake: Path) -> Path:
-    return Path(lake) / "review" / "review_sheet.csv"
+    return LakeLayout(lake).review / "review_sheet.csv"
 
 
 def store_path(lake: Path) -> Path:
-    return Path(lake) / "review" / "decisions.jsonl"
+    return LakeLayout(lake).review / "decisions.jsonl"
 
 
 @contextmanager

@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
+from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.windows import SENTENCE_END
-from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
 from ebm_platform.graph.pico_rules import extract
 
 BENCHMARK_SCHEMA = {

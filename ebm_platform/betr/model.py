@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
+from ebm_platform.lake_layout import LakeLayout
 
 GRADES = ("A", "B", "C", "D", "E")
 
@@ -40,4 +41,4 @@ class BetrParameters:
 
 
 def parameters_path(lake: Path) -> Path:
-    return Path(lake) / "stores" / "betr" / "parameters.json"
+    return LakeLayout(lake).betr_parameters

@@ -12,13 +12,14 @@ from functools import partial
 from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
+from ebm_platform.bundled_model import wordpiece_words
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.graded import cochrane_reviews, read_guideline, review_document
 from ebm_platform.corpus.landing import landing_markdown, write_atomic
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import pubmedqa_document, read_jats
 from ebm_platform.corpus.tagging import tag_conditions
-from ebm_platform.index.embeddings import cores, wordpiece_words
+from ebm_platform.process import cores
 
 DATASETS = ("evidence-inference", "pubmedqa", "cochrane", "guidelines")
 

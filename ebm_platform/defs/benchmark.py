@@ -17,8 +17,9 @@ from ebm_platform.benchmark.splits import make_splits, split_problems
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import STAGED, latest_file, promote
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
-from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import top
 from ebm_platform.retrieval.pipeline import fill_rows, hybrid_ranking
@@ -65,20 +66,6 @@ def blocked_conditions(instance: dg.DagsterInstance, present: set[str]) -> dict[
     }
 
 
-class BenchmarkResource(dg.ConfigurableResource):
-    """Which sources feed benchmark_qa, and the generation settings."""
-
-    datasets_dir: str | None = None
-    sources: list[str] = ["sr_rag_release", "evidence_inference", "pubmedqa", "generated"]
-    per_grade: int = 6
-    seed: int = 7
-
-    def root(self) -> Path:
-        if not self.datasets_dir or not Path(self.datasets_dir).is_dir():
-            raise FileNotFoundError(f"benchmark sources need EBM_DATASETS_DIR (got {self.datasets_dir!r})")
-        return Path(self.datasets_dir)
-
-
 @dg.asset(
     partitions_def=conditions_partitions,
     group_name="benchmark",
@@ -111,8 +98,8 @@ def benchmark_qa(
     if "pubmedqa" in benchmark.sources:
         parts.append(pubmedqa_rows(code, benchmark.root(), source_documents, evidence_windows))
     if "generated" in benchmark.sources and evidence_windows.height:
-        index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
-        full_text = FullTextChannel.open(index, Path(lake.root) / "stores" / "bm25s")
+        index = WindowIndex(LakeLayout(lake.root).lancedb)
+        full_text = FullTextChannel.open(index, LakeLayout(lake.root).bm25s)
         seen: dict[str, dict] = {}  # rows (with their stored vectors) of every retrieved window
 
         def retrieve(question: str, n: int) -> list[str]:

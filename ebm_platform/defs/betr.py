@@ -14,14 +14,15 @@ import polars as pl
 from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.betr.fit import GRADES, build_pairs, select_tau
 from ebm_platform.betr.model import BetrParameters, parameters_path
-from ebm_platform.betr.pools import candidate_pools as build_pools
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
 from ebm_platform.defs.retrieval import candidate_metadata
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.pipeline import PipelineParams
+from ebm_platform.retrieval.pools import candidate_pools as build_pools
 from ebm_platform.retrieval.rerank import Reranker
 
 
@@ -42,7 +43,7 @@ def candidate_pools(
     gold flag and the question's split: fused_candidates scored by the fine scorer the query path
     runs (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
     reranker = Reranker(embedder.cross_encoder, None, LearnedReranker.load(reranker_path(Path(lake.root))))
-    index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+    index = WindowIndex(LakeLayout(lake.root).lancedb)
 
     def texts(window_ids: list[str]) -> list[str]:
         text = dict(index.rows_for_windows(window_ids).select("window_id", "text").iter_rows())

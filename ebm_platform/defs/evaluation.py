@@ -12,7 +12,7 @@ from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.defs.benchmark import blocked_conditions, structure_verdicts
 from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
-from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import EmbedderResource, EvaluationResource, LakeResource, LLMResource
 from ebm_platform.evaluation.report import (
     PROXY_NOTE,
     describe,
@@ -26,26 +26,6 @@ from ebm_platform.evaluation.report import (
     summary_table,
 )
 from ebm_platform.retrieval.pipeline import Retriever
-
-
-class EvaluationResource(dg.ConfigurableResource):
-    """Which strategies evaluation_report runs and on how many test questions per condition; the
-    `full_strategies` also answer every other test question with gold windows."""
-
-    strategies: str = "all"
-    max_questions: int = 0
-    full_strategies: str = ""
-    seed: int = 7
-
-    def strategy_names(self) -> list[str]:
-        from ebm_platform.retrieval.strategies import strategy_list
-
-        return strategy_list(self.strategies)
-
-    def full_strategy_names(self) -> list[str]:
-        from ebm_platform.retrieval.strategies import strategy_list
-
-        return strategy_list(self.full_strategies) if self.full_strategies and self.max_questions else []
 
 
 @lru_cache(maxsize=2)

@@ -1,21 +1,19 @@
 """Graph assets: pico_tagger (checked), pico_extractions[CODE], knowledge_graph[CODE] (Kùzu),
 knowledge_tree."""
 
-from pathlib import Path
-
 import dagster as dg
 import polars as pl
 
-from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
-from ebm_platform.defs.resources import EmbedderResource, GraphResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.tagger import PicoTagger, tagger_path
 from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import tag_windows
@@ -117,9 +115,7 @@ def pico_extractions(
     learned = client.offline and graph.pico_extractor == "learned"
     tagger = PicoTagger.usable(tagger_path(lake.path)) if learned else None
     tagged = (
-        tag_windows(
-            windows, tagger, embedder.encoder(), WindowIndex(Path(lake.root) / "stores" / "lancedb"), reporter(context)
-        )
+        tag_windows(windows, tagger, embedder.encoder(), WindowIndex(LakeLayout(lake.root).lancedb), reporter(context))
         if tagger
         else None
     )

@@ -2,7 +2,6 @@
 
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -11,6 +10,7 @@ from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.settings import get_settings
 
 
@@ -31,7 +31,7 @@ def window_index(
     partition."""
     code = context.partition_key
     encoder = embedder.encoder()
-    index = WindowIndex(Path(lake.root) / "stores" / "lancedb")
+    index = WindowIndex(LakeLayout(lake.root).lancedb)
     started = time.perf_counter()
     counts = index.replace_partition(
         code,

@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.versions import write_parquet
 
 PARTITION_VERSION = "partition_version"  # output metadata: the version the asset's other store recorded
@@ -18,8 +19,7 @@ STAGED = "ebm/staged_until_checked"  # asset metadata: written to staging, promo
 
 def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Path:
     """Where the IO manager keeps `asset` (one partition of it): <root>/assets/... or <root>/staging/..."""
-    base = Path(root, "staging" if staging else "assets", asset)
-    return base / f"{partition}.parquet" if partition is not None else base.with_suffix(".parquet")
+    return LakeLayout(root).asset(asset, partition, staging)
 
 
 def latest_file(root: str | Path, asset: str, partition: str | None) -> Path:
@@ -44,7 +44,7 @@ def promote(root: str | Path, asset: str, partition: str | None) -> bool:
 def model_folder(root: str | Path, name: str, staging: bool = False) -> Path:
     """<root>/models/<name> (what readers load), or <root>/staging/models/<name> for a model that
     waits for its blocking check."""
-    return Path(root, "staging", "models", name) if staging else Path(root, "models", name)
+    return LakeLayout(root).model(name, staging)
 
 
 def promote_model(root: str | Path, name: str, filename: str) -> bool:
@@ -59,7 +59,7 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
     root: str
 
     def _base(self, key: dg.AssetKey) -> Path:
-        return Path(self.root, "assets", *key.path)
+        return LakeLayout(self.root).asset_dir().joinpath(*key.path)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame]) -> None:
         """One frame per run, or, from a run over a range of partitions, {partition: frame}: one file each."""

@@ -1,4 +1,5 @@
-"""Dagster resources: the lake, the LLM client and the embedder, configured from EBM_* settings."""
+"""Dagster resources: the lake, the LLM client, the embedder, the graph, the benchmark sources and the
+evaluation scope, configured from EBM_* settings."""
 
 from pathlib import Path
 
@@ -7,10 +8,13 @@ import numpy as np
 
 from ebm_platform.conditions import Catalogue, load_catalogue
 from ebm_platform.corpus.windows import WindowParams
+from ebm_platform.defs.io import LakeParquetIOManager
 from ebm_platform.graph.schema import Schema, load_schema
 from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import Encoder, get_encoder
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.strategies import strategy_list
 from ebm_platform.settings import get_settings
 
 
@@ -26,15 +30,15 @@ class LakeResource(dg.ConfigurableResource):
 
     @property
     def landing_dir(self) -> Path:
-        return self.path / "landing"
+        return LakeLayout(self.path).landing
 
     @property
     def assets_dir(self) -> Path:
-        return self.path / "assets"
+        return LakeLayout(self.path).asset_dir()
 
     @property
     def reports_dir(self) -> Path:
-        return self.path / "reports"
+        return LakeLayout(self.path).reports
 
     def catalogue(self) -> Catalogue:
         return load_catalogue(self.catalogue_path)
@@ -50,7 +54,7 @@ class GraphResource(dg.ConfigurableResource):
 
     @property
     def path(self) -> Path:
-        return Path(self.lake_root) / "stores" / "kuzu" / "graph.kz"
+        return LakeLayout(self.lake_root).graph_db
 
     def schema(self) -> Schema:
         return load_schema(self.schema_name)
@@ -102,13 +106,39 @@ class EmbedderResource(dg.ConfigurableResource):
         return WindowParams(self.window_tokens, self.window_overlap, self.max_windows_per_chunk, self.group_similarity)
 
 
+class BenchmarkResource(dg.ConfigurableResource):
+    """Which sources feed benchmark_qa, and the generation settings."""
+
+    datasets_dir: str | None = None
+    sources: list[str] = ["sr_rag_release", "evidence_inference", "pubmedqa", "generated"]
+    per_grade: int = 6
+    seed: int = 7
+
+    def root(self) -> Path:
+        if not self.datasets_dir or not Path(self.datasets_dir).is_dir():
+            raise FileNotFoundError(f"benchmark sources need EBM_DATASETS_DIR (got {self.datasets_dir!r})")
+        return Path(self.datasets_dir)
+
+
+class EvaluationResource(dg.ConfigurableResource):
+    """Which strategies evaluation_report runs and on how many test questions per condition; the
+    `full_strategies` also answer every other test question with gold windows."""
+
+    strategies: str = "all"
+    max_questions: int = 0
+    full_strategies: str = ""
+    seed: int = 7
+
+    def strategy_names(self) -> list[str]:
+        return strategy_list(self.strategies)
+
+    def full_strategy_names(self) -> list[str]:
+        return strategy_list(self.full_strategies) if self.full_strategies and self.max_questions else []
+
+
 def default_resources() -> dict[str, object]:
     """Resources built from the current settings (EBM_LAKE, EBM_CATALOGUE, EBM_LLM_MODEL, ...)."""
     from dagster_duckdb import DuckDBResource
-
-    from ebm_platform.defs.benchmark import BenchmarkResource
-    from ebm_platform.defs.evaluation import EvaluationResource
-    from ebm_platform.defs.io import LakeParquetIOManager
 
     s = get_settings()
     return {

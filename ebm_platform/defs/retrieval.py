@@ -10,11 +10,10 @@ import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
 from ebm_platform.benchmark.splits import SPLITS
-from ebm_platform.defs.benchmark import BenchmarkResource
 from ebm_platform.defs.io import model_folder, promote_model
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
-from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
 from ebm_platform.retrieval.learned import (

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score
 
-from ebm_platform.evaluation.intervals import interval, paired_difference
+from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.retrieval.ask import answer_with
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.verdict import as_yes_no

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.code_version import package_digest
-from ebm_platform.index.embeddings import cores
+from ebm_platform.lake_layout import LakeLayout
+from ebm_platform.process import cores
 from ebm_platform.settings import EVALUATION_CATALOGUE, Settings
 
 DATASET_FILES = {
@@ -126,7 +127,7 @@ def evaluation_lake(
     the corpus to those documents (e.g. one split's articles) instead of the whole dataset."""
     if benchmark not in DATASET_FILES:
         raise ValueError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(DATASET_FILES)}")
-    lake = Path(settings.lake) / "eval" / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings, ids)}"
+    lake = LakeLayout(settings.lake).eval_lakes / f"{benchmark}-{lake_key(benchmark, datasets_dir, settings, ids)}"
     with lake_lock(lake, progress):
         if (lake / MARKER).is_file() and not rebuild:
             progress(f"reusing evaluation lake {lake}")
@@ -140,8 +141,8 @@ def _build(
 ) -> None:
     """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
-    resume = (lake / "assets").is_dir() and not rebuild  # an interrupted build: keep what it finished
-    stored = (lake / "stores").is_dir()  # a rebuild copies the encodings already indexed there
+    resume = LakeLayout(lake).asset_dir().is_dir() and not rebuild  # an interrupted build: keep what it finished
+    stored = LakeLayout(lake).lancedb.is_dir()  # a rebuild copies the encodings already indexed there
     env = dict(
         os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE), EBM_DATASETS_DIR=str(datasets_dir)
     )

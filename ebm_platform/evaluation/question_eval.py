@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ebm_platform.benchmark.evidence_inference import prompts
-from ebm_platform.evaluation.intervals import interval
 from ebm_platform.evaluation.pico_eval import overlap
-from ebm_platform.retrieval.questions import Anchors, question_anchors
+from ebm_platform.intervals import interval
+from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.vocabulary import Anchors
 
 PHRASINGS = {
     "effect-of": "What is the effect of {I} compared with {C} on {O}{S}?",

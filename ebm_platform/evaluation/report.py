@@ -26,10 +26,11 @@ from ebm_platform.evaluation.answer_metrics import (
     pico_match,
     semantic_similarity,
 )
-from ebm_platform.evaluation.intervals import interval, paired_difference
+from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.ask import answer_from
 from ebm_platform.retrieval.pipeline import Retriever
+from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.retrieval.verdict import as_yes_no
 
 K = 10
@@ -105,7 +106,7 @@ def gold_rest(bench: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
 def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LLMClient) -> dict:
     """One question answered by one strategy, with every metric it can have."""
     started = time.perf_counter()
-    retrieval = retriever.retrieve(row["question"], strategy)
+    retrieval = retrieve(retriever, row["question"], strategy)
     answer = answer_from(retriever, retrieval)
     seconds = time.perf_counter() - started
     ranked = [c["window_id"] for c in answer["citations"]]

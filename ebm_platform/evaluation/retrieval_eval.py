@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import shutil
 import time
 from collections import Counter
@@ -33,44 +32,23 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
-from ebm_platform.evaluation.intervals import interval, paired_difference
+from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.evaluation.question_eval import phrase
+from ebm_platform.intervals import interval, paired_difference
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
 from ebm_platform.retrieval.med_r2 import med_r2
 from ebm_platform.retrieval.med_r2 import oracle_utility as med_r2_oracle
 from ebm_platform.retrieval.pipeline import Retrieval, Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
-
-SPAN_CHARS = 120
-
-
-def fold(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+from ebm_platform.retrieval.strategies import retrieve
 
 
 def windows_of(lake: Path) -> pl.DataFrame:
-    files = sorted((Path(lake) / "assets" / "evidence_windows").glob("*.parquet"))
+    files = LakeLayout(lake).asset_partitions("evidence_windows")
     if not files:
         raise FileNotFoundError(f"no evidence windows in {lake}")
     return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed").unique("window_id", keep="first")
-
-
-def gold_for_spans(windows: list[tuple[str, str]], spans: list[str]) -> set[str]:
-    """Ids of windows (id, folded text) that contain any of the evidence spans."""
-    gold: set[str] = set()
-    for span in spans:
-        folded = fold(span)
-        if len(folded) < 12:
-            continue
-        probes = (
-            [folded]
-            if len(folded) <= SPAN_CHARS
-            else [folded[:SPAN_CHARS].rsplit(" ", 1)[0], folded[-SPAN_CHARS:].split(" ", 1)[-1]]
-        )
-        for window_id, text in windows:
-            if any(p in text for p in probes):
-                gold.add(window_id)
-    return gold
 
 
 def benchmark_items(bench: pl.DataFrame, splits: pl.DataFrame, split: str) -> list[dict]:
@@ -86,8 +64,8 @@ def benchmark_items(bench: pl.DataFrame, splits: pl.DataFrame, split: str) -> li
 
 def lake_benchmark(lake: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """benchmark_qa (every partition) and benchmark_splits of a production lake."""
-    files = sorted((Path(lake) / "assets" / "benchmark_qa").glob("*.parquet"))
-    splits = Path(lake) / "assets" / "benchmark_splits.parquet"
+    files = LakeLayout(lake).asset_partitions("benchmark_qa")
+    splits = LakeLayout(lake).asset("benchmark_splits")
     if not files or not splits.is_file():
         raise FileNotFoundError(f"no benchmark_qa / benchmark_splits in {lake}: run `make demo` first")
     return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed"), pl.read_parquet(splits)
@@ -181,7 +159,7 @@ def _retrieve(retriever: Retriever, item: dict, strategy: str, oracle_utility: b
         if retriever.verdict_model is None:
             raise ValueError("--oracle-utility needs the lake's verdict model (its proxy model)")
         return med_r2(retriever, item["question"], None, med_r2_oracle(retriever.verdict_model, item["label"]))
-    return retriever.retrieve(item["question"], strategy)
+    return retrieve(retriever, item["question"], strategy)
 
 
 def evaluate(

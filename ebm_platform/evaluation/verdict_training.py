@@ -22,11 +22,11 @@ import numpy as np
 
 from ebm_platform.benchmark import evidence_inference
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
+from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.code_version import update_digest
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
-from ebm_platform.evaluation.retrieval_eval import fold, gold_for_spans
 from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.retrieval import evidence_sentences, questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 
 from ebm_platform.graph.normalise import normalise
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.versions import mismatched, read_consistent, table_version
+from ebm_platform.vocabulary import Anchors
 
 
 def open_graph(graph_path: Path, entity_dir: Path, wait_s: float) -> tuple[GraphStore, pl.DataFrame] | None:

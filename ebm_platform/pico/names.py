@@ -1,4 +1,4 @@
-"""Entity names from tagged spans: head noun phrases, abbreviations expanded, name quality counts."""
+"""Entity names from tagged spans: head noun phrases, abbreviations expanded."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ from ebm_platform.graph.pico_rules import clean_name
 _DEFINITION = re.compile(r"((?:[\w-]+\s+){0,7}[\w-]+)\s*\(\s*([A-Z][A-Za-z0-9-]{1,9})\s*\)")
 _DOSE_TAIL = re.compile(r"\s+\d+(?:[.,]\d+)?\s*(?:mg|g|kg|ml|mL|µg|mcg|IU|units?|%)\b.*$", re.I)
 _LEADING_COUNT = re.compile(r"^(?:\d[\d,]*|[Aa] total of \d[\d,]*)\s+(?=[A-Za-z])")
-VERB_FORMS = re.compile(
-    r"^(?:randomi[sz]ed|assigned|allocated|received|receiving|underwent|compared|treated|showed|included|"
-    r"enrolled|improved|reduced|increased|decreased)\b|\b(?:was|were|is|are|had|has|have|been|did)\b",
-    re.I,
-)
-LONE_ABBREVIATION = re.compile(r"^[A-Z][A-Z0-9-]{1,5}$")
 
 
 def abbreviations(text: str) -> dict[str, str]:
@@ -48,13 +42,3 @@ def entity_name(text: str, type_: str, known: dict[str, str] | None = None) -> s
     if type_ == "Population":
         name = _LEADING_COUNT.sub("", name)
     return name
-
-
-def is_verb_phrase(name: str) -> bool:
-    """A name that starts with a verb form or holds a finite auxiliary ('randomized into two ...')."""
-    return bool(VERB_FORMS.search(name))
-
-
-def is_lone_abbreviation(name: str) -> bool:
-    """A name that is one short all-capitals token ('MR', 'CQ')."""
-    return bool(LONE_ABBREVIATION.match(name.strip()))

@@ -33,6 +33,7 @@ import numpy as np
 from ebm_platform.atomic import atomic_path, write_text_atomic
 from ebm_platform.graph import pico_rules
 from ebm_platform.index.embeddings import Encoder, export_dir
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.distant import Projector
 from ebm_platform.pico.selection import EntitySelector
 from ebm_platform.pico.spans import CLASSES, INNER, Words, name_spans, runs, token_scores, trim
@@ -417,4 +418,4 @@ def cache_path(key: str) -> Path:
 
 def tagger_path(lake: Path) -> Path:
     """Where a lake keeps its trained tagger."""
-    return Path(lake) / "models" / "pico_tagger"
+    return LakeLayout(lake).model("pico_tagger")

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ebm_platform.code_version import update_digest
-from ebm_platform.evaluation.intervals import unit_interval
 from ebm_platform.index.embeddings import Encoder
+from ebm_platform.intervals import unit_interval
 from ebm_platform.pico.distant import Example, split_examples
 from ebm_platform.pico.extractors import entity_labels, rule_entities
 from ebm_platform.pico.spans import CLASSES, token_scores

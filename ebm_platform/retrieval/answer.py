@@ -25,8 +25,8 @@ from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.lexical import stem, stems, terms
-from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
+from ebm_platform.vocabulary import Anchors
 
 SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence Inference train prompts)"
 SELECTED_BY_COSINE = "cosine with the question, +0.05 for result language (no sentence scorer in this lake)"

@@ -6,12 +6,13 @@ import time
 from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
-from ebm_platform.instances import shared_instance
 from ebm_platform.llm.client import client_from_settings
+from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
 from ebm_platform.retrieval.bottom_line import bottom_line
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
+from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.retrieval.verdict import read_verdict
 from ebm_platform.settings import get_settings
 
@@ -78,7 +79,7 @@ def answer_with(
     explain: bool = False,
 ) -> dict:
     """Retrieve with `strategy` and compose the answer (offline extractive, or IRCoT with an LLM)."""
-    return answer_from(retriever, retriever.retrieve(text, strategy, conditions), conditions, explain)
+    return answer_from(retriever, retrieve(retriever, text, strategy, conditions), conditions, explain)
 
 
 def answer_from(
@@ -102,7 +103,8 @@ def answer_from(
 
         def more(query: str) -> list[dict]:
             return [
-                dict(c.row, score=round(c.final, 4)) for c in retriever.retrieve(query, strategy, conditions).candidates
+                dict(c.row, score=round(c.final, 4))
+                for c in retrieve(retriever, query, strategy, conditions).candidates
             ]
 
         answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model)

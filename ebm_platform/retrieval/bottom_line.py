@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
-from ebm_platform.retrieval.questions import Anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
+from ebm_platform.vocabulary import Anchors
 
 QUESTION_TYPES = ("comparative", "effect", "yes/no", "open")
 CLOSED = re.compile(r"^\s*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ebm_platform.retrieval.lexical import stems
-from ebm_platform.retrieval.questions import Anchors
+from ebm_platform.vocabulary import Anchors
 
 RESULT_CUES = re.compile(
     r"\b(?:significant|improv|reduc|increas|decreas|recommend|effective|no difference|"

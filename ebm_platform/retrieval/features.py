@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ebm_platform.retrieval.lexical import TermStatistics
-from ebm_platform.retrieval.questions import Anchors
+from ebm_platform.vocabulary import Anchors
 
 CHANNELS = ("dense", "full_text", "hyde", "graph")
 ABSENT_RANK = 1000

@@ -4,7 +4,7 @@ P/I/C/O/T anchors and never invent a missing one."""
 from __future__ import annotations
 
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.retrieval.questions import Anchors
+from ebm_platform.vocabulary import Anchors
 
 HYDE_PROMPT = """You are a sports rehabilitation clinician.
 Write a concise, evidence-style passage that answers the question, explicitly following PICOT:

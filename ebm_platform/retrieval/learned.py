@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.atomic import write_text_atomic
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
 
@@ -93,7 +94,7 @@ class LearnedReranker:
 
 
 def reranker_path(lake: Path) -> Path:
-    return Path(lake) / "models" / "reranker"
+    return LakeLayout(lake).model("reranker")
 
 
 def _groups(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

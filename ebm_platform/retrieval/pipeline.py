@@ -1,20 +1,10 @@
-"""The query pipeline and its strategies.
-
-`sr_rag`: PICO anchors -> channels (dense 300, full-text 300, graph 120, PICO-HyDE 300) run on the
-Grade-A pool and the Grade B-E pool separately (the graph's windows are ranked per pool too) ->
-RRF (k = 60) per pool -> pool quotas (32 A + 64 B-E) merged -> every candidate's features
-(retrieval/features.py: channel ranks, cosines, BM25, ColBERT MaxSim over stored token vectors,
-term coverage, section, result cues, document standing) -> fine s(q, d): the learned LambdaRank
-model when the lake holds one that beat the hand-set scorer on validation, else the hand-set
-cos + 0.4 * coverage (or a cross-encoder when EBM_CROSS_ENCODER names one) -> BETR
-r = a*s + u(grade), applied only when fitted for this same scorer -> evidence budget 12.
-The earlier coarse MaxSim cut (16 + 32 candidates -> 48) cut nothing; MaxSim is now one feature.
-Ablations `sr_rag_<lever>` switch one lever off (ABLATIONS).
-Anchors: `bm25` (full-text channel alone), `dense` (dense channel alone), `hybrid` (RRF of the two;
-`naive` is the same ranking under the paper's name, Naive RAG).
-`scored_candidates` is the shared first stage of the other seed systems (retrieval/med_r2.py,
-meta_rag.py, claims.py, kg_refine.py): the hybrid channels with every candidate's fine score.
-Every strategy is registered in retrieval/strategies.py.
+"""The query pipeline's shared parts: the value types every strategy returns (`Candidate`,
+`Retrieval`), the `Retriever` that opens a lake's stores, and the candidate stages the strategies
+share: the channels, RRF fusion, SR-RAG's gathering per grade pool with every candidate's features
+(`gather`: dense 300, full-text 300, graph 120, PICO-HyDE 300 per pool -> RRF k = 60 -> quotas
+32 A + 64 B-E -> features), and `scored_candidates`, the hybrid first stage of Med-R2, META-RAG and
+CLAIMS. SR-RAG itself is in sr_rag.py, the same-run anchors in baselines.py, the other seed systems
+in their own modules; retrieval/strategies.py registers them all and dispatches (`retrieve`).
 """
 
 from __future__ import annotations
@@ -33,6 +23,7 @@ from ebm_platform.corpus.grading import EVIDENCE_LEVELS, document_type
 from ebm_platform.graph.channel import GraphChannel, open_graph
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.full_text import FullTextChannel
@@ -40,11 +31,12 @@ from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import hyde_passages
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.lexical import TermStatistics
-from ebm_platform.retrieval.questions import Anchors, question_anchors
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 from ebm_platform.settings import get_settings
 from ebm_platform.versions import read_consistent
+from ebm_platform.vocabulary import Anchors
 
 MAX_QUESTION_CHARS = 2000
 GRADE_POOLS = {"A": ("A",), "B-E": ("B", "C", "D", "E")}
@@ -76,16 +68,6 @@ class PipelineParams:
     def settings(self) -> dict:
         """What shapes the candidate pools (recorded beside BETR parameters)."""
         return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr", "colbert")}
-
-
-ABLATIONS = {
-    "no_graph": {"graph_channel": False},
-    "no_hyde": {"hyde_channel": False},
-    "one_pool": {"grade_pools": False},
-    "hand_set": {"learned_scorer": False},
-    "no_betr": {"betr": False},
-    "no_colbert": {"colbert": False},
-}
 
 
 @dataclass
@@ -195,19 +177,19 @@ class Retriever:
 
         def pinned_index() -> tuple[WindowIndex, list[str]]:
             """A snapshot every query reads (FileNotFoundError when there is no index) and what it lacks."""
-            index = WindowIndex(self.lake / "stores" / "lancedb", pinned=True)
+            index = WindowIndex(LakeLayout(self.lake).lancedb, pinned=True)
             index.table()
             return index, index.text_index_problems()
 
         self.index = read_consistent(pinned_index, "window_index", get_settings().store_wait_s)
         self.term_statistics = TermStatistics(self.index.texts())
-        self.text_channel = FullTextChannel.open(self.index, self.lake / "stores" / "bm25s")
+        self.text_channel = FullTextChannel.open(self.index, LakeLayout(self.lake).bm25s)
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.verdict_model = VerdictModel.load(verdict_path(self.lake))
         opened = open_graph(
-            self.lake / "stores" / "kuzu" / "graph.kz",
-            self.lake / "assets" / "knowledge_graph",
+            LakeLayout(self.lake).graph_db,
+            LakeLayout(self.lake).asset_dir() / "knowledge_graph",
             get_settings().store_wait_s,
         )
         self.graph = GraphChannel(*opened, self._embed_short) if opened else None
@@ -237,18 +219,10 @@ class Retriever:
             return None, f"refused: parameters fitted for fine scorer {fitted_on!r}, this query uses {scorer!r}"
         return self.betr, f"r = {self.betr.a:.4f}*s + u(grade), u = {self.betr.u}"
 
-    def retrieve(self, question: str, strategy: str = "sr_rag", conditions: list[str] | None = None) -> Retrieval:
-        question = validate_question(question)
-        from ebm_platform.retrieval.strategies import STRATEGIES  # the registry imports this module
-
-        if strategy not in STRATEGIES:
-            raise QuestionError(f"unknown strategy {strategy!r}; choose one of {', '.join(sorted(STRATEGIES))}")
-        return STRATEGIES[strategy](self, question, conditions)
-
     @cached_property
     def documents(self) -> dict[str, dict]:
         """doc_id -> title, year, grade, study design, article type and text, from the lake's corpus."""
-        files = sorted((self.lake / "assets" / "source_documents").glob("*.parquet"))
+        files = LakeLayout(self.lake).asset_partitions("source_documents")
         if not files:
             return {}
         frame = pl.concat([pl.read_parquet(f, columns=list(DOCUMENT_COLUMNS)) for f in files], how="diagonal_relaxed")
@@ -309,39 +283,6 @@ def hybrid_ranking(
 ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
     """BM25 + dense, fused by RRF: the system-agnostic hybrid baseline (Naive RAG, stage 2)."""
     return rrf(channel_rankings(index, full_text, question, qvec, ("dense", "full_text"), limit, conditions, rows), k)
-
-
-def _anchor(channels: tuple[str, ...], name: str) -> Strategy:
-    """A same-run anchor: one channel alone, or the RRF of the dense and full-text channels."""
-
-    def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
-        laps = Laps()
-        rows: dict[str, dict] = {}
-        qvec = r._embed([question])[0]
-        laps.lap("encode")
-        rankings = channel_rankings(r.index, r.text_channel, question, qvec, channels, r.params.dense, conditions, rows)
-        laps.lap("search")
-        scores, ranks = rrf(rankings, r.params.rrf_k)
-        candidates = [
-            Candidate(w, rows[w], channel_ranks=ranks[w], fused=scores[w], s=scores[w], final=scores[w])
-            for w in fill_rows(r.index, top(scores, r.params.budget), conditions, rows)
-        ]
-        laps.lap("fusion")
-        return Retrieval(
-            question,
-            name,
-            qvec,
-            question_anchors(question, r.condition_names),
-            candidates,
-            candidates,
-            laps.timings,
-            {
-                "fine_scorer": "none (channel order)" if len(channels) == 1 else "none (RRF order)",
-                "betr": "not applied",
-            },
-        )
-
-    return run
 
 
 def _graph_rankings(
@@ -426,45 +367,6 @@ def gather(
     return merged, view, hyde_mode
 
 
-def _sr_rag(
-    r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams | None = None, name: str = "sr_rag"
-) -> Retrieval:
-    p = p or r.params
-    laps = Laps()
-    merged, view, hyde_mode = gather(r, question, conditions, p, laps)
-    scorer = r.reranker.fine_name(p.learned_scorer)
-    betr, betr_note = r.betr_for(scorer) if p.betr else (None, "switched off (ablation)")
-    if merged:
-        fine = r.reranker.fine(
-            question, [c.row["text"] for c in merged], np.stack([c.features for c in merged]), p.learned_scorer
-        )
-        for c, s in zip(merged, fine):
-            c.s = s
-            c.final = betr.score(s, c.grade) if betr else s
-            c.grade_adjustment = c.final - s
-    chosen = sorted(merged, key=lambda c: (-c.final, c.window_id))[: p.budget]
-    laps.lap("rerank")
-    return Retrieval(
-        question,
-        name,
-        view.vector,
-        view.anchors,
-        chosen,
-        merged,
-        laps.timings,
-        {
-            "fine_scorer": scorer,
-            "betr": betr_note,
-            "hyde": hyde_mode,
-            "graph_channel": ("on" if r.graph else "off (no knowledge graph in this lake)")
-            if p.graph_channel
-            else "switched off (ablation)",
-            "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
-            "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)",
-        },
-    )
-
-
 def scored_candidates(
     r: Retriever, question: str, conditions: list[str] | None, laps: Laps
 ) -> tuple[list[Candidate], QueryView, str]:
@@ -481,19 +383,4 @@ def scored_candidates(
     return sorted(merged, key=lambda c: (-(c.s or 0.0), c.window_id)), view, scorer
 
 
-def _ablation(levers: dict, name: str) -> Strategy:
-    def run(r: Retriever, question: str, conditions: list[str] | None) -> Retrieval:
-        return _sr_rag(r, question, conditions, replace(r.params, **levers), name)
-
-    return run
-
-
 Strategy = Callable[[Retriever, str, list[str] | None], Retrieval]
-BASE_STRATEGIES: dict[str, Strategy] = {
-    "sr_rag": _sr_rag,
-    "naive": _anchor(("dense", "full_text"), "naive"),
-    "bm25": _anchor(("full_text",), "bm25"),
-    "dense": _anchor(("dense",), "dense"),
-    "hybrid": _anchor(("dense", "full_text"), "hybrid"),
-    **{f"sr_rag_{lever}": _ablation(levers, f"sr_rag_{lever}") for lever, levers in ABLATIONS.items()},
-}

@@ -19,26 +19,9 @@ The parser reads them in steps:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ebm_platform.graph.pico_rules import _CONDITION, _FOLLOW_UP, _SCALES, _TIMEPOINT, MAX_NAME
-
-
-@dataclass
-class Anchors:
-    """A question's P/I/C/O/T anchors; a field is None when the question does not state it."""
-
-    population: str | None = None
-    intervention: str | None = None
-    comparator: str | None = None
-    outcome: str | None = None
-    timepoint: str | None = None
-    condition: str | None = None
-    terms: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()}
-
+from ebm_platform.vocabulary import Anchors
 
 _PERSONS = (
     r"patients?|participants?|adults?|child|children|adolescents?|women|woman|men|man|athletes?|individuals?|"

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ebm_platform.index.embeddings import model_path
+from ebm_platform.bundled_model import model_path
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.learned import LearnedReranker
 from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT, TermStatistics

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ebm_platform.atomic import atomic_path
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
@@ -127,4 +128,4 @@ class VerdictModel:
 
 
 def verdict_path(lake: Path) -> Path:
-    return Path(lake) / "models" / "verdict"
+    return LakeLayout(lake).model("verdict")

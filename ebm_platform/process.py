@@ -1,14 +1,20 @@
-"""Costly process-wide objects (the encoder, a lake's retriever), built once per argument tuple
-even when several threads ask for one at the same moment."""
+"""This process: the CPU cores it may use, and its costly shared objects (the encoder, a lake's
+retriever), built once per argument tuple even when several threads ask for one at the same moment."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def cores() -> int:
+    """CPU cores this process may use (the affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:

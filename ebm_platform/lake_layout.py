@@ -1,0 +1,82 @@
+"""Every path under a lake, in one place: the landing folder, asset files (promoted and staged),
+trained models, the stores (LanceDB, bm25s, Kùzu, BETR), reports, review sheets, the LLM response
+cache, the DuckDB warehouse, evaluation lakes and the Dagster log folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LakeLayout:
+    """The folders and files of the lake at `root`."""
+
+    root: Path
+
+    def __init__(self, root: str | Path) -> None:
+        object.__setattr__(self, "root", Path(root))
+
+    @property
+    def landing(self) -> Path:
+        """Normalised documents per condition: landing/<CODE>/<file>."""
+        return self.root / "landing"
+
+    def asset_dir(self, staging: bool = False) -> Path:
+        """Promoted asset outputs (assets/), or outputs waiting for their blocking check (staging/)."""
+        return self.root / ("staging" if staging else "assets")
+
+    def asset(self, name: str, partition: str | None = None, staging: bool = False) -> Path:
+        """One asset's parquet: assets/<name>/<partition>.parquet, or assets/<name>.parquet unpartitioned."""
+        base = self.asset_dir(staging) / name
+        return base / f"{partition}.parquet" if partition is not None else base.with_suffix(".parquet")
+
+    def asset_partitions(self, name: str) -> list[Path]:
+        """Every promoted partition file of a partitioned asset, sorted by condition code."""
+        return sorted((self.asset_dir() / name).glob("*.parquet"))
+
+    def model(self, name: str, staging: bool = False) -> Path:
+        """A trained model's folder: models/<name>, or staging/models/<name> until its check passes."""
+        return self.root / "staging" / "models" / name if staging else self.root / "models" / name
+
+    @property
+    def lancedb(self) -> Path:
+        return self.root / "stores" / "lancedb"
+
+    @property
+    def bm25s(self) -> Path:
+        return self.root / "stores" / "bm25s"
+
+    @property
+    def graph_db(self) -> Path:
+        return self.root / "stores" / "kuzu" / "graph.kz"
+
+    @property
+    def betr_parameters(self) -> Path:
+        return self.root / "stores" / "betr" / "parameters.json"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def review(self) -> Path:
+        return self.root / "review"
+
+    @property
+    def llm_cache(self) -> Path:
+        return self.root / "cache" / "llm_responses.sqlite"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def eval_lakes(self) -> Path:
+        """Evaluation lakes, one folder per benchmark and key: eval/<benchmark>-<key>."""
+        return self.root / "eval"
+
+    @property
+    def dagster(self) -> Path:
+        """The Dagster instance's storage and logs when DAGSTER_HOME is the repository."""
+        return self.root / ".dagster"
