@@ -348,7 +348,7 @@ sources.evidence_inference_rows = broken
 
 CLI_BUILD = """
 import dagster as dg
-from ebm_platform.cli import run_all_partitions
+from ebm_platform.runs import run_all_partitions
 from ebm_platform.definitions import defs
 
 run_all_partitions(codes=["PFP", "MACL"], global_job="graph_global_job")
@@ -359,7 +359,7 @@ print("BLOCKED", splits.get_asset_materialization_events()[0].materialization.me
 
 
 def test_partition_runs_start_with_the_largest_landing_folders(tmp_path):
-    from ebm_platform.cli import largest_first
+    from ebm_platform.runs import largest_first
 
     for code, size in (("A", 10), ("B", 300), ("C", 0)):
         (tmp_path / code).mkdir()

@@ -483,7 +483,7 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
 
 
 def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run():
-    from ebm_platform.cli import unblocked_ranges
+    from ebm_platform.runs import unblocked_ranges
 
     codes = ["A", "B", "C", "D", "E", "F"]
     assert unblocked_ranges(codes, set()) == [codes]

@@ -392,7 +392,7 @@ def test_load_with_malformed_questions(states, tmp_path):
 
 SERIAL_BUILD = """
 from pathlib import Path
-from ebm_platform.cli import run_all_partitions
+from ebm_platform.runs import run_all_partitions
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.corpus.importers import import_all
 from ebm_platform.settings import get_settings

@@ -1,0 +1,382 @@
+"""How `ebm` runs Dagster jobs: every run is recorded in the DAGSTER_HOME instance (the UI shows it),
+partition runs go two at a time in worker processes forked from a preloaded step server, global
+assets and the evaluation through the job's multiprocess executor. Why not Dagster's run queue for
+the partition runs: docs/architecture.md (Running jobs)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ebm_platform.console import say as _say
+from ebm_platform.lake_layout import LakeLayout
+
+
+@functools.cache
+def dagster_instance():
+    """The DAGSTER_HOME instance when configured (runs show in the UI), else an ephemeral one."""
+    from dagster import DagsterInstance
+
+    if os.environ.get("DAGSTER_HOME"):
+        return DagsterInstance.get()
+    return DagsterInstance.ephemeral()
+
+
+def _quiet(level: str = "WARNING") -> dict:
+    """Run config that keeps the console logger at `level` (the UI keeps every event)."""
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+def _tags(partition: str | tuple[str, str] | None) -> dict[str, str] | None:
+    """A run's partition tags: one key, or (first, last) for one run over that range."""
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+    return (
+        None
+        if partition is None
+        else {"dagster/partition": partition}
+        if isinstance(partition, str)
+        else {ASSET_PARTITION_RANGE_START_TAG: partition[0], ASSET_PARTITION_RANGE_END_TAG: partition[1]}
+    )
+
+
+def _execute(
+    name: str,
+    instance,
+    partition: str | tuple[str, str] | None = None,
+    selection: list | None = None,
+    log_level: str = "WARNING",
+):
+    """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
+    job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
+    enforced). With no instance configured (evaluation lakes keep out of the history) the run
+    executes in this process on an ephemeral instance. `partition`: one key, or (first, last) for
+    one run over that range of partitions. `log_level`: what the console shows (CRITICAL where the
+    caller reports the outcome itself in one line)."""
+    from dagster import build_reconstructable_job, execute_job
+
+    from ebm_platform.definitions import defs
+
+    if instance.is_ephemeral:
+        return defs.resolve_job_def(name).execute_in_process(
+            instance=instance,
+            run_config=_quiet(log_level),
+            tags=_tags(partition),
+            asset_selection=selection,
+            raise_on_error=False,
+        )
+    job = build_reconstructable_job("ebm_platform.definitions", "job_named", reconstructable_args=(name,))
+    return execute_job(
+        job,
+        instance,
+        run_config=_quiet(log_level),
+        tags=_tags(partition),
+        asset_selection=selection,
+        raise_on_error=False,
+    )
+
+
+def _outcome(result, started: float) -> dict:
+    """What the CLI needs of a finished run (picklable, so a worker process can return it)."""
+    counts: dict[str, float] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        for label in ("documents", "windows", "quarantined"):
+            if label in mat.metadata and mat.asset_key.path[-1] in ("source_documents", "evidence_windows"):
+                counts[f"{mat.asset_key.path[-1]}.{label}"] = mat.metadata[label].value
+    return {
+        "success": result.success,
+        "blocked": only_benchmark_blocked(result),
+        "counts": counts,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _start_worker(environment: dict[str, str]) -> None:
+    """A run worker takes the parent's EBM_* and DAGSTER_* settings (the forkserver it is forked
+    from may predate them)."""
+    from ebm_platform.defs.progress import TO_STDERR, print_progress
+    from ebm_platform.settings import get_settings
+
+    os.environ.update(environment)
+    get_settings.cache_clear()
+    if environment.get(TO_STDERR):
+        print_progress()
+
+
+def _worker_run(name: str, partition: str | tuple[str, str], selection: list | None) -> dict:
+    """One run in a worker process: recorded in the DAGSTER_HOME instance like any other, its steps
+    executed in this process one after another (they share the models the worker has loaded)."""
+    from ebm_platform.definitions import defs
+
+    started = time.perf_counter()
+    result = defs.resolve_job_def(name).execute_in_process(
+        instance=dagster_instance(),
+        run_config=_quiet(),
+        tags=_tags(partition),
+        asset_selection=selection,
+        raise_on_error=False,
+    )
+    return _outcome(result, started)
+
+
+def run_many(
+    name: str, requests: list[tuple[str | tuple[str, str], list | None]], workers: int
+) -> Iterator[tuple[str | tuple[str, str], dict]]:
+    """The runs of job `name` for `requests` ((partition, asset selection) each), yielding each
+    (partition, outcome) as it finishes. With `workers` > 1 (see `_run_workers`) they run that
+    many at a time, each in a worker process forked from the step server (a partition chain
+    is mostly one step after another, so one run leaves a core idle); the writer pools and the
+    stores' file locks keep one writer per store. Otherwise they run one after another here."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    if workers < 2 or len(requests) < 2:
+        for partition, selection in requests:
+            started = time.perf_counter()
+            yield partition, _outcome(_execute(name, dagster_instance(), partition, selection), started)
+        return
+    start_step_server()
+    environment = {k: v for k, v in os.environ.items() if k.startswith(("EBM_", "DAGSTER_"))}
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("forkserver"),
+        initializer=_start_worker,
+        initargs=(environment,),
+    )
+    try:
+        futures = {pool.submit(_worker_run, name, partition, selection): partition for partition, selection in requests}
+        for future in as_completed(futures):
+            try:
+                outcome = future.result()
+            except BrokenProcessPool as error:
+                raise RuntimeError(
+                    f"the worker process running {futures[future]} died ({error}); its run is "
+                    "left as started in the Dagster UI"
+                ) from error
+            yield futures[future], outcome
+    finally:  # after a failure the runs under way finish and the rest are not started
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_workers() -> int:
+    """How many runs `ebm` executes at once: EBM_RUN_WORKERS capped at the cores, and one with no
+    DAGSTER_HOME instance (an ephemeral instance has no pools shared between processes)."""
+    from ebm_platform.process import cores
+    from ebm_platform.settings import get_settings
+
+    return 1 if dagster_instance().is_ephemeral else min(get_settings().run_workers, cores())  # both are >= 1
+
+
+def largest_first(codes: list[str], landing: Path) -> list[str]:
+    """Partitions ordered by the bytes of their landing files, largest first (ties keep their order:
+    the sort is stable): with runs in parallel the long ones start at once and the short ones fill
+    the gaps."""
+
+    def size(code: str) -> int:
+        folder = landing / code
+        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) if folder.is_dir() else 0
+
+    return sorted(codes, key=size, reverse=True)
+
+
+# Partitioned assets whose only output is their parquet file, in dependency order: a resumed build
+# skips the leading ones already written (the IO manager writes them atomically). Assets that write
+# Kùzu or LanceDB always run again; their partition replace is idempotent.
+RESUMABLE_ASSETS = ("source_documents", "evidence_windows", "pico_extractions")
+
+
+def already_built(lake: Path, code: str) -> list[str]:
+    """The leading RESUMABLE_ASSETS whose parquet output exists for partition `code`."""
+    done = []
+    for name in RESUMABLE_ASSETS:
+        if not LakeLayout(lake).asset(name, code).is_file():
+            break
+        done.append(name)
+    return done
+
+
+def failed_checks(result) -> set[tuple]:
+    """(asset key, check name) of every check that failed in an in-process run's result."""
+    return {
+        (e.asset_check_evaluation_data.asset_key, e.asset_check_evaluation_data.check_name)
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed
+    }
+
+
+def only_benchmark_blocked(result) -> bool:
+    """True when a partition run failed only because benchmark_structure (blocking) failed: every
+    asset was written and that partition's benchmark is kept out downstream, so the build goes on."""
+    from dagster import AssetKey
+
+    failed_steps = {e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"}
+    structure = (AssetKey("benchmark_qa"), "benchmark_structure")
+    return (
+        not result.success
+        and structure in failed_checks(result)
+        and failed_steps <= {"benchmark_qa_benchmark_structure"}
+    )
+
+
+# run as separate stages so that a reranker that fails its blocking check leaves BETR to the hand-set scorer
+AFTER_RERANKER = ("reranker_model", "candidate_pools", "betr_parameters", "betr_report")
+
+
+def run_all_partitions(
+    codes: list[str] | None = None,
+    partition_job: str = "conditions_job",
+    global_job: str = "global_job",
+    resume: bool = False,
+) -> dict[str, dict[str, float]]:
+    """Materialise the models job (the PICO tagger; reused when unchanged), the partition job for
+    each partition, then the global job; with `resume`, assets already written by an interrupted
+    build of the same lake are loaded, not recomputed."""
+    from dagster import AssetKey
+
+    from ebm_platform.definitions import conditions_partitions, defs
+    from ebm_platform.defs.progress import print_progress
+    from ebm_platform.settings import get_settings
+
+    print_progress()
+    instance = dagster_instance()
+    job = defs.resolve_job_def(partition_job)
+    summary: dict[str, dict[str, float]] = {}
+    _say("training (or reusing) the PICO tagger and training the verdict model ...")
+    models = _execute("models_job", instance)
+    failed = {key.path[-1] for key, _ in failed_checks(models)}
+    if "pico_tagger" in failed or not models.success:
+        _say(
+            "the PICO tagger may not be usable (training failed or it did not beat the rules; see the run in the "
+            "Dagster UI): then the offline rules extract PICO"
+        )
+    if "verdict_model" in failed:
+        _say("the learned verdict did not beat the rules and the majority class: answers state the rules' verdict")
+    keys = codes or conditions_partitions.get_partition_keys()
+    settings = get_settings()
+    requests = []
+    for code in largest_first(keys, settings.landing_dir):
+        selection = None
+        if resume and (done := already_built(settings.lake, code)):
+            _say(f"resuming {code}: reusing {', '.join(done)}")
+            selection = [key for key in job.asset_layer.executable_asset_keys if key.path[-1] not in done]
+        requests.append((code, selection))
+    workers = _run_workers()
+    if workers > 1:
+        _say(f"{workers} partition runs at a time, largest first")
+    for n, (code, outcome) in enumerate(run_many(partition_job, requests, workers), 1):
+        if not outcome["success"] and not outcome["blocked"]:
+            raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
+        counts = summary[code] = outcome["counts"]
+        _say(
+            f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
+            f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
+            f"windows={counts.get('evidence_windows.windows', 0):>5}  ({outcome['seconds']:.1f}s)"
+        )
+        if outcome["blocked"]:
+            _say(
+                f"        {code}'s benchmark failed benchmark_structure: the last good one stays in place and "
+                f"{code} is kept out of the splits, BETR and evaluation (see the check in the Dagster UI)"
+            )
+    glob = defs.resolve_job_def(global_job)
+    stages = [[k for k in glob.asset_layer.executable_asset_keys if k.path[-1] not in AFTER_RERANKER]]
+    if any(k.path[-1] == "reranker_model" for k in glob.asset_layer.executable_asset_keys):
+        stages += [[AssetKey("reranker_model")], [AssetKey(n) for n in AFTER_RERANKER if n != "reranker_model"]]
+    for selection in stages:
+        reranker = selection == [AssetKey("reranker_model")]
+        if reranker:
+            _say("training the learned reranker on the benchmark's train and validation questions ...")
+        result = _execute(global_job, instance, selection=selection, log_level="CRITICAL" if reranker else "WARNING")
+        if reranker:
+            _say(reranker_summary(settings.lake))
+        elif not result.success:
+            raise RuntimeError("global assets failed; see the run in the Dagster UI")
+    return summary
+
+
+def reranker_summary(lake: Path) -> str:
+    """The reranker run's outcome in one line (its gate's figures when it trained), then the gate's
+    figures per benchmark source."""
+    from ebm_platform.retrieval.learned import LearnedReranker, gate_by_source, gate_line, reranker_path
+
+    model = LearnedReranker.load(reranker_path(lake))
+    if model is None or "validation" not in model.meta:
+        return "the learned reranker did not train (see the run in the Dagster UI): the hand-set fine scorer ranks"
+    return "\n".join([gate_line(model.meta), *gate_by_source(model.meta)])
+
+
+def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
+    """The runs of consecutive `codes` with no blocked code between them."""
+    ranges: list[list[str]] = [[]]
+    for code in codes:
+        if code in blocked:
+            ranges.append([])
+        else:
+            ranges[-1].append(code)
+    return [r for r in ranges if r]
+
+
+def run_evaluation(codes: list[str] | None = None) -> list[str]:
+    """evaluation_report for the partitions (one run per range of partitions with no blocked
+    benchmark between them: the lake is opened once per run; a partition whose benchmark failed
+    its blocking check is reported and skipped), then evaluation_summary; returns the partitions
+    left without a report."""
+    from ebm_platform.definitions import conditions_partitions
+    from ebm_platform.defs.benchmark import structure_verdicts
+    from ebm_platform.defs.progress import print_progress
+    from ebm_platform.settings import get_settings
+
+    settings = get_settings()
+    print_progress()
+    instance = dagster_instance()
+    keys = codes or conditions_partitions.get_partition_keys()
+    _say(
+        f"evaluating strategies {settings.eval_strategies} on at most "
+        f"{settings.eval_max_questions or 'all'} test questions per condition"
+        + (
+            f", and {settings.eval_full_strategies} on every test question with gold windows"
+            if settings.eval_full_strategies and settings.eval_max_questions
+            else ""
+        )
+        + " ..."
+    )
+    verdicts = structure_verdicts(instance, keys)
+    skipped = [code for code in keys if verdicts.get(code)]
+    for code in skipped:
+        _say(f"        {code:<7} no evaluation report: {verdicts[code]} (see benchmark_qa's check in the UI)")
+    order = conditions_partitions.get_partition_keys()
+    for chosen in unblocked_ranges(order, set(order) - set(keys) | set(skipped)):
+        started = time.perf_counter()
+        result = _execute("evaluation_job", instance, chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]))
+        if not result.success:
+            skipped += chosen
+            _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")
+            continue
+        _say(
+            f"        evaluation reports for {len(chosen)} partition(s) {chosen[0]}..{chosen[-1]} "
+            f"({time.perf_counter() - started:.1f}s)"
+        )
+    if not _execute("evaluation_summary_job", instance).success:
+        raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")
+    return skipped
+
+
+def start_step_server() -> None:
+    """Start the multiprocess executor's forkserver now (as its first run would), so that it imports
+    the step modules (~9 s) while the datasets are imported rather than after. Progress printing is
+    switched on first: the step processes it forks inherit its environment, not a later one."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    from ebm_platform.defs import STEP_MODULES
+    from ebm_platform.defs.progress import print_progress
+
+    print_progress()
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["dagster._core.executor.multiprocess", *STEP_MODULES]
+    )  # the list the executor sets (definitions.py)
+    forkserver.ensure_running()
