@@ -515,3 +515,21 @@ def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
         strategies="all", max_questions=2, full_strategies="sr_rag,naive"
     ).full_strategy_names() == ["sr_rag", "naive"]
     assert EvaluationResource(max_questions=0, full_strategies="sr_rag").full_strategy_names() == []  # nothing capped
+
+
+def test_a_prompt_whose_evidence_trained_the_verdict_model_has_no_gold_verdict(datasets_dir):
+    """The platform benchmark admits Evidence Inference train prompts; their verdicts are not scored."""
+    from ebm_platform.benchmark.evidence_inference import prompts
+    from ebm_platform.evaluation.report import gold_verdict, verdict_training_questions
+
+    trained = verdict_training_questions(datasets_dir)
+    row = {
+        "source": "evidence_inference",
+        "question_id": f"ei-PFP-{min(trained)}",
+        "exact_answer": "no significant difference",
+    }
+    assert len(trained) > 1000 and gold_verdict(row, trained) is None
+    held_out = prompts(datasets_dir, "validation")["prompt_id"][0]
+    assert held_out not in trained
+    assert gold_verdict({**row, "question_id": f"ei-PFP-{held_out}"}, trained) == "no significant difference"
+    assert gold_verdict({**row, "source": "pubmedqa", "exact_answer": "maybe"}, trained) == "maybe"

@@ -101,7 +101,13 @@ def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
         "content:"
         + json.dumps(
             {
-                "core_answer": [{"statement": "Pain fell.", "citations": [1, 9]}],
+                "bottom_line": {
+                    "answer": "yes",
+                    "text": "Yes: pain fell with x.",
+                    "supports": [1, 2, 9],
+                    "contradicts": [3],
+                },
+                "core_answer": [{"statement": "Pain fell.", "citations": [1, 9], "stance": "supports"}],
                 "evidence_by_grade": [],
                 "pico_comparison": {},
                 "verdict": "significantly decreased",
@@ -113,6 +119,30 @@ def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
     assert [c["window_id"] for c in answer["citations"]] == ["a", "x", "b"]
     assert answer["core_answer"][0]["citations"] == [1]  # citations beyond the evidence are dropped
     assert answer["verdict"] == "significantly decreased" and answer["verdict_basis"]["method"].startswith("stated by")
+    # the bottom-line contract holds in LLM mode: stated by the model, counted by grade here
+    from ebm_platform.retrieval.bottom_line import stated_bottom_line
+    from ebm_platform.vocabulary import Anchors
+
+    stated = answer.pop("llm_bottom_line")
+    assert stated["supports"] == [1, 2] and stated["contradicts"] == [3]  # window 9 was never retrieved
+    line = stated_bottom_line("Does x reduce pain?", Anchors(intervention="x", outcome="pain"), answer, stated, "llm:t")
+    assert line["question_type"] == "effect" and line["answer"] == "yes" and line["stated_by"] == "llm:t"
+    assert line["summary"].startswith("Yes: pain fell with x (certainty") and line["support"] == {"C": 2}
+
+
+def test_an_llm_answer_without_a_bottom_line_is_refused(server, tmp_path):
+    import json
+
+    from ebm_platform.llm.client import LLMError
+    from ebm_platform.retrieval.answer import compose_llm
+
+    rows = [
+        {"window_id": "a", "score": 1.0, "grade": "C", "title": "T", "text": "a", "condition": "PFP", "doc_id": "d"}
+    ]
+    body = json.dumps({"core_answer": [], "evidence_by_grade": [], "pico_comparison": {}})
+    server.script = ["content:" + json.dumps({"thought": "enough", "next_query": None})] + ["content:" + body] * 6
+    with pytest.raises((LLMError, ValueError), match="bottom_line"):
+        compose_llm("q?", rows, _client(server, tmp_path), lambda query: [])
 
 
 def test_the_api_key_reaches_the_provider_but_never_the_run_record(lake, server, monkeypatch, capfd, caplog):

@@ -323,7 +323,13 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
     import polars as pl
 
     from ebm_platform.conditions import active_catalogue
-    from ebm_platform.evaluation.report import describe, evaluate, pick_questions, summarise
+    from ebm_platform.evaluation.report import (
+        describe,
+        evaluate,
+        pick_questions,
+        summarise,
+        verdict_training_questions,
+    )
     from ebm_platform.retrieval.ask import retriever_for
     from ebm_platform.retrieval.strategies import strategy_list
     from ebm_platform.settings import get_settings
@@ -351,7 +357,8 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
         f"{len(strategies)} strategies ..."
     )
     retriever = retriever_for(str(lake))
-    rows = evaluate(retriever, questions, strategies, retriever.client, progress=_progress)
+    trained = verdict_training_questions(settings.require_datasets_dir())
+    rows = evaluate(retriever, questions, strategies, retriever.client, _progress, trained)
     summary = summarise(rows, settings.eval_seed)
     if args.json:
         _say(

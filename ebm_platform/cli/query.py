@@ -139,22 +139,31 @@ def cmd_pico_tag(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stance_note(item: dict) -> str:
+    """' (contradicts the bottom line)' for a statement that does; nothing otherwise."""
+    return " (contradicts the verdict)" if item.get("stance") == "contradicts" else ""
+
+
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
     line = result["bottom_line"]
     _say(f"Bottom line ({line['question_type']} question): {line['summary']}")
+    certainty = result.get("certainty", {})
+    if certainty:
+        downgrades = "; ".join(certainty.get("downgraded_for", [])) or "none"
+        _say(f"Certainty {certainty['level']}: starts from {certainty['starts_from']}; downgraded for: {downgrades}")
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
     _say(result["ranking"])
     if result.get("message"):
         _say(result["message"])
     _say("\n1. Core answer")
     for item in result["core_answer"]:
-        _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}")
+        _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}{_stance_note(item)}")
     _say("\n2. Guideline and supporting evidence, by grade")
     for group in result["evidence_by_grade"]:
         _say(f"   Grade {group['grade']} ({group.get('label', '')})")
         for item in group["statements"]:
-            _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}")
+            _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}{_stance_note(item)}")
     _say("\n3. PICO comparison")
     comparison = result["pico_comparison"]
     for field, value in comparison.get("fields", {}).items():

@@ -12,7 +12,13 @@ from ebm_platform.atomic import write_bytes_atomic, write_text_atomic
 from ebm_platform.defs.benchmark import blocked_conditions, structure_verdicts
 from ebm_platform.defs.partitions import AFTER_DEPS, conditions_partitions
 from ebm_platform.defs.progress import reporter
-from ebm_platform.defs.resources import EmbedderResource, EvaluationResource, LakeResource, LLMResource
+from ebm_platform.defs.resources import (
+    BenchmarkResource,
+    EmbedderResource,
+    EvaluationResource,
+    LakeResource,
+    LLMResource,
+)
 from ebm_platform.evaluation.report import (
     PROXY_NOTE,
     describe,
@@ -24,6 +30,7 @@ from ebm_platform.evaluation.report import (
     pick_questions,
     summarise,
     summary_table,
+    verdict_training_questions,
 )
 from ebm_platform.retrieval.pipeline import Retriever
 
@@ -85,6 +92,7 @@ def evaluation_report(
     llm: LLMResource,
     embedder: EmbedderResource,
     evaluation: EvaluationResource,
+    benchmark: BenchmarkResource,
 ) -> dg.Output:
     """Every strategy in EBM_EVAL_STRATEGIES on this condition's test questions (at most
     EBM_EVAL_MAX_QUESTIONS; the strategies in EBM_EVAL_FULL_STRATEGIES also on every other test
@@ -108,6 +116,7 @@ def evaluation_report(
     )
     strategies, full = evaluation.strategy_names(), evaluation.full_strategy_names()
     retriever = _retriever(lake, llm, embedder)
+    trained = verdict_training_questions(benchmark.root())
     before = retriever.client.usage.as_metadata()
     progress = reporter(context)
     reports, counts = {}, {}
@@ -115,10 +124,10 @@ def evaluation_report(
         mine = test.filter(pl.col("condition") == code) if test.height else test
         questions = pick_questions(mine, evaluation.max_questions, evaluation.seed)
         said = lambda line, code=code: progress(f"{code}: {line}")  # noqa: E731
-        reports[code] = evaluate(retriever, questions, strategies, retriever.client, progress=said)
+        reports[code] = evaluate(retriever, questions, strategies, retriever.client, said, trained)
         rest = gold_rest(mine, questions)
         if full and rest.height:
-            reports[code] = pl.concat([reports[code], evaluate(retriever, rest, full, retriever.client, progress=said)])
+            reports[code] = pl.concat([reports[code], evaluate(retriever, rest, full, retriever.client, said, trained)])
         counts[code] = {
             "test_questions": mine.height,
             "questions_answered": questions.height,

@@ -15,10 +15,12 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from ebm_platform.benchmark.evidence_inference import prompts
 from ebm_platform.evaluation.answer_metrics import (
     answer_statements,
     faithfulness,
@@ -74,9 +76,21 @@ ROW_SCHEMA = {
 }
 
 
-def gold_verdict(row: dict) -> str | None:
-    """The label an Evidence Inference or PubMedQA question carries as its exact answer."""
-    return row["exact_answer"] if row["source"] in GOLD_VERDICT_SOURCES else None
+def gold_verdict(row: dict, trained_verdicts: frozenset[str] = frozenset()) -> str | None:
+    """The label an Evidence Inference or PubMedQA question carries as its exact answer; None for an
+    Evidence Inference prompt in `trained_verdicts` (its evidence spans trained the verdict model, so
+    its verdict is not evaluated)."""
+    if row["source"] not in GOLD_VERDICT_SOURCES:
+        return None
+    if row["source"] == "evidence_inference" and row["question_id"].rsplit("-", 1)[-1] in trained_verdicts:
+        return None
+    return row["exact_answer"]
+
+
+def verdict_training_questions(datasets_dir: Path) -> frozenset[str]:
+    """The Evidence Inference prompt ids whose evidence spans the verdict model trains on (the train
+    split's): the platform benchmark admits them, their verdicts are not evaluated."""
+    return frozenset(prompts(datasets_dir, "train")["prompt_id"].to_list())
 
 
 def pick_questions(bench: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
@@ -103,7 +117,9 @@ def gold_rest(bench: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LLMClient) -> dict:
+def evaluate_question(
+    retriever: Retriever, row: dict, strategy: str, client: LLMClient, trained_verdicts: frozenset[str] = frozenset()
+) -> dict:
     """One question answered by one strategy, with every metric it can have."""
     started = time.perf_counter()
     retrieval = retrieve(retriever, row["question"], strategy)
@@ -129,7 +145,7 @@ def evaluate_question(retriever: Retriever, row: dict, strategy: str, client: LL
         embed,
     )
     out["PM_proxy"] = pico_match({f: row[f"gold_{f.lower()}"] for f in "PICOT"}, statements, embed)
-    label = gold_verdict(row)
+    label = gold_verdict(row, trained_verdicts)
     verdict = as_yes_no(answer["verdict"]) if row["source"] == "pubmedqa" else answer["verdict"]
     if label:
         out["verdict_accuracy"] = float(verdict == label)
@@ -156,13 +172,14 @@ def evaluate(
     strategies: Iterable[str],
     client: LLMClient,
     progress: Callable[[str], None] | None = None,
+    trained_verdicts: frozenset[str] = frozenset(),
 ) -> pl.DataFrame:
-    """Every (question, strategy) row of one report."""
+    """Every (question, strategy) row of one report (`trained_verdicts`: see `gold_verdict`)."""
     rows = []
     strategies = list(strategies)
     for s, strategy in enumerate(strategies, 1):
         for n, row in enumerate(questions.iter_rows(named=True), 1):
-            rows.append(evaluate_question(retriever, row, strategy, client))
+            rows.append(evaluate_question(retriever, row, strategy, client, trained_verdicts))
             if progress and (n % 10 == 0 or n == questions.height):
                 progress(f"{strategy} ({s}/{len(strategies)}): {n}/{questions.height} questions")
     return pl.DataFrame(rows, schema=ROW_SCHEMA) if rows else pl.DataFrame(schema=ROW_SCHEMA)

@@ -6,24 +6,29 @@ them) are scored by the lake's learned evidence-sentence scorer (`evidence_sente
 with the question's vector, result and statistics language, the question's outcome, intervention
 and comparator words), or by cosine plus a small bonus for result language when the lake has no
 scorer; nothing is embedded for this at query time. The best become the core
-answer, each window contributes its best sentence to the graded evidence, and the comparison
+answer, each window contributes its best sentence to the graded evidence (findings only: results or
+recommendations, never background, `findings.py`; each core statement marked as supporting or
+contradicting the verdict, supporting ones first, then by grade), and the comparison
 uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
 reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
 from ebm_platform.corpus.model import GRADE_LABELS, GRADES
+from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
+from ebm_platform.retrieval.findings import is_finding, names_question, without_markers
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 from ebm_platform.vocabulary import Anchors
@@ -118,22 +123,43 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
 
 
 CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")
-GRADE_CERTAINTY = {"A": 3, "B": 3, "C": 2, "D": 1, "E": 0}
+# GRADE's starting points by study design: randomised evidence (trials and their systematic reviews)
+# starts high, observational evidence low; a guideline's own recommendation strength is quoted.
+START = {
+    "A": (3, "a guideline recommendation"),
+    "B": (3, "systematic reviews (randomised evidence)"),
+    "C": (3, "randomised trials"),
+    "D": (1, "observational studies"),
+    "E": (0, "other research (case reports, narrative reviews, expert opinion)"),
+}
+STRENGTH_QUOTE = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)
 
 
 def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]) -> None:
-    """The answer's stated certainty, GRADE-like: it starts from the best grade among the windows the
-    core answer cites (A/B high, C moderate, D low, E very low) and drops one level for each problem
-    of fit: most cited windows from other conditions than the question's (`in_condition` holds the
-    cited windows that belong to `condition`; this is also added to the limitations), and a
-    population or intervention mismatch. Sets answer["certainty"]."""
+    """The answer's certainty, following GRADE's logic and naming every step: it starts from the
+    design of the best-graded evidence the core answer cites (randomised evidence high, observational
+    low; a guideline's stated recommendation strength is quoted) and drops one level per downgrade,
+    each listed with its reason: indirectness (most cited windows from other conditions than the
+    question's, whose windows are `in_condition`; a population, intervention or outcome that does not
+    match the question's), inconsistency (a core statement contradicts the verdict) and imprecision
+    (the verdict rests on a single study). Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
-    cited = [by_n[n] for s in answer.get("core_answer", []) for n in s.get("citations", []) if n in by_n] or citations
+    core = answer.get("core_answer", [])
+    cited = [by_n[n] for s in core for n in s.get("citations", []) if n in by_n]
     if not cited:
-        answer["certainty"] = {"level": CERTAINTY_LEVELS[0], "starts_from": "no cited evidence", "downgraded_for": []}
+        answer["certainty"] = {
+            "level": CERTAINTY_LEVELS[0],
+            "starts_from": "no cited finding",
+            "downgraded_for": ["no cited window states a result about the question"],
+        }
         return
     best = min(c["grade"] for c in cited)
+    start, design = START[best]
+    starts_from = f"{design} (grade {best}): {CERTAINTY_LEVELS[start]}"
+    if best == "A":
+        quoted = next((m.group(1).strip() for s in core for m in [STRENGTH_QUOTE.search(s["statement"])] if m), None)
+        starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})
     if condition:
@@ -145,16 +171,40 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
                 f"than the question's {condition} ({mix})"
             )
             comparison.setdefault("limitations", []).append(reason)
-            reasons.append(reason)
-    for f in ("population", "intervention"):
-        if comparison.get("fields", {}).get(f, {}).get("status") == "mismatch":
-            reasons.append(f"{f} mismatch")
-    level = max(0, GRADE_CERTAINTY[best] - len(reasons))
+            reasons.append(f"indirectness: {reason}")
+    for f in ("population", "intervention", "outcome"):
+        field = comparison.get("fields", {}).get(f, {})
+        if field.get("status") == "mismatch":
+            reasons.append(
+                f"indirectness: {f} mismatch (question '{field.get('question')}', evidence "
+                f"'{field.get('closest_evidence')}')"
+            )
+    against = [s for s in core if s.get("stance") == "contradicts"]
+    if against:
+        reasons.append(
+            f"inconsistency: {len(against)} of {len(core)} core statements contradict the verdict "
+            f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
+        )
+    supporting = {by_n[n]["doc_id"] for s in core if s.get("stance") == "supports" for n in s.get("citations", [])}
+    if len(supporting) == 1 and best not in ("A", "B"):
+        reasons.append("imprecision: the verdict rests on a single study")
     answer["certainty"] = {
-        "level": CERTAINTY_LEVELS[level],
-        "starts_from": f"grade {best} evidence",
+        "level": CERTAINTY_LEVELS[max(0, start - len(reasons))],
+        "starts_from": starts_from,
         "downgraded_for": reasons,
     }
+
+
+STANCE_ORDER = {"supports": 0, "neutral": 1, "contradicts": 2}
+CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings, best grade first
+
+
+def stance(statement_verdict: str, verdict: str) -> str:
+    """How one statement stands to the answer's verdict: supports (the same verdict), contradicts (a
+    different direction or no difference against an effect), or neutral (it carries no verdict)."""
+    if statement_verdict == INSUFFICIENT or verdict == INSUFFICIENT:
+        return "neutral"
+    return "supports" if statement_verdict == verdict else "contradicts"
 
 
 def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
@@ -205,28 +255,44 @@ def compose_offline(
     else:
         scores, how = cosine_scores(texts, cosines), SELECTED_BY_COSINE
     order = np.argsort(-scores, kind="stable")
-    selected, used = [], set()
+    sections = [rows[n - 1].get("section") for _, n in sentences]
+    finding = [is_finding(text, section) for text, section in zip(texts, sections)]
+    best_per_window: dict[int, str] = {}  # each window's best finding, quoted without its own citation markers
     for i in order:
-        s, n = sentences[i]
-        if n not in used:
-            selected.append({"statement": s, "citations": [n]})
-            used.add(n)
-        if len(selected) == 3:
-            break
+        if finding[i]:
+            best_per_window.setdefault(sentences[i][1], without_markers(sentences[i][0]))
+    # the core: among the CORE_POOL windows whose findings score best, the best-graded three that
+    # name the question's intervention or comparator, then the best-scored of the rest
+    pool = list(best_per_window.items())[:CORE_POOL]
+    ranked = sorted(
+        range(len(pool)),
+        key=lambda r: (rows[pool[r][0] - 1]["grade"] if names_question(pool[r][1], anchors) else "Z", r),
+    )[:3]
+    selected = [{"statement": pool[r][1], "citations": [pool[r][0]]} for r in ranked]
     if core:
         number = {row["window_id"]: n for n, row in enumerate(rows, 1)}
         selected = [
             {"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
             for c in core
         ]
-    best_per_window: dict[int, str] = {}
-    for i in order:
-        s, n = sentences[i]
-        best_per_window.setdefault(n, s)
+    verdict = _verdict([c["statement"] for c in selected], verdict_model)
+    grade_of = {n: row["grade"] for n, row in enumerate(rows, 1)}
+    for rank, item in enumerate(selected):
+        item["stance"] = stance(read_verdict([item["statement"]], verdict_model)[0], verdict["verdict"])
+        item["_order"] = (
+            STANCE_ORDER[item["stance"]],
+            min((grade_of[n] for n in item["citations"]), default="E"),
+            rank,
+        )
+    selected.sort(key=lambda item: item.pop("_order"))
     by_grade = []
     for grade in GRADES:
         statements = [
-            {"statement": best_per_window[n], "citations": [n]}
+            {
+                "statement": best_per_window[n],
+                "citations": [n],
+                "stance": stance(read_verdict([best_per_window[n]], verdict_model)[0], verdict["verdict"]),
+            }
             for n, row in enumerate(rows, 1)
             if row["grade"] == grade and n in best_per_window
         ]
@@ -235,8 +301,10 @@ def compose_offline(
     return {
         "mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
         "core_answer": selected,
-        "sentence_selection": "core statements from CLAIMS" if core else how,
-        **_verdict([c["statement"] for c in selected], verdict_model),
+        "sentence_selection": "core statements from CLAIMS"
+        if core
+        else f"{how}; findings only (results or recommendations, not background)",
+        **verdict,
         "evidence_by_grade": by_grade,
         "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
         "pico_comparison": pico_comparison(anchors, rows, embed),
@@ -263,21 +331,45 @@ Answer in three parts, citing window numbers on every statement:
 1. core_answer: 1-3 statements; 2. evidence_by_grade: statements ordered by grade, A first;
 3. pico_comparison: how the question's population/intervention/comparator/outcome match the
 evidence, naming mismatches and limitations.
+Quote or state findings (results, recommendations), never background. Mark each core statement's
+stance towards your verdict: "supports", "contradicts" or "neutral".
 Also give the verdict your core answer states: "significantly increased", "significantly decreased",
 "no significant difference" (the intervention's effect on the outcome against the comparator) or
-"insufficient evidence".
-JSON only: {{"core_answer": [{{"statement": "...", "citations": [1]}}],
+"insufficient evidence"; and the bottom line first: the answer in the question's own terms (for a
+yes/no question "yes", "no" or "uncertain"; otherwise which arm the evidence favours on the outcome,
+"no difference" or "insufficient evidence") as `answer`, one sentence as `text`, and the window
+numbers that support it and those that contradict it.
+JSON only: {{"bottom_line": {{"answer": "...", "text": "...", "supports": [1], "contradicts": []}},
+"core_answer": [{{"statement": "...", "citations": [1], "stance": "supports"}}],
 "evidence_by_grade": [{{"grade": "A", "statements": [{{"statement": "...", "citations": [2]}}]}}],
 "pico_comparison": {{"summary": "...", "limitations": ["..."]}}, "verdict": "..."}}"""
+CITATION_LIST = {"type": "array", "items": {"type": "integer"}}
 IRCOT_ANSWER_SCHEMA = {
     "type": "object",
     "properties": {
-        "core_answer": {"type": "array", "items": {"type": "object", "required": ["statement", "citations"]}},
+        "bottom_line": {
+            "type": "object",
+            "properties": {
+                "answer": {"type": "string", "minLength": 1},
+                "text": {"type": "string", "minLength": 1},
+                "supports": CITATION_LIST,
+                "contradicts": CITATION_LIST,
+            },
+            "required": ["answer", "text"],
+        },
+        "core_answer": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"stance": {"enum": list(STANCE_ORDER)}},
+                "required": ["statement", "citations"],
+            },
+        },
         "evidence_by_grade": {"type": "array"},
         "pico_comparison": {"type": "object"},
         "verdict": {"enum": list(VERDICTS)},
     },
-    "required": ["core_answer", "evidence_by_grade", "pico_comparison"],
+    "required": ["bottom_line", "core_answer", "evidence_by_grade", "pico_comparison"],
 }
 
 
@@ -326,6 +418,11 @@ def compose_llm(
     valid = set(range(1, len(evidence) + 1))
     for statement in answer["core_answer"]:
         statement["citations"] = [c for c in statement.get("citations", []) if c in valid]
+    stated = answer.pop("bottom_line")
+    answer["llm_bottom_line"] = {
+        **stated,
+        **{key: [c for c in stated.get(key, []) if c in valid] for key in ("supports", "contradicts")},
+    }
     answer.update(
         mode=f"llm:{client.model} (IRCoT, {len(thoughts)} rounds)",
         reasoning=thoughts,

@@ -9,7 +9,7 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
-from ebm_platform.retrieval.bottom_line import bottom_line
+from ebm_platform.retrieval.bottom_line import bottom_line, stated_bottom_line
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.retrieval.strategies import retrieve
@@ -120,8 +120,13 @@ def answer_from(
     score = {row["window_id"]: row["score"] for row in rows}
     for cite in answer["citations"]:
         cite["score"] = score.get(cite["window_id"])
-    line = bottom_line(
-        text, retrieval.anchors, answer, lambda statement: read_verdict([statement], retriever.verdict_model)[0]
+    stated = answer.pop("llm_bottom_line", None)
+    line = (
+        stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])
+        if stated
+        else bottom_line(
+            text, retrieval.anchors, answer, lambda statement: read_verdict([statement], retriever.verdict_model)[0]
+        )
     )
     result = {
         "bottom_line": line,

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
+from ebm_platform.retrieval.findings import names_question
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -114,7 +115,8 @@ def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: 
 def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Callable[[str], str]) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
-    grade that support or contradict it (each source counted once, by its first statement). A closed
+    grade that support or contradict it (each source counted once, by its first statement that names
+    the question's intervention or comparator; a source about something else counts neither way). A closed
     question is answered as the best-graded cited sources answer it (a guideline recommendation by its
     strength), which may overrule the verdict of the core statements; a comparative or open question
     states that verdict."""
@@ -129,9 +131,9 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         for s in group.get("statements", [])
         for n in s.get("citations", [])
     ]
-    first: dict[int, str] = {}
+    first: dict[int, str] = {}  # each source's first statement, when it names the question's I or C
     for statement, n in statements:
-        if n in grade:
+        if n in grade and names_question(statement, anchors):
             first.setdefault(n, statement)
     closed = kind in ("yes/no", "effect")
     if closed:
@@ -172,6 +174,11 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         text = text[0].upper() + text[1:]
     support = Counter(grade[n] for n, st in stances.items() if st == target and target != neutral)
     against = Counter(grade[n] for n, st in stances.items() if st not in (target, neutral))
+    return _line(kind, target, text, answer, support, against)
+
+
+def _line(kind: str, target: str, text: str, answer: dict, support: Counter, against: Counter) -> dict:
+    """The bottom line's fields and its one-line summary."""
     certainty = answer.get("certainty", {}).get("level", "very low")
 
     def tally(counts: Counter) -> str:
@@ -186,3 +193,16 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         "support": dict(sorted(support.items())),
         "contradict": dict(sorted(against.items())),
     }
+
+
+def stated_bottom_line(question: str, anchors: Anchors, answer: dict, stated: dict, by: str) -> dict:
+    """The bottom line an LLM stated (LLM mode), in the same shape as `bottom_line`: its answer and
+    sentence, the question type read here, the certainty assessed here, and the sources it named as
+    supporting or contradicting counted by grade."""
+    grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
+    support = Counter(grade[n] for n in dict.fromkeys(stated.get("supports", [])) if n in grade)
+    against = Counter(grade[n] for n in dict.fromkeys(stated.get("contradicts", [])) if n in grade)
+    line = _line(
+        question_type(question, anchors), stated["answer"], stated["text"].rstrip("."), answer, support, against
+    )
+    return {**line, "stated_by": by}

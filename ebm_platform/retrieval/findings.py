@@ -1,0 +1,61 @@
+"""Which quoted sentences are findings and which are background.
+
+The offline answer quotes sentences of the retrieved windows. A trial report's introduction and
+discussion are full of sentences that mention the question's words without answering it: how
+common the condition is, what other studies found (with their own citation markers), what the
+study set out to do. A **finding** states a result or a recommendation: result or statistics
+language (`evidence_sentences.RESULT_CUES`, `STATISTICS`) or a guideline's "we recommend / we
+suggest" or stated strength, outside an introduction, background or methods section, and not
+framed as context or as another study's result.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
+from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS
+from ebm_platform.retrieval.lexical import stems
+from ebm_platform.vocabulary import Anchors
+
+BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objectives?|aims?|methods?|materials)\b", re.I)
+_MARKER = r"\[\d+(?:\s*[-–,]\s*\d+)*\]"
+CITATION_MARKER = re.compile(rf"\s*{_MARKER}(?:\s*,\s*{_MARKER})*")
+OTHER_WORK = re.compile(
+    r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
+    r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated)|"
+    r"it is (?:well )?known|et al|in their)\b|\(\d{4}\)",
+    re.I,
+)
+CONTEXT = re.compile(
+    r"^\s*although\b|\b(?:is|are) (?:one of )?the (?:most )?(?:common|frequent|prevalent|leading)\b|"
+    r"\bprevalen\w*|\bincidence\b|\bis defined as\b|\bresponsible for\b|\bburden\b|"
+    r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
+    r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
+    r"\b(?:more|further|additional) (?:research|studies|trials)\b",
+    re.I,
+)
+RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
+
+
+def without_markers(sentence: str) -> str:
+    """The sentence without the in-text citation markers of its source ("[1]", "[3-5]")."""
+    return CITATION_MARKER.sub("", sentence).strip()
+
+
+def is_finding(sentence: str, section: str | None = None) -> bool:
+    """True when the sentence states a result or a recommendation of its own source."""
+    if RECOMMENDATION.search(sentence):
+        return True
+    if section and BACKGROUND_SECTION.search(section.split(">")[-1]):
+        return False
+    if CITATION_MARKER.search(sentence) or OTHER_WORK.search(sentence) or CONTEXT.search(sentence):
+        return False
+    return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence))
+
+
+def names_question(statement: str, anchors: Anchors) -> bool:
+    """True when the statement names the question's intervention or comparator (a word of either),
+    or the question names neither: only such statements answer it."""
+    named = stems(" ".join(a for a in (anchors.intervention, anchors.comparator) if a))
+    return not named or bool(named & stems(statement))

@@ -1,0 +1,99 @@
+"""Findings, not background: the sentences `ebm ask` may quote as its core answer, and GRADE-style
+certainty with every downgrade named. Sentences are quoted from the demo lake's real windows."""
+
+from __future__ import annotations
+
+from ebm_platform.retrieval.answer import assess_certainty, stance
+from ebm_platform.retrieval.findings import is_finding, names_question, without_markers
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
+from ebm_platform.vocabulary import Anchors
+
+BACKGROUND = [
+    "Although 90% of the episodes of acute low back pain settle within six weeks, up to 7% of patients develop chronic pain [1].",
+    "There is strong evidence that exercise is an effective treatment in chronic low-back pain [48].",
+    "Non-specific chronic low back pain (NSCLBP) is one of the most common musculoskeletal disorders around the world including Iran.",
+    "(2008) in their systematic reviews affirmed that exercises were effective in reducing pain in people with chronic LBP.",
+    "Patients with chronic low back pain are responsible for 80% of the costs paid for the treatment of low back pain.",
+    "Therefore, more research is needed to determine the best duration and treatment method to reduce and improve general health in patients with low back pain.",
+    "Sixty patients were randomly assigned to Pilates or McKenzie training and compared after six weeks.",
+]
+FINDINGS = [
+    "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
+    "Exercise therapy appears to be slightly effective at decreasing pain and improving function in adults with chronic low-back pain, particularly in healthcare populations.",
+    "Recommendation 10.For patients with chronic low back pain, we suggest spinal mobilization/manipulation.",
+    "Pain at day 7 was lower with naproxen than with placebo (p = 0.01).",
+]
+
+
+def test_background_is_not_a_finding_and_results_are():
+    assert [s for s in BACKGROUND if is_finding(s)] == []
+    assert [s for s in FINDINGS if not is_finding(s)] == []
+
+
+def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_is_not():
+    result = "Pain at day 7 was lower with naproxen than with placebo (p = 0.01)."
+    assert is_finding(result, "Ankle sprain trial > Results") and not is_finding(
+        result, "Ankle sprain trial > Introduction"
+    )
+    assert is_finding("For adults we suggest exercise therapy.", "Guideline > Background")
+
+
+def test_quotes_lose_their_source_citation_markers():
+    assert (
+        without_markers("up to 7% of patients develop chronic pain [1].")
+        == "up to 7% of patients develop chronic pain."
+    )
+    assert without_markers("as reported [3-5], [7] before") == "as reported before"
+
+
+def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or_comparator():
+    anchors = Anchors(intervention="exercise therapy", outcome="pain")
+    assert names_question(FINDINGS[1], anchors)
+    assert not names_question("For patients with chronic low back pain, we suggest spinal mobilization.", anchors)
+    assert names_question("anything at all", Anchors(outcome="pain"))  # the question names no I or C
+
+
+def test_stance_against_the_verdict():
+    assert stance(DECREASED, DECREASED) == "supports"
+    assert stance(NO_DIFFERENCE, DECREASED) == stance(INCREASED, DECREASED) == "contradicts"
+    assert stance(INSUFFICIENT, DECREASED) == stance(DECREASED, INSUFFICIENT) == "neutral"
+
+
+def _answer(
+    core: list[tuple[int, str]], grades: dict[int, str], docs: dict[int, str], fields: dict | None = None
+) -> dict:
+    return {
+        "core_answer": [{"statement": f"statement {n}", "citations": [n], "stance": st} for n, st in core],
+        "citations": [
+            {"n": n, "grade": g, "doc_id": docs[n], "window_id": f"w{n}", "condition": "LBP"} for n, g in grades.items()
+        ],
+        "pico_comparison": {"fields": fields or {}},
+    }
+
+
+def test_certainty_starts_from_the_design_and_names_every_downgrade():
+    trials = _answer([(1, "supports"), (2, "supports")], {1: "C", 2: "C"}, {1: "a", 2: "b"})
+    assess_certainty(trials, "LBP", {"w1", "w2"})
+    assert trials["certainty"]["level"] == "high" and trials["certainty"]["downgraded_for"] == []
+    assert trials["certainty"]["starts_from"].startswith("randomised trials (grade C): high")
+
+    mixed = _answer(
+        [(1, "supports"), (2, "contradicts")],
+        {1: "C", 2: "C", 3: "C"},
+        {1: "a", 2: "b", 3: "c"},
+        {"population": {"status": "mismatch", "question": "athletes", "closest_evidence": "older women"}},
+    )
+    assess_certainty(mixed, "LBP", {"w1"})  # two of three cited windows from other conditions
+    reasons = mixed["certainty"]["downgraded_for"]
+    assert [r.split(":")[0] for r in reasons] == ["indirectness", "indirectness", "inconsistency", "imprecision"]
+    assert "athletes" in reasons[1] and "[2]" in reasons[2] and mixed["certainty"]["level"] == "very low"
+
+    cohort = _answer([(1, "supports"), (2, "supports")], {1: "D", 2: "D"}, {1: "a", 2: "b"})
+    assess_certainty(cohort, None, set())
+    assert cohort["certainty"]["level"] == "low" and cohort["certainty"]["starts_from"].startswith("observational")
+
+
+def test_no_cited_finding_is_very_low_and_says_why():
+    empty = _answer([], {1: "C"}, {1: "a"})
+    assess_certainty(empty, None, set())
+    assert empty["certainty"]["level"] == "very low" and empty["certainty"]["downgraded_for"]
