@@ -151,3 +151,21 @@ def test_the_builder_dies_with_the_process_that_started_it():
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(child)
+
+
+def test_an_evaluation_lake_never_ranks_with_a_model_it_did_not_train_or_name(tmp_path):
+    """A PubMedQA lake whose earlier run borrowed a reranker, with no Evidence Inference lake of this
+    code to borrow from now: the stale copy is removed and the hand-set scorer ranks, as reported."""
+    from types import SimpleNamespace
+
+    from ebm_platform.evaluation.retrieval_eval import ensure_reranker
+    from ebm_platform.retrieval.learned import reranker_path
+
+    lake = tmp_path / "eval" / "pubmedqa-abc"
+    stale = reranker_path(lake)
+    stale.mkdir(parents=True)
+    (stale / "model.txt").write_text("borrowed by an earlier run")
+    retriever = SimpleNamespace(lake=lake, reranker=SimpleNamespace(learned="the stale model"))
+    report = ensure_reranker(retriever, "pubmedqa", tmp_path, progress=lambda line: None)
+    assert report == {"source": "none: hand-set scorer"}
+    assert retriever.reranker.learned is None and not stale.exists()

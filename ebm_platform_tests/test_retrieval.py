@@ -916,3 +916,46 @@ def test_evidence_inference_validation_prompts_are_kept_out_of_the_shipped_reran
     rows = pl.DataFrame({"question_id": ["ei-LBP-101", "ei-GL-GEN-102", "ei-LBP-1010", "gen-abc", "pubmedqa-LBP-101"]})
     kept = without_prompts(rows, {"101", "102"})["question_id"].to_list()
     assert kept == ["ei-LBP-1010", "gen-abc", "pubmedqa-LBP-101"]
+
+
+FIVE_QUESTIONS = {  # question -> its type
+    "Is knee arthroscopy plus exercise better than exercise alone for patellofemoral pain?": "comparative",
+    "Does exercise reduce pain in patellofemoral pain syndrome?": "effect",
+    "Does hip abduction increase vastus medialis obliquus activity?": "effect",
+    "Should adults with patellofemoral pain receive arthroscopy?": "yes/no",
+    "What treatments help patellofemoral pain?": "open",
+}
+
+
+def test_ask_states_a_verdict_in_the_questions_terms_for_five_question_types(small_lake, capsys):
+    """Each answer's first line states the verdict in the question's own terms (its intervention, or
+    yes / no / uncertain for a closed question), no core statement is background, and every
+    certainty names its starting point and lists its downgrades (or none) in the text output."""
+    from ebm_platform.cli.query import _print_answer
+    from ebm_platform.retrieval.findings import is_finding
+    from ebm_platform.retrieval.verdict import INSUFFICIENT
+
+    for question, kind in FIVE_QUESTIONS.items():
+        result = ask(question, lake=small_lake)
+        line = result["bottom_line"]
+        assert line["question_type"] == kind, question
+        if kind == "comparative":
+            assert (
+                result["anchors"]["intervention"].split()[0].lower() in line["text"].lower()
+                or result["verdict"] == INSUFFICIENT
+            )
+        if kind in ("effect", "yes/no"):
+            assert line["answer"] in ("yes", "no", "uncertain") and line["text"].split(":")[0] in (
+                "Yes",
+                "No",
+                "Uncertain",
+            )
+        assert all(is_finding(item["statement"]) for item in result["core_answer"]), question
+        certainty = result["certainty"]
+        assert certainty["starts_from"] and isinstance(certainty["downgraded_for"], list)
+        _print_answer(result)
+        printed = capsys.readouterr().out.splitlines()
+        assert printed[0].startswith(f"Bottom line ({kind} question): ")
+        assert (
+            printed[1].startswith(f"Certainty {certainty['level']}: starts from ") and "downgraded for: " in printed[1]
+        )

@@ -260,7 +260,9 @@ def ensure_reranker(
     code = retrieval_code_digest()
     if benchmark != "evidence-inference":
         source = _borrowed_reranker(lake, code)
-        if source is None:
+        if source is None:  # a copy an earlier run borrowed is not this code's: it must not rank
+            shutil.rmtree(folder, ignore_errors=True)
+            retriever.reranker.learned = None
             progress("no Evidence Inference reranker trained by this code: the hand-set fine scorer ranks")
             return {"source": "none: hand-set scorer"}
         shutil.rmtree(folder, ignore_errors=True)
