@@ -118,3 +118,29 @@ def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdic
         {1: "B", 2: "B"},
     )
     assert bottom_line(question, question_anchors(question), split, _rules)["answer"] == "uncertain"  # a tie in B
+
+
+def test_statements_take_their_sources_side_of_the_bottom_line():
+    """A closed question answered yes by its best-graded source: the trial that found no difference
+    contradicts it, the guideline about another treatment (it does not name the intervention) is
+    neutral, and the supporting statement leads the core."""
+    from ebm_platform.retrieval.bottom_line import take_sides
+
+    question = "Is exercise therapy effective for chronic low back pain?"
+    answer = _answer(
+        NO_DIFFERENCE,
+        [
+            ("There was no significant difference in pain between the two exercise programmes.", 2),
+            ("Exercise therapy appears to be effective at decreasing pain in chronic low back pain.", 1),
+            ("For patients with chronic low back pain, we suggest spinal manipulation.", 3),
+        ],
+        {1: "B", 2: "C", 3: "A"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == "yes" and line["sides"] == {"1": "supports", "2": "contradicts"}
+    take_sides(answer, line["sides"])
+    assert [(s["citations"][0], s["stance"]) for s in answer["core_answer"]] == [
+        (1, "supports"),
+        (2, "contradicts"),
+        (3, "neutral"),
+    ]

@@ -3,9 +3,8 @@ certainty with every downgrade named. Sentences are quoted from the demo lake's 
 
 from __future__ import annotations
 
-from ebm_platform.retrieval.answer import assess_certainty, stance
+from ebm_platform.retrieval.answer import assess_certainty
 from ebm_platform.retrieval.findings import is_finding, names_question, without_markers
-from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND = [
@@ -51,12 +50,6 @@ def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or
     assert names_question(FINDINGS[1], anchors)
     assert not names_question("For patients with chronic low back pain, we suggest spinal mobilization.", anchors)
     assert names_question("anything at all", Anchors(outcome="pain"))  # the question names no I or C
-
-
-def test_stance_against_the_verdict():
-    assert stance(DECREASED, DECREASED) == "supports"
-    assert stance(NO_DIFFERENCE, DECREASED) == stance(INCREASED, DECREASED) == "contradicts"
-    assert stance(INSUFFICIENT, DECREASED) == stance(DECREASED, INSUFFICIENT) == "neutral"
 
 
 def _answer(

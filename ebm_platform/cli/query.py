@@ -141,7 +141,7 @@ def cmd_pico_tag(args: argparse.Namespace) -> int:
 
 def _stance_note(item: dict) -> str:
     """' (contradicts the bottom line)' for a statement that does; nothing otherwise."""
-    return " (contradicts the verdict)" if item.get("stance") == "contradicts" else ""
+    return " (contradicts the bottom line)" if item.get("stance") == "contradicts" else ""
 
 
 def _print_answer(result: dict) -> None:

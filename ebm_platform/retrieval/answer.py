@@ -7,8 +7,8 @@ with the question's vector, result and statistics language, the question's outco
 and comparator words), or by cosine plus a small bonus for result language when the lake has no
 scorer; nothing is embedded for this at query time. The best become the core
 answer, each window contributes its best sentence to the graded evidence (findings only: results or
-recommendations, never background, `findings.py`; each core statement marked as supporting or
-contradicting the verdict, supporting ones first, then by grade), and the comparison
+recommendations, never background, `findings.py`; the best-graded findings that name the question's
+intervention or comparator lead), and the comparison
 uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
 reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
 """
@@ -182,7 +182,7 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
     against = [s for s in core if s.get("stance") == "contradicts"]
     if against:
         reasons.append(
-            f"inconsistency: {len(against)} of {len(core)} core statements contradict the verdict "
+            f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
         )
     supporting = {by_n[n]["doc_id"] for s in core if s.get("stance") == "supports" for n in s.get("citations", [])}
@@ -195,16 +195,8 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
     }
 
 
-STANCE_ORDER = {"supports": 0, "neutral": 1, "contradicts": 2}
+STANCES = ("supports", "contradicts", "neutral")  # a statement's side of the bottom line (bottom_line.take_sides)
 CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings, best grade first
-
-
-def stance(statement_verdict: str, verdict: str) -> str:
-    """How one statement stands to the answer's verdict: supports (the same verdict), contradicts (a
-    different direction or no difference against an effect), or neutral (it carries no verdict)."""
-    if statement_verdict == INSUFFICIENT or verdict == INSUFFICIENT:
-        return "neutral"
-    return "supports" if statement_verdict == verdict else "contradicts"
 
 
 def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
@@ -276,23 +268,10 @@ def compose_offline(
             for c in core
         ]
     verdict = _verdict([c["statement"] for c in selected], verdict_model)
-    grade_of = {n: row["grade"] for n, row in enumerate(rows, 1)}
-    for rank, item in enumerate(selected):
-        item["stance"] = stance(read_verdict([item["statement"]], verdict_model)[0], verdict["verdict"])
-        item["_order"] = (
-            STANCE_ORDER[item["stance"]],
-            min((grade_of[n] for n in item["citations"]), default="E"),
-            rank,
-        )
-    selected.sort(key=lambda item: item.pop("_order"))
     by_grade = []
     for grade in GRADES:
         statements = [
-            {
-                "statement": best_per_window[n],
-                "citations": [n],
-                "stance": stance(read_verdict([best_per_window[n]], verdict_model)[0], verdict["verdict"]),
-            }
+            {"statement": best_per_window[n], "citations": [n]}
             for n, row in enumerate(rows, 1)
             if row["grade"] == grade and n in best_per_window
         ]
@@ -332,7 +311,7 @@ Answer in three parts, citing window numbers on every statement:
 3. pico_comparison: how the question's population/intervention/comparator/outcome match the
 evidence, naming mismatches and limitations.
 Quote or state findings (results, recommendations), never background. Mark each core statement's
-stance towards your verdict: "supports", "contradicts" or "neutral".
+side of your bottom line: "supports", "contradicts" or "neutral".
 Also give the verdict your core answer states: "significantly increased", "significantly decreased",
 "no significant difference" (the intervention's effect on the outcome against the comparator) or
 "insufficient evidence"; and the bottom line first: the answer in the question's own terms (for a
@@ -361,7 +340,7 @@ IRCOT_ANSWER_SCHEMA = {
             "type": "array",
             "items": {
                 "type": "object",
-                "properties": {"stance": {"enum": list(STANCE_ORDER)}},
+                "properties": {"stance": {"enum": list(STANCES)}},
                 "required": ["statement", "citations"],
             },
         },

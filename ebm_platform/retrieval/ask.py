@@ -9,7 +9,7 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
-from ebm_platform.retrieval.bottom_line import bottom_line, stated_bottom_line
+from ebm_platform.retrieval.bottom_line import bottom_line, stated_bottom_line, take_sides, with_certainty
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.retrieval.strategies import retrieve
@@ -115,11 +115,6 @@ def answer_from(
         if condition and cited
         else set()
     )
-    assess_certainty(answer, condition, in_condition)
-    retrieval.timings["answer"] = time.perf_counter() - t0
-    score = {row["window_id"]: row["score"] for row in rows}
-    for cite in answer["citations"]:
-        cite["score"] = score.get(cite["window_id"])
     stated = answer.pop("llm_bottom_line", None)
     line = (
         stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])
@@ -128,6 +123,13 @@ def answer_from(
             text, retrieval.anchors, answer, lambda statement: read_verdict([statement], retriever.verdict_model)[0]
         )
     )
+    take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
+    assess_certainty(answer, condition, in_condition)
+    line = with_certainty(line, answer["certainty"]["level"])
+    retrieval.timings["answer"] = time.perf_counter() - t0
+    score = {row["window_id"]: row["score"] for row in rows}
+    for cite in answer["citations"]:
+        cite["score"] = score.get(cite["window_id"])
     result = {
         "bottom_line": line,
         "question": text,

@@ -172,27 +172,38 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         target, neutral = verdict, INSUFFICIENT
         text = _phrase(verdict, anchors)
         text = text[0].upper() + text[1:]
-    support = Counter(grade[n] for n, st in stances.items() if st == target and target != neutral)
-    against = Counter(grade[n] for n, st in stances.items() if st not in (target, neutral))
-    return _line(kind, target, text, answer, support, against)
-
-
-def _line(kind: str, target: str, text: str, answer: dict, support: Counter, against: Counter) -> dict:
-    """The bottom line's fields and its one-line summary."""
-    certainty = answer.get("certainty", {}).get("level", "very low")
-
-    def tally(counts: Counter) -> str:
-        return ", ".join(f"{n} grade {g}" for g, n in sorted(counts.items())) or "none"
-
-    return {
-        "question_type": kind,
-        "answer": target,
-        "text": f"{text}.",
-        "certainty": certainty,
-        "summary": f"{text} (certainty {certainty}; supported by {tally(support)}; contradicted by {tally(against)})",
-        "support": dict(sorted(support.items())),
-        "contradict": dict(sorted(against.items())),
+    sides = {
+        n: "neutral" if target == neutral or st == neutral else "supports" if st == target else "contradicts"
+        for n, st in stances.items()
     }
+    return _line(kind, target, text, answer, sides, grade)
+
+
+def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
+    """The bottom line's fields: `sides` is each cited source's side (supports / contradicts /
+    neutral), counted by grade; the one-line summary comes from `with_certainty`."""
+    return with_certainty(
+        {
+            "question_type": kind,
+            "answer": target,
+            "text": f"{text}.",
+            "support": dict(sorted(Counter(grade[n] for n, side in sides.items() if side == "supports").items())),
+            "contradict": dict(sorted(Counter(grade[n] for n, side in sides.items() if side == "contradicts").items())),
+            "sides": {str(n): side for n, side in sorted(sides.items())},
+        },
+        answer.get("certainty", {}).get("level", "very low"),
+    )
+
+
+def with_certainty(line: dict, certainty: str) -> dict:
+    """The bottom line with its certainty and its one-line summary."""
+
+    def tally(counts: dict[str, int]) -> str:
+        return ", ".join(f"{n} grade {g}" for g, n in counts.items()) or "none"
+
+    text = line["text"].rstrip(".")
+    summary = f"{text} (certainty {certainty}; supported by {tally(line['support'])}; contradicted by {tally(line['contradict'])})"
+    return {**line, "certainty": certainty, "summary": summary}
 
 
 def stated_bottom_line(question: str, anchors: Anchors, answer: dict, stated: dict, by: str) -> dict:
@@ -200,9 +211,18 @@ def stated_bottom_line(question: str, anchors: Anchors, answer: dict, stated: di
     sentence, the question type read here, the certainty assessed here, and the sources it named as
     supporting or contradicting counted by grade."""
     grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
-    support = Counter(grade[n] for n in dict.fromkeys(stated.get("supports", [])) if n in grade)
-    against = Counter(grade[n] for n in dict.fromkeys(stated.get("contradicts", [])) if n in grade)
-    line = _line(
-        question_type(question, anchors), stated["answer"], stated["text"].rstrip("."), answer, support, against
-    )
+    sides = {n: "contradicts" for n in stated.get("contradicts", []) if n in grade}
+    sides.update({n: "supports" for n in stated.get("supports", []) if n in grade})
+    line = _line(question_type(question, anchors), stated["answer"], stated["text"].rstrip("."), answer, sides, grade)
     return {**line, "stated_by": by}
+
+
+def take_sides(answer: dict, sides: dict[str, str]) -> None:
+    """Mark every core and graded statement with its source's side of the bottom line (supports,
+    contradicts, neutral), so the statements shown and the certainty's inconsistency agree with the
+    answer given first; the core's supporting statements come first (a stable sort)."""
+    groups = [answer.get("core_answer", [])] + [g.get("statements", []) for g in answer.get("evidence_by_grade", [])]
+    for statements in groups:
+        for item in statements:
+            item["stance"] = next((sides[str(n)] for n in item.get("citations", []) if str(n) in sides), "neutral")
+    answer.get("core_answer", []).sort(key=lambda item: item["stance"] != "supports")
