@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     )
     # the seed strategies' open constants (retrieval/meta_rag.py MetaRagConstants, med_r2.py
     # MedR2Constants, claims.py ClaimsConstants): chosen on Evidence Inference train questions by `ebm eval tune --strategy X`;
-    # see README "The five seed systems"
+    # see docs/evaluation.md "The five seed systems"
     meta_rag_a: float = Field(default=0.5, ge=0, description="META-RAG r = a*Date + b*Pub + c*Exp: a")
     meta_rag_b: float = Field(default=1.0, ge=0, description="META-RAG reliability weight b of Pub")
     meta_rag_c: float = Field(default=0.25, ge=0, description="META-RAG reliability weight c of Exp")
@@ -111,7 +111,7 @@ class Settings(BaseSettings):
         if self.datasets_dir is None or not Path(self.datasets_dir).is_dir():
             raise FileNotFoundError(
                 "No datasets folder: set EBM_DATASETS_DIR to a folder holding evidence_inference/, "
-                "pubmedqa/ and sr_rag_release/ (README 'Datasets' says which repositories and "
+                "pubmedqa/ and sr_rag_release/ (docs/operations.md 'Datasets' says which repositories and "
                 f"commits to clone). Looked at: {self.datasets_dir or '../shared/datasets'}"
             )
         return Path(self.datasets_dir)

@@ -11,7 +11,7 @@ Both run the model's own module chain (Transformer -> mean Pooling -> Normalize)
 states, so one forward pass gives a text's sentence embedding, its token embeddings (MaxSim) and
 pooled sentence vectors (the extractive answer): `encode_windows`. Texts longer than the model's
 256 word pieces keep the model's own sentence embedding of their first 256 word pieces (pooling
-every segment measured lower on Evidence Inference, README) and are read on in further segments,
+every segment measured lower on Evidence Inference, docs/evaluation.md) and are read on in further segments,
 each opened by the window's title and section (at most 64 word pieces), so that MaxSim and the
 answer's sentence vectors see every part of a window, in its context. Texts are sorted by length before batching (little padding) and inference
 uses every core this process may run on.

@@ -2,7 +2,7 @@
 scoring with k1 = 1.5, b = 0.75) over each window's `search_text` (title, section path and text).
 
 LanceDB's native BM25 over the same field ranked the same windows 0.035 MRR below bm25s on
-Evidence Inference validation (README, "The full-text channel against bm25s"), with the same
+Evidence Inference validation (docs/evaluation.md, "The full-text channel against bm25s"), with the same
 stemming and stop words and whatever its tokenizer options, so the query path uses bm25s. The
 index is derived data of one window-index version: built from that version's rows on first use,
 saved under `<lake>/stores/bm25s/v<version>/` (written to a temporary folder and renamed, so a

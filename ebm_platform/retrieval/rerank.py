@@ -9,7 +9,7 @@ learned LambdaRank model (retrieval/learned.py) when the lake holds a usable one
 hand-set offline scorer s(q, d) = cos(q, d) + LEXICAL_WEIGHT * coverage(q, d): the bi-encoder
 cosine plus the IDF-weighted share of the question's terms found in the window
 (retrieval/lexical.py), both bounded whatever the lengths of q and d. LEXICAL_WEIGHT was chosen on
-Evidence Inference *train* questions over the all-article evaluation lake (README, Evaluation).
+Evidence Inference *train* questions over the all-article evaluation lake (docs/evaluation.md).
 """
 
 from __future__ import annotations
