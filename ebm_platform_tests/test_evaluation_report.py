@@ -533,3 +533,23 @@ def test_a_prompt_whose_evidence_trained_the_verdict_model_has_no_gold_verdict(d
     assert held_out not in trained
     assert gold_verdict({**row, "question_id": f"ei-PFP-{held_out}"}, trained) == "no significant difference"
     assert gold_verdict({**row, "source": "pubmedqa", "exact_answer": "maybe"}, trained) == "maybe"
+
+
+def test_the_means_table_holds_strategies_that_lack_a_metric():
+    """A strategy with no verdict accuracy (its questions' verdicts are not scored) beside one with
+    it: the asset's table still builds (the demo failed here once), the missing mean is empty."""
+    import polars as pl
+
+    from ebm_platform.defs.evaluation import _means
+    from ebm_platform.evaluation.report import summary_table
+
+    rows = pl.DataFrame(
+        {
+            "strategy": ["sr_rag", "sr_rag", "med_r2"],
+            "SS": [0.5, 0.7, 0.6],
+            "verdict_accuracy": [1.0, 0.0, None],
+        }
+    )
+    table = _means(summary_table(rows, None, 7))
+    by_strategy = {r.data["strategy"]: r.data for r in table.value.records}
+    assert by_strategy["med_r2"]["verdict_accuracy"] is None and by_strategy["sr_rag"]["verdict_accuracy"] == 0.5

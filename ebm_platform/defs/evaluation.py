@@ -67,8 +67,8 @@ def _means(long: pl.DataFrame) -> dg.MetadataValue:
     schema = dg.TableSchema(
         columns=[dg.TableColumn("strategy", "string"), *[dg.TableColumn(c, "float") for c in columns]]
     )
-    records = [
-        dg.TableRecord({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if v is not None})
+    records = [  # every record has every column (Dagster requires it): a metric a strategy lacks is None
+        dg.TableRecord({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
         for r in wide.iter_rows(named=True)
     ]
     return dg.MetadataValue.table(records, schema=schema)
