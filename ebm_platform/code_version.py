@@ -15,9 +15,14 @@ PACKAGE = Path(__file__).resolve().parent
 
 def file_content(path: Path) -> bytes:
     """What a key reads of a file: a Python file's syntax tree (no comments, no layout), else its bytes."""
-    if path.suffix == ".py":
-        return ast.dump(ast.parse(path.read_text(encoding="utf-8"))).encode()
-    return path.read_bytes()
+    return _syntax(path) if path.suffix == ".py" else path.read_bytes()
+
+
+@lru_cache(maxsize=512)
+def _syntax(path: Path) -> bytes:
+    """A Python file's syntax tree, parsed once per process (asset groups share packages, and the
+    source does not change under a running process)."""
+    return ast.dump(ast.parse(path.read_text(encoding="utf-8"))).encode()
 
 
 def update_digest(digest, paths: Iterable[Path]) -> None:

@@ -54,8 +54,11 @@ def ensure_environment_models(
 ) -> list[str]:
     """Train (or find) the environment's tagger and verdict model, so that every lake, test and
     demo afterwards copies them instead of training; one line per model on what happened."""
-    with tempfile.TemporaryDirectory() as folder:  # the cache receives only a tagger that passed
-        meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, progress=progress)
+    key = training_key(datasets_dir, encoder.description)
+    meta, source = read_meta(cache_path(key)), f"trained earlier in this environment ({cache_path(key)})"
+    if meta.get("key") != key:  # not cached yet: train (the cache receives only a tagger that passed)
+        with tempfile.TemporaryDirectory() as folder:
+            meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, progress=progress)
     lines = [
         f"PICO tagger {meta['key']}: {source} (validation macro F1 {meta['validation']['learned']['macro_f1']:.3f}, "
         f"rules {meta['validation']['rules']['macro_f1']:.3f}"
