@@ -8,6 +8,7 @@ not know them; gold window ids are empty where the source has none (the release)
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +18,15 @@ from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import extract
+
+EI_QUESTION = re.compile(r"^ei-.+-([^-]+)$")  # an Evidence Inference question's id: ei-<code>-<prompt id>
+
+
+def ei_prompt_of(question_id: str) -> str | None:
+    """The Evidence Inference prompt an `ei-<code>-<prompt id>` question asks, else None."""
+    match = EI_QUESTION.match(question_id)
+    return match.group(1) if match else None
+
 
 BENCHMARK_SCHEMA = {
     "question_id": pl.String,

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import prompts
+from ebm_platform.benchmark.sources import ei_prompt_of
 from ebm_platform.evaluation.answer_metrics import (
     answer_statements,
     faithfulness,
@@ -82,7 +83,7 @@ def gold_verdict(row: dict, trained_verdicts: frozenset[str] = frozenset()) -> s
     its verdict is not evaluated)."""
     if row["source"] not in GOLD_VERDICT_SOURCES:
         return None
-    if row["source"] == "evidence_inference" and row["question_id"].rsplit("-", 1)[-1] in trained_verdicts:
+    if row["source"] == "evidence_inference" and ei_prompt_of(row["question_id"]) in trained_verdicts:
         return None
     return row["exact_answer"]
 

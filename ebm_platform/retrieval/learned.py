@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.atomic import write_text_atomic
+from ebm_platform.benchmark.sources import EI_QUESTION
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
@@ -119,9 +120,7 @@ def question_source(question_id: str) -> str:
 
 def without_prompts(rows: pl.DataFrame, prompt_ids: set[str]) -> pl.DataFrame:
     """Rows of every question but the Evidence Inference prompts named (ids `ei-<code>-<prompt id>`)."""
-    held = pl.col("question_id").str.starts_with("ei-") & pl.col("question_id").str.extract(r"-([^-]+)$").is_in(
-        sorted(prompt_ids)
-    )
+    held = pl.col("question_id").str.extract(EI_QUESTION.pattern).is_in(sorted(prompt_ids)).fill_null(False)
     return rows.filter(~held)
 
 
