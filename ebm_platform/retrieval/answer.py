@@ -15,20 +15,18 @@ reason-then-retrieve, then a JSON answer whose citations must point at retrieved
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
 from ebm_platform.corpus.model import GRADE_LABELS, GRADES
-from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
-from ebm_platform.retrieval.findings import is_finding, names_question, without_markers
+from ebm_platform.retrieval.findings import STRENGTH, is_finding, names_question, without_markers
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
 from ebm_platform.vocabulary import Anchors
@@ -132,7 +130,6 @@ START = {
     "D": (1, "observational studies"),
     "E": (0, "other research (case reports, narrative reviews, expert opinion)"),
 }
-STRENGTH_QUOTE = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)
 
 
 def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]) -> None:
@@ -158,7 +155,7 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
     start, design = START[best]
     starts_from = f"{design} (grade {best}): {CERTAINTY_LEVELS[start]}"
     if best == "A":
-        quoted = next((m.group(1).strip() for s in core for m in [STRENGTH_QUOTE.search(s["statement"])] if m), None)
+        quoted = next((m.group(1).strip() for s in core for m in [STRENGTH.search(s["statement"])] if m), None)
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})

@@ -17,8 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
-from ebm_platform.retrieval.findings import names_question
+from ebm_platform.retrieval.findings import STRENGTH, names_question
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -35,7 +34,6 @@ UP_WORDS = re.compile(
     re.I,
 )
 EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b", re.I)
-STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 
 

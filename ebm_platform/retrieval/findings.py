@@ -36,6 +36,7 @@ CONTEXT = re.compile(
     re.I,
 )
 RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
+STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)  # a guideline statement's stated strength
 
 
 def without_markers(sentence: str) -> str:
