@@ -264,7 +264,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     started = time.perf_counter()
-    _say("the environment's models (trained once per environment, about 15-35 min on 2 cores; then reused) ...")
+    _say("the environment's models (trained once per environment, up to an hour on 2 cores; then reused) ...")
 
     def progress(message: str) -> None:
         _progress(f"  {message} ({time.perf_counter() - started:.0f} s)")
