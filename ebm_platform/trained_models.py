@@ -14,6 +14,8 @@ from ebm_platform.index.embeddings import Encoder
 from ebm_platform.pico.tagger import cache_path, copy_tagger, read_meta
 from ebm_platform.pico.training import train_and_validate, training_key
 
+TRAINING_DATA = "EBM-NLP training subset (960 crowd-labelled abstracts; a seeded tenth held out as dev)"
+
 
 def ensure_tagger(
     folder: Path,
@@ -41,7 +43,7 @@ def ensure_tagger(
         "validation": report,
         "beats_rules": report["learned_minus_rules_macro_f1"] > 0,
         "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "training_data": "Evidence Inference train split (titles + abstracts), projected prompts",
+        "training_data": TRAINING_DATA,
     }
     tagger.save(folder, meta)
     if meta["beats_rules"]:  # only a tagger that passed its check serves other lakes
@@ -60,8 +62,8 @@ def ensure_environment_models(
         with tempfile.TemporaryDirectory() as folder:
             meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, progress=progress)
     lines = [
-        f"PICO tagger {meta['key']}: {source} (validation macro F1 {meta['validation']['learned']['macro_f1']:.3f}, "
-        f"rules {meta['validation']['rules']['macro_f1']:.3f}"
+        f"PICO tagger {meta['key']}: {source} (EBM-NLP dev macro F1 over P, I, O "
+        f"{meta['validation']['learned']['macro_f1']:.3f}, rules {meta['validation']['rules']['macro_f1']:.3f}"
         f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'})"
     ]
     verdict = cached_verdict_model(datasets_dir, encoder, progress)

@@ -75,6 +75,13 @@ def test_partitions_write_idempotently_and_feed_the_tree_and_channel(lake, datas
             "Does exercise therapy reduce pain in patients with patellofemoral pain?", ("patellofemoral pain",)
         )
         found = channel.search(anchors, partitions=["PFP"])
+        mentioned = channel.window_entities([c.window_id for c in found[:5]])
+        assert mentioned and set(mentioned) <= {c.window_id for c in found[:5]}
+        assert all(
+            e["type"] in store.query("MATCH (e:Entity) RETURN DISTINCT e.type AS t")["t"].to_list()
+            for es in mentioned.values()
+            for e in es
+        )
     windows = set(pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")["window_id"])
     assert found and all(c.window_id in windows for c in found) and len(found) <= 120
     assert found[0].path and found == sorted(found, key=lambda c: -c.score)

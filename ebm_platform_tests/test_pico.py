@@ -1,6 +1,7 @@
 """The learned PICO tagger: projection, names, token metrics, the asset with its blocking check, the CLI."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -223,7 +224,8 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     (mat,) = [m.event_specific_data.materialization for m in again.get_asset_materialization_events()]
     assert mat.metadata["reused"].value is True
     tagger = PicoTagger.load(tagger_path(lake))
-    assert tagger.selector is not None and meta["selection"]["classes"].keys() == {"I", "O"}
+    assert meta["selection"]["classes"].keys() == {"I", "O"}
+    assert (tagger.selector is not None) == meta["selection"]["kept"] == (meta["selection"]["out_of_fold_gain"] > 0)
     # the head alone, reported beside the selection, learned something (the majority class scores 0)
     assert report["learned_word_labels"]["macro_f1"] > report["majority_class"]["macro_f1"]
     from ebm_platform.index.embeddings import get_encoder
@@ -245,7 +247,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 
-    def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None):
+    def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None, dev=None):
         return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
@@ -291,6 +293,35 @@ def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake):
         env=env,
     )
     assert bad.returncode != 0 and "line 1" in bad.stderr
+
+
+def test_eval_pico_on_ebm_nlp_reports_every_class_beside_the_rules_and_the_projection(trained_lake, datasets_dir):
+    lake, *_ = trained_lake
+    env = {**os.environ, "EBM_LAKE": str(lake), "EBM_DATASETS_DIR": str(datasets_dir)}
+    out = subprocess.run(
+        [sys.executable, "-m", "ebm_platform.cli", "eval", "pico", "--benchmark", "ebm-nlp", "--limit", "40", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    tokens = json.loads(out.stdout)["token_level"]
+    assert tokens["benchmark"] == "ebm-nlp" and tokens["headline_classes"] == ["P", "I", "O"]
+    assert tokens["articles"] == 4 and tokens["split"] == "EBM-NLP dev tenth"  # the seeded tenth of 40
+    saved = read_meta(tagger_path(lake))["validation"]
+    # the same dev tenth as in training (encoded in other batches: float16 ties may move a word)
+    assert tokens["learned"]["macro_f1"] == pytest.approx(saved["learned"]["macro_f1"], abs=0.01)
+    for name in ("learned", "rules", "majority_class"):
+        assert set(tokens[name]["classes"]) == {"P", "I", "O"}
+    low, high = tokens["macro_f1_interval_95"]["learned"]
+    assert low <= tokens["learned"]["macro_f1"] <= high
+    projection = tokens["evidence_inference"]
+    assert projection["headline_classes"] == ["I", "O"] and projection["articles"] <= 40
+    if "previous_tagger" in tokens:  # the environment still keeps the tagger trained on the projection
+        assert set(tokens["previous_tagger"]["classes"]) == {"P", "I", "O"} and tokens["previous_tagger_trained_at"]
+    assert projection["learned"]["macro_f1"] == pytest.approx(
+        saved["evidence_inference"]["learned"]["macro_f1"], abs=0.01
+    )
 
 
 def test_llm_extractor_locates_the_models_names(server, tmp_path, monkeypatch):

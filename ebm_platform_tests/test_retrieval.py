@@ -94,6 +94,7 @@ def test_end_to_end_ask_on_real_documents(small_lake):
     grades = [group["grade"] for group in result["evidence_by_grade"]]
     assert grades == sorted(grades) and grades[0] == "A"  # guideline first
     assert set(result["pico_comparison"]["fields"]) == {"population", "intervention", "comparator", "outcome"}
+    assert result["pico_comparison"]["evidence_pico_from"] == "the knowledge graph's entities of each cited window"
     pools = {row["pool"] for row in result["explain"]}
     assert pools == {"A", "B-E"}
     assert all((row["pool"] == "A") == (row["grade"] == "A") for row in result["explain"])  # each pool its grades
@@ -339,6 +340,13 @@ def test_pico_comparison_names_question_terms_the_evidence_lacks():
     intervention = result["fields"]["intervention"]
     assert intervention["status"] == "partial match" and "hip" in intervention["missing_terms"]
     assert any(lim.startswith("intervention only partly matched: 'hip") for lim in result["limitations"])
+    assert result["evidence_pico_from"] == "the offline rules run on the cited text"
+    # with the graph's entities of the window (the learned tagger's), those are compared, not the rules'
+    tagged = dict(row, entities=[{"type": "Population", "name": "runners with anterior knee pain"}])
+    result = pico_comparison(question_anchors(QUESTION), [tagged], same)
+    assert result["evidence_pico_from"] == "the knowledge graph's entities of each cited window"
+    assert result["fields"]["population"]["closest_evidence"] == "runners with anterior knee pain"
+    assert result["fields"]["intervention"]["status"] == "not reported in the cited evidence"
 
 
 def test_full_text_channel_searches_title_and_section(small_lake):

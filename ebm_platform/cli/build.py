@@ -125,10 +125,17 @@ def _tagger_line(lake: Path) -> str:
     if get_settings().pico_extractor == "rules" or not meta.get("beats_rules"):
         return "PICO extraction: the offline rules (no usable learned tagger, or EBM_PICO_EXTRACTOR=rules)."
     report = meta["validation"]
+    projection = report.get("evidence_inference", {})
+    beside = (
+        f"; on Evidence Inference validation's projected gold, over I and O, {projection['learned']['macro_f1']:.3f} "
+        f"vs rules {projection['rules']['macro_f1']:.3f}"
+        if projection
+        else ""
+    )
     return (
-        f"PICO extraction: the learned tagger (token macro F1 over I and O on Evidence Inference validation "
-        f"{report['learned']['macro_f1']:.3f}, rules {report['rules']['macro_f1']:.3f}, same run) with the rules "
-        "for everything else."
+        f"PICO extraction: the learned tagger (token macro F1 over {', '.join(report.get('headline_classes', ['I', 'O']))} "
+        f"on {report.get('split', 'Evidence Inference validation')} {report['learned']['macro_f1']:.3f}, rules "
+        f"{report['rules']['macro_f1']:.3f}, same run{beside}) with the rules for everything else."
     )
 
 

@@ -19,49 +19,71 @@ PHRASING_HELP = (
 
 
 def cmd_eval_pico(args: argparse.Namespace) -> int:
-    from ebm_platform.evaluation.pico_eval import evaluate
-    from ebm_platform.pico.training import token_evaluation
+    from ebm_platform.evaluation.pico_eval import evaluate, token_evaluation
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.pico.extractors import llm_extractor
+    from ebm_platform.pico.tagger import previous_tagger, tagger_path
     from ebm_platform.settings import get_settings
+    from ebm_platform.trained_models import TRAINING_DATA
 
     settings = get_settings()
     datasets = settings.require_datasets_dir()
-    result = {
-        "token_level": token_evaluation(datasets, settings, args.split, args.limit, args.llm, _progress),
-        "span_overlap_rules": evaluate(datasets, args.split, args.limit, progress=_progress),
-    }
+    tokens = token_evaluation(
+        datasets,
+        tagger_path(settings.lake),
+        get_encoder(settings.embedding_model, settings.embedding_backend),
+        args.benchmark,
+        args.limit,
+        dict([llm_extractor(settings)]) if args.llm else None,
+        previous_tagger(TRAINING_DATA),
+        _progress,
+    )
+    result = {"token_level": tokens}
+    if args.benchmark == "evidence-inference":
+        result["span_overlap_rules"] = evaluate(datasets, "validation", args.limit, progress=_progress)
     if args.json:
         _say(json.dumps(result, indent=2))
         return 0
-    tokens = result["token_level"]
-    _say(
-        f"Token-level PICO (EBM-NLP classes) on Evidence Inference {args.split}: {tokens['articles']} articles, "
-        f"{tokens['tokens']} words; gold: {tokens['gold']}"
-    )
-    _say(f"{'extractor':<20}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
-    names = ("learned", "learned_word_labels", "rules", *(k for k in tokens if k.startswith("llm:")), "majority_class")
-    for name in (n for n in names if n in tokens):
-        for c, m in tokens[name]["classes"].items():
+    _token_table(tokens)
+    if "evidence_inference" in tokens:
+        _say("")
+        _token_table(tokens["evidence_inference"])
+    if "span_overlap_rules" in result:
+        spans = result["span_overlap_rules"]
+        _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
+        _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
+        for field, m in spans["fields"].items():
             _say(
-                f"{name:<20}{c + ('*' if c == 'P' else ''):>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}"
+                f"{field:<14}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}{m['match_rate_f1_ge_0.5']:>9.3f}"
             )
-        bounds = tokens.get("macro_f1_interval_95", {}).get(name)
-        ci = f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
-        _say(
-            f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}{ci}   (I, O; P* is a proxy, not in the macro)"
-        )
-    _say("learned_word_labels: the tagger's head alone, without the entity selector (an ablation)")
-    if "learned_minus_rules" in tokens.get("macro_f1_interval_95", {}):
-        low, high = tokens["macro_f1_interval_95"]["learned_minus_rules"]
-        _say(
-            f"learned minus rules, macro F1 {tokens['learned_minus_rules_macro_f1']:+.3f} [{low:+.3f}, {high:+.3f}]; "
-            f"intervals: {tokens['interval']}"
-        )
-    spans = result["span_overlap_rules"]
-    _say(f"\nSpan overlap of the rules' names with the prompts ({spans['prompts']} prompts):")
-    _say(f"{'field':<14}{'precision':>10}{'recall':>8}{'F1':>7}{'F1>=0.5':>9}")
-    for field, m in spans["fields"].items():
-        _say(f"{field:<14}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}{m['match_rate_f1_ge_0.5']:>9.3f}")
     return 0
+
+
+def _token_table(tokens: dict) -> None:
+    """One token-level report as a table: per extractor and class, then its headline macro F1."""
+    headline = tokens["headline_classes"]
+    proxy = [c for c in ("P", "I", "O") if c not in headline]
+    _say(f"Token-level PICO on {tokens['split']}: {tokens['articles']} texts, {tokens['tokens']} words")
+    _say(f"gold: {tokens['gold']}")
+    _say(f"{'extractor':<20}{'class':>6}{'precision':>10}{'recall':>8}{'F1':>7}")
+    names = ("learned", "learned_word_labels", "previous_tagger", "rules", *(k for k in tokens if k.startswith("llm:")))
+    for name in (*(n for n in names if n in tokens), "majority_class"):
+        for c, m in tokens[name]["classes"].items():
+            mark = "*" if c in proxy else ""
+            _say(f"{name:<20}{c + mark:>6}{m['precision']:>10.3f}{m['recall']:>8.3f}{m['f1']:>7.3f}")
+        bounds = tokens["macro_f1_interval_95"].get(name)
+        ci = f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
+        note = f"; {', '.join(proxy)}* a proxy, not in the macro" if proxy else ""
+        _say(f"{name:<20}{'macro':>6}{'':>18}{tokens[name]['macro_f1']:>7.3f}{ci}   ({', '.join(headline)}{note})")
+    _say(
+        "learned_word_labels: the tagger's head alone, without the entity selector; previous_tagger: the "
+        "environment's tagger trained on the Evidence Inference projection (when it keeps one)"
+    )
+    low, high = tokens["macro_f1_interval_95"]["learned_minus_rules"]
+    _say(
+        f"learned minus rules, macro F1 {tokens['learned_minus_rules_macro_f1']:+.3f} [{low:+.3f}, {high:+.3f}]; "
+        f"intervals: {tokens['interval']}"
+    )
 
 
 def cmd_eval_questions(args: argparse.Namespace) -> int:
@@ -448,9 +470,17 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's commands to `ebm`'s parser."""
     evaluation = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
-    pico = evaluation.add_parser("pico", help="PICO extraction (learned tagger, rules, LLM) vs Evidence Inference")
-    pico.add_argument("--split", default="validation", choices=["validation"])
-    pico.add_argument("--limit", type=int, help="at most this many articles")
+    pico = evaluation.add_parser(
+        "pico", help="PICO extraction (learned tagger, rules, previous tagger, LLM) at token level"
+    )
+    pico.add_argument(
+        "--benchmark",
+        default="ebm-nlp",
+        choices=["ebm-nlp", "evidence-inference"],
+        help="ebm-nlp: the dev tenth of EBM-NLP's abstracts (P, I, O), with the Evidence Inference figure "
+        "beside it; evidence-inference: its validation split, projected gold (I, O)",
+    )
+    pico.add_argument("--limit", type=int, help="at most this many abstracts / articles per split")
     pico.add_argument("--llm", action="store_true", help="also score the LLM extraction (EBM_LLM_MODEL)")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)

@@ -164,8 +164,9 @@ def _print_answer(result: dict) -> None:
         _say(f"   Grade {group['grade']} ({group.get('label', '')})")
         for item in group["statements"]:
             _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}{_stance_note(item)}")
-    _say("\n3. PICO comparison")
     comparison = result["pico_comparison"]
+    source = comparison.get("evidence_pico_from")
+    _say("\n3. PICO comparison" + (f" (the evidence's P/I/C/O: {source})" if source else ""))
     for field, value in comparison.get("fields", {}).items():
         detail = (
             f"'{value['question']}' vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"

@@ -1,5 +1,8 @@
-"""Offline PICO extraction quality against Evidence Inference's doctor-written prompts.
+"""PICO extraction quality: the token-level evaluation of `ebm eval pico` (the lake's tagger, the
+rules, the previous tagger, an LLM) on EBM-NLP's dev tenth or Evidence Inference's validation
+split, and the span overlap of the rules' names with Evidence Inference's doctor-written prompts.
 
+Span overlap:
 For each prompt and field (intervention, comparator, outcome) the gold string is compared with
 every entity the extractor found in the prompt's article, by content-token overlap:
 precision = |gold ∩ entity| / |entity|, recall = |gold ∩ entity| / |gold|, F1 their harmonic mean;
@@ -17,6 +20,10 @@ from ebm_platform.benchmark.evidence_inference import prompts
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import WindowParams, build_windows
 from ebm_platform.graph.pico_rules import extract
+from ebm_platform.index.embeddings import Encoder
+from ebm_platform.pico import ebm_nlp
+from ebm_platform.pico.tagger import PicoTagger, read_meta
+from ebm_platform.pico.training import encode_examples, evidence_inference_report, validation_report
 
 FIELD_TYPES = {
     "intervention": ("Intervention", "Arm"),
@@ -130,3 +137,45 @@ def evaluate(
         if total
         else {},
     }
+
+
+def token_evaluation(
+    datasets_dir: Path,
+    tagger_folder: Path,
+    encoder: Encoder,
+    benchmark: str = "ebm-nlp",
+    limit: int | None = None,
+    others: dict[str, Callable[[str], list[dict]]] | None = None,
+    previous: PicoTagger | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """`ebm eval pico`: the tagger saved in `tagger_folder`, the rules, the `previous` tagger and any
+    `others` at token level; on EBM-NLP's dev tenth (with the Evidence Inference projection figure
+    beside it) or on Evidence Inference's validation split alone."""
+    tagger = PicoTagger.load(tagger_folder)
+    if benchmark == "ebm-nlp":
+        examples = ebm_nlp.read_examples(datasets_dir, limit)
+        dev = [examples[i] for i in ebm_nlp.dev_indices(len(examples))[0]]
+        report = {
+            **validation_report(tagger, dev, encode_examples(dev, encoder, progress), others=others, previous=previous),
+            "split": "EBM-NLP dev tenth",
+        }
+        report["evidence_inference"] = evidence_inference_report(
+            tagger, datasets_dir, encoder, limit, previous, progress=progress
+        )
+    elif benchmark == "evidence-inference":
+        report = evidence_inference_report(tagger, datasets_dir, encoder, limit, previous, others, progress)
+    else:
+        raise ValueError(f"unknown PICO benchmark {benchmark!r} (ebm-nlp or evidence-inference)")
+    meta = read_meta(tagger_folder)
+    report.update(
+        {
+            "benchmark": benchmark,
+            "tagger": str(tagger_folder),
+            "tagger_trained_at": meta.get("trained_at"),
+            "tagger_training_data": meta.get("training_data"),
+            "previous_tagger_trained_at": previous.meta.get("trained_at") if previous else None,
+            "encoder": encoder.description,
+        }
+    )
+    return report

@@ -116,6 +116,22 @@ class GraphChannel:
                     matched[ids[i]] = (score, f"anchor '{text}' -> {types[i]} '{names[i]}' ({score:.2f})")
         return dict(sorted(matched.items(), key=lambda kv: -kv[1][0])[: self.params.per_anchor * len(texts)])
 
+    def window_entities(self, window_ids: list[str]) -> dict[str, list[dict]]:
+        """window_id -> the entities the graph records as mentioned in it ({type, name}), in a
+        stable order: what the lake's extraction (the learned tagger's P/I/C/O with the rules, or
+        the LLM) found in each window."""
+        if not window_ids:
+            return {}
+        found = self.store.query(
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.window_id IN $ids "
+            "RETURN DISTINCT w.window_id AS window_id, e.type AS type, e.name AS name ORDER BY window_id, type, name",
+            {"ids": list(window_ids)},
+        )
+        out: dict[str, list[dict]] = {}
+        for row in found.iter_rows(named=True):
+            out.setdefault(row["window_id"], []).append({"type": row["type"], "name": row["name"]})
+        return out
+
     def search(self, anchors: Anchors, partitions: list[str] | None = None) -> list[GraphCandidate]:
         matched = self._match(anchors, partitions)
         if not matched:

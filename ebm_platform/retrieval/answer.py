@@ -71,8 +71,9 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         "outcome": ("Outcome",),
     }
     found: dict[str, list[tuple[str, int]]] = {f: [] for f in fields}
+    from_graph = bool(rows) and all("entities" in row for row in rows)
     for n, row in enumerate(rows, 1):
-        for entity in extract(row["text"]).entities:
+        for entity in row["entities"] if from_graph else extract(row["text"]).entities:
             for f, types in fields.items():
                 if entity["type"] in types:
                     found[f].append((entity["name"], n))
@@ -117,7 +118,13 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
             )
     if len({row["doc_id"] for row in rows}) == 1:
         limitations.append("all cited windows come from a single document")
-    return {"fields": comparison, "limitations": limitations}
+    return {
+        "fields": comparison,
+        "limitations": limitations,
+        "evidence_pico_from": "the knowledge graph's entities of each cited window"
+        if from_graph
+        else "the offline rules run on the cited text",
+    }
 
 
 CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")

@@ -204,10 +204,14 @@ class Retriever:
         return collect(frame, into)
 
     def attach_evidence(self, rows: list[dict]) -> list[dict]:
-        """Give each row its stored token embeddings and quotable sentences (read once per row)."""
+        """Give each row its stored token embeddings and quotable sentences (read once per row) and
+        the entities the knowledge graph records for its window (`entities`, when the lake has a graph)."""
         late = self.index.late_interaction([r["window_id"] for r in rows if "tokens" not in r])
+        mentioned = self.graph.window_entities([r["window_id"] for r in rows]) if self.graph else None
         for row in rows:
             row.update(late.get(row["window_id"], {}))
+            if mentioned is not None:
+                row["entities"] = mentioned.get(row["window_id"], [])
         return rows
 
     def betr_for(self, scorer: str) -> tuple[BetrParameters | None, str]:
