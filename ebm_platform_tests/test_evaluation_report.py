@@ -156,7 +156,8 @@ def test_pooled_token_f1_and_its_article_bootstrap_interval():
     good = [np.where(rng.random(len(g)) < 0.8, g, 0) for g in gold]
     poor = [np.where(rng.random(len(g)) < 0.3, g, rng.integers(0, 4, len(g))) for g in gold]
     counts_good, counts_poor = headline_counts(gold, good), headline_counts(gold, poor)
-    assert pooled_macro_f1(counts_good) == pytest.approx(summarise(token_scores(gold, good))["macro_f1"], abs=1e-4)
+    # the table's per-class F1 are rounded to 3 decimals
+    assert pooled_macro_f1(counts_good) == pytest.approx(summarise(token_scores(gold, good))["macro_f1"], abs=5e-4)
     low, high = unit_interval(len(gold), lambda i: pooled_macro_f1(counts_good[i]))
     assert low < pooled_macro_f1(counts_good) < high < 1.0
     assert (low, high) == unit_interval(len(gold), lambda i: pooled_macro_f1(counts_good[i]))  # seeded

@@ -248,7 +248,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     from ebm_platform_tests.conftest import lake_resources
 
     def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None, dev=None):
-        return cls(tagger_module._network(xs[0].shape[1], params), params, {}, rarity)
+        return cls(tagger_module._network(xs[0].shape[1], params, len(rarity.vocabulary)), params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
     lake = tmp_path / "lake"

@@ -173,7 +173,7 @@ def _print_answer(result: dict) -> None:
             if "closest_evidence" in value
             else value.get("question") or ""
         )
-        _say(f"   {field:<13} {value['status']}: {detail}")
+        _say(f"   {field:<13} {value['status']}" + (f": {detail}" if detail else ""))
     if comparison.get("summary"):
         _say(f"   {comparison['summary']}")
     for limitation in comparison.get("limitations", []):
