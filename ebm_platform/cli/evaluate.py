@@ -19,10 +19,10 @@ PHRASING_HELP = (
 
 
 def cmd_eval_pico(args: argparse.Namespace) -> int:
-    from ebm_platform.evaluation.pico_eval import evaluate, token_evaluation
+    from ebm_platform.evaluation.pico_eval import evaluate, previous_tagger, token_evaluation
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.pico.extractors import llm_extractor
-    from ebm_platform.pico.tagger import previous_tagger, tagger_path
+    from ebm_platform.pico.tagger import tagger_path
     from ebm_platform.settings import get_settings
     from ebm_platform.trained_models import TRAINING_DATA
 

@@ -20,7 +20,7 @@ from ebm_platform.benchmark.evidence_inference import prompts
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import WindowParams, build_windows
 from ebm_platform.graph.pico_rules import extract
-from ebm_platform.index.embeddings import Encoder
+from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico import ebm_nlp
 from ebm_platform.pico.tagger import PicoTagger, read_meta
 from ebm_platform.pico.training import encode_examples, evidence_inference_report, validation_report
@@ -137,6 +137,18 @@ def evaluate(
         if total
         else {},
     }
+
+
+def previous_tagger(training_data: str) -> PicoTagger | None:
+    """The tagger this environment keeps that passed its check, was trained on other data than
+    `training_data` (the Evidence Inference projection's, once EBM-NLP's replaced it) and on the most
+    texts (tests cache small taggers too), the newest of those."""
+    kept = [read_meta(folder) | {"folder": folder} for folder in sorted((export_dir() / "pico_tagger").glob("*"))]
+    others = [m for m in kept if m.get("beats_rules") and m.get("training_data", training_data) != training_data]
+    best = max(
+        others, key=lambda m: (m.get("validation", {}).get("train_articles", 0), m.get("trained_at", "")), default=None
+    )
+    return PicoTagger.load(best["folder"]) if best else None
 
 
 def token_evaluation(

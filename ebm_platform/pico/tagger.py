@@ -500,15 +500,6 @@ def cache_path(key: str) -> Path:
     return export_dir() / "pico_tagger" / key
 
 
-def previous_tagger(training_data: str) -> PicoTagger | None:
-    """The newest tagger this environment keeps that passed its check and was trained on other data
-    than `training_data` (the Evidence Inference projection's tagger, once EBM-NLP's replaced it)."""
-    kept = [read_meta(folder) | {"folder": folder} for folder in sorted((export_dir() / "pico_tagger").glob("*"))]
-    others = [m for m in kept if m.get("beats_rules") and m.get("training_data", training_data) != training_data]
-    newest = max(others, key=lambda m: m.get("trained_at", ""), default=None)
-    return PicoTagger.load(newest["folder"]) if newest else None
-
-
 def tagger_path(lake: Path) -> Path:
     """Where a lake keeps its trained tagger."""
     return LakeLayout(lake).model("pico_tagger")
