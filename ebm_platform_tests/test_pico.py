@@ -241,16 +241,25 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
 
 
 def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeypatch):
-    """An untrained head scores below the rules: the check fails and extraction falls back to the rules."""
+    """A head that marks nothing scores below the rules: the check fails and extraction falls back to the rules."""
     from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
     from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.pico import tagger as tagger_module
     from ebm_platform_tests.conftest import lake_resources
 
     def untrained(cls, words, xs, ys, rarity, params=tagger_module.TaggerParams(), progress=None, dev=None):
-        return cls(tagger_module._network(xs[0].shape[1], params, len(rarity.vocabulary)), params, {}, rarity)
+        import torch
+
+        net = tagger_module._network(xs[0].shape[1], params, len(rarity.vocabulary))
+        torch.nn.init.zeros_(net.out.weight)  # a head that never learned: "no entity" for every word
+        net.out.bias.data = torch.tensor([5.0, 0.0, 0.0, 0.0])
+        return cls(net, params, {}, rarity)
 
     monkeypatch.setattr(PicoTagger, "train", classmethod(untrained))
+    from ebm_platform import trained_models
+
+    # an empty environment cache: a passing tagger cached by an earlier run would be reused, not trained
+    monkeypatch.setattr(trained_models, "cache_path", lambda key: tmp_path / "cache" / key)
     lake = tmp_path / "lake"
     resources = {**lake_resources(lake), "benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))}
     result = dg.materialize(
