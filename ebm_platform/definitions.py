@@ -28,6 +28,8 @@ from ebm_platform.defs.index import window_index
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.resources import default_resources
 from ebm_platform.defs.retrieval import (
+    closed_answer_model,
+    closed_answer_model_beats_baselines,
     fused_candidates,
     reranker_beats_hand_set,
     reranker_model,
@@ -56,7 +58,9 @@ conditions_job = dg.define_asset_job(
 )
 global_job = dg.define_asset_job("global_job", selection=dg.AssetSelection.assets(*GLOBAL_ASSETS))
 # Models the per-condition assets read (trained once per lake, before the partitions).
-models_job = dg.define_asset_job("models_job", selection=dg.AssetSelection.assets(pico_tagger, verdict_model))
+models_job = dg.define_asset_job(
+    "models_job", selection=dg.AssetSelection.assets(pico_tagger, verdict_model, closed_answer_model)
+)
 # Evaluation after the global assets: the per-condition reports, then their summary.
 evaluation_job = dg.define_asset_job(
     "evaluation_job",
@@ -99,6 +103,7 @@ defs = dg.Definitions(
             landing_imports,
             pico_tagger,
             verdict_model,
+            closed_answer_model,
             *PARTITIONED_ASSETS,
             *GLOBAL_ASSETS,
             evaluation_report,
@@ -112,6 +117,7 @@ defs = dg.Definitions(
         splits_unique_across_conditions,
         reranker_beats_hand_set,
         verdict_model_beats_baselines,
+        closed_answer_model_beats_baselines,
         betr_parameters_sound,
     ],
     jobs=[

@@ -246,7 +246,7 @@ def run_all_partitions(
     instance = dagster_instance()
     job = defs.resolve_job_def(partition_job)
     summary: dict[str, dict[str, float]] = {}
-    _say("training (or reusing) the PICO tagger and training the verdict model ...")
+    _say("training (or reusing) the PICO tagger, the verdict model and the closed-question reader ...")
     models = _execute("models_job", instance)
     failed = {key.path[-1] for key, _ in failed_checks(models)}
     if "pico_tagger" in failed or not models.success:
@@ -256,6 +256,11 @@ def run_all_partitions(
         )
     if "verdict_model" in failed:
         _say("the learned verdict did not beat the rules and the majority class: answers state the rules' verdict")
+    if "closed_answer_model" in failed:
+        _say(
+            "the closed-question reader did not beat the verdict mapping and the majority class: closed questions "
+            "are answered from the verdict and the question's direction"
+        )
     keys = codes or conditions_partitions.get_partition_keys()
     settings = get_settings()
     requests = []

@@ -139,6 +139,26 @@ def _tagger_line(lake: Path) -> str:
     )
 
 
+def _reader_line(lake: Path) -> str:
+    """Which reader answers closed questions, with its cross-validated figures beside its baselines."""
+    from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
+
+    model = ClosedAnswerModel.load(LakeLayout(lake).model("closed_answer"))
+    if model is None:
+        return (
+            "Closed questions: the verdict read against the question's direction (no promoted closed-question reader)."
+        )
+    report = model.meta["cross_validation"]
+    figures = "; ".join(
+        f"{name} {report[name]['accuracy']:.3f} / {report[name]['macro_f1']:.3f}"
+        for name in ("learned", "verdict mapping", "majority class")
+    )
+    return (
+        f"Closed questions: the closed-question reader (PubMedQA, {report['questions']} questions, "
+        f"{report['folds']}-fold cross-validated accuracy / macro-F1 with each question's own abstract: {figures})."
+    )
+
+
 def write_demo_report(lake: Path) -> Path:
     """The demo's report: corpus by condition, graph against the paper, one cited answer."""
     import polars as pl
@@ -174,6 +194,8 @@ def write_demo_report(lake: Path) -> Path:
         "",
         _tagger_line(lake),
         "",
+        _reader_line(lake),
+        "",
         "| core type | here | paper |",
         "|---|---|---|",
     ]
@@ -186,6 +208,8 @@ def write_demo_report(lake: Path) -> Path:
         f"**Q:** {EXAMPLE_QUESTION}",
         "",
         f"_{answer['mode']}_",
+        "",
+        f"**Bottom line ({answer['bottom_line']['question_type']} question):** {answer['bottom_line']['summary']}",
         "",
     ]
     lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]

@@ -422,15 +422,20 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     else:
         train = labelled_prompts(get_settings().require_datasets_dir(), "train")["label"].to_list()
         baseline = {**majority(train, gold), "note": "most frequent label of the train split"}
-    results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress)
+    readers, oracle = None, _oracle_spans(retriever.verdict_model.meta)
+    if yes_no:
+        readers, oracle = _closed_readers(retriever.verdict_model)
+    results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress, readers=readers)
     summary = {
         **header,
         "labels": dict(Counter(gold).most_common()),
         "majority_class": baseline,
         "results": results,
+        "oracle_evidence": oracle,
         "verdict": (
-            "the answer's verdict mapped to yes/no/maybe (effect -> yes, no significant difference "
-            "-> no, insufficient evidence -> maybe)"
+            "the bottom line's closed answer (uncertain -> maybe), read by the closed-question reader of the "
+            "cross-validation fold that holds the question out; a question the bottom line does not read as "
+            "closed: the verdict mapped (effect -> yes, no significant difference -> no, else maybe)"
         )
         if yes_no
         else "the answer's verdict",
@@ -462,9 +467,48 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
             f"{name:<{width}}{m['accuracy']:>9.3f} [{low:.3f}, {high:.3f}]{m['macro_f1']:>10.3f}{m['R@10']:>7.3f}"
             f"{m['questions']:>10}   {paired}"
         )
+    for name, m in oracle.items():
+        if isinstance(m, dict) and "accuracy" in m:
+            _say(
+                f"{'oracle: ' + name:<{width}}{m['accuracy']:>9.3f} {'':<16}{m['macro_f1']:>9.3f}   ({oracle['evidence']})"
+            )
     if results:
         _say(f"sentences quoted by: {next(iter(results.values()))['sentence_selection']}")
+        if yes_no:
+            _say(f"{first} confusion (gold -> answered): {results[first]['confusion']}")
     return 0
+
+
+def _oracle_spans(meta: dict) -> dict:
+    """The verdict model on the gold evidence alone (Evidence Inference validation spans)."""
+    spans = meta.get("validation_spans", {})
+    return {
+        "evidence": "each annotated validation evidence span alone",
+        **{k: spans[k] for k in ("learned", "rules") if k in spans},
+    }
+
+
+def _closed_readers(verdict_model) -> tuple[dict, dict]:
+    """The ten fold readers by PubMedQA item id, and the cross-validated figures with each question's
+    own abstract as the evidence (the oracle setting)."""
+    from ebm_platform.evaluation.closed_training import (
+        cross_validation,
+        example_matrix,
+        fold_models,
+        pubmedqa_examples,
+    )
+    from ebm_platform.settings import get_settings
+
+    examples = pubmedqa_examples(get_settings().require_datasets_dir())
+    X = example_matrix(examples, verdict_model.pipeline)
+    readers = {f"pubmedqa-{pmid}": model for pmid, model in fold_models(examples, verdict_model.pipeline, X).items()}
+    report = cross_validation(examples, verdict_model, X)
+    oracle = {
+        "evidence": "each question's own abstract, cross-validated",
+        "closed-question reader": report["learned"],
+        "verdict mapping": report["verdict mapping"],
+    }
+    return readers, oracle
 
 
 def register(sub: argparse._SubParsersAction) -> None:

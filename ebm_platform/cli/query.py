@@ -154,6 +154,8 @@ def _print_answer(result: dict) -> None:
         _say(f"Certainty {certainty['level']}: starts from {certainty['starts_from']}; downgraded for: {downgrades}")
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
     _say(result["ranking"])
+    if line.get("read_by"):
+        _say(f"closed answer: {line['read_by']}")
     if result.get("message"):
         _say(result["message"])
     _say("\n1. Core answer")

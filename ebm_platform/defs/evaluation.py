@@ -78,7 +78,14 @@ def _means(long: pl.DataFrame) -> dg.MetadataValue:
     partitions_def=conditions_partitions,
     group_name="evaluation",
     kinds={"polars"},
-    deps=["window_index", "knowledge_graph", "reranker_model", "verdict_model", "betr_parameters"],
+    deps=[
+        "window_index",
+        "knowledge_graph",
+        "reranker_model",
+        "verdict_model",
+        "closed_answer_model",
+        "betr_parameters",
+    ],
     ins={"splits": dg.AssetIn("benchmark_splits")},
     automation_condition=AFTER_DEPS
     & ~dg.AutomationCondition.any_deps_missing()

@@ -1,6 +1,7 @@
 """Retrieval assets: fused_candidates (every benchmark question's SR-RAG candidates with their
 features) -> reranker_model (checked), the learned fine scorer of this lake; verdict_model
-(checked), the learned verdict of the answers."""
+(checked), the learned verdict of the answers -> closed_answer_model (checked), the reader of
+closed questions' yes / no / maybe."""
 
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +15,10 @@ from ebm_platform.defs.io import model_folder, promote_model
 from ebm_platform.defs.partitions import AFTER_DEPS
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
+from ebm_platform.evaluation.closed_training import train_closed_model
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.evaluation.verdict_training import cached_verdict_model
+from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.learned import (
     MIN_GATE_QUESTIONS,
     cross_validate,
@@ -225,4 +228,58 @@ def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResourc
     return dg.AssetCheckResult(
         passed=passed,
         metadata={**{k: dg.MetadataValue.float(v) for k, v in f1.items()}, "promoted": dg.MetadataValue.bool(promoted)},
+    )
+
+
+@dg.asset(group_name="retrieval", kinds={"sklearn"}, pool="lake_writer", deps=[verdict_model])
+def closed_answer_model(
+    context: dg.AssetExecutionContext, lake: LakeResource, benchmark: BenchmarkResource, embedder: EmbedderResource
+) -> dg.Output[pl.DataFrame]:
+    """The closed-question reader (yes / no / maybe from the question with its evidence) fitted on
+    PubMedQA's 500 expert-labelled questions, each with its own abstract (not its conclusion), with
+    the verdict model's span classifier; ten-fold cross-validated beside the verdict mapping and the
+    majority class; staged in <lake>/staging/models/closed_answer until its blocking check promotes
+    it (without one, closed questions are answered from the verdict and the question's direction)."""
+    model = train_closed_model(benchmark.root(), cached_verdict_model(benchmark.root(), embedder.encoder()))
+    model.save(model_folder(lake.root, "closed_answer", staging=True))  # promoted by its blocking check
+    report = model.meta["cross_validation"]
+    names = ("learned", "verdict mapping", "majority class")
+    context.log.info(
+        "closed_answer_model, 10-fold cross-validated on %d PubMedQA questions: %s",
+        report["questions"],
+        "; ".join(f"{n} accuracy {report[n]['accuracy']:.3f} macro-F1 {report[n]['macro_f1']:.3f}" for n in names),
+    )
+    table = pl.DataFrame(
+        [{"reader": n, "accuracy": report[n]["accuracy"], "macro_f1": report[n]["macro_f1"]} for n in names]
+    )
+    return dg.Output(
+        table,
+        metadata={
+            "questions": dg.MetadataValue.int(report["questions"]),
+            **{f"{n} accuracy": dg.MetadataValue.float(report[n]["accuracy"]) for n in names},
+            **{f"{n} macro-F1": dg.MetadataValue.float(report[n]["macro_f1"]) for n in names},
+            "learned confusion (gold -> predicted)": dg.MetadataValue.json(report["learned"]["confusion"]),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=closed_answer_model,
+    blocking=True,
+    description="cross-validated, the reader must beat the majority class on accuracy and macro-F1 and the "
+    "verdict mapping on macro-F1; passing promotes the staged reader to where answers read it",
+)
+def closed_answer_model_beats_baselines(closed_answer_model: pl.DataFrame, lake: LakeResource) -> dg.AssetCheckResult:
+    rows = {r["reader"]: r for r in closed_answer_model.iter_rows(named=True)}
+    learned, mapping, constant = rows["learned"], rows["verdict mapping"], rows["majority class"]
+    passed = learned["accuracy"] > constant["accuracy"] and learned["macro_f1"] > max(
+        constant["macro_f1"], mapping["macro_f1"]
+    )
+    promoted = passed and promote_model(lake.root, "closed_answer", ClosedAnswerModel.FILE)
+    return dg.AssetCheckResult(
+        passed=passed,
+        metadata={
+            **{f"{name} {m}": dg.MetadataValue.float(rows[name][m]) for name in rows for m in ("accuracy", "macro_f1")},
+            "promoted": dg.MetadataValue.bool(promoted),
+        },
     )

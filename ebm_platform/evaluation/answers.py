@@ -1,6 +1,9 @@
 """Answer correctness on gold that needs no judge: the answer's `verdict` against Evidence
 Inference's label (significantly increased / decreased / no significant difference) and against
-PubMedQA's yes / no / maybe (read from the verdict by `as_yes_no`, a mapping). Accuracy and
+PubMedQA's yes / no / maybe (the bottom line's closed answer, uncertain read as maybe; for a
+question the bottom line does not read as closed, the verdict mapped by `as_yes_no`). Each PubMedQA
+question is answered by a closed-question reader that was not trained on it (`readers`: the
+cross-validation fold models). Accuracy and
 macro-F1 over the gold classes, per strategy, beside the majority class (the most frequent label
 of the Evidence Inference *train* split; PubMedQA here has no train split, so the majority of the
 evaluated questions' own labels, an optimistic constant) in the same run. R@10 of the cited
@@ -17,6 +20,8 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.retrieval.ask import answer_with
+from ebm_platform.retrieval.bottom_line import NO, UNCERTAIN, YES
+from ebm_platform.retrieval.closed_answer import MAYBE, ClosedAnswerModel
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.verdict import as_yes_no
 
@@ -30,10 +35,27 @@ def scores(gold: list[str], predicted: list[str]) -> dict[str, float]:
     }
 
 
+def confusion(gold: list[str], predicted: list[str]) -> dict[str, dict[str, int]]:
+    """gold label -> predicted label -> count."""
+    table: dict[str, Counter] = {g: Counter() for g in sorted(set(gold))}
+    for g, p in zip(gold, predicted):
+        table[g][p] += 1
+    return {g: dict(sorted(c.items())) for g, c in table.items()}
+
+
 def majority(train_labels: list[str], gold: list[str]) -> dict:
     """The constant answer `the most frequent training label` on the evaluated questions."""
     label = Counter(train_labels).most_common(1)[0][0]
     return {"answer": label, **scores(gold, [label] * len(gold)), "questions": len(gold)}
+
+
+def yes_no_maybe(answer: dict) -> str:
+    """PubMedQA's label from an answer: its bottom line's closed answer (uncertain -> maybe), else
+    its verdict mapped by `as_yes_no`."""
+    closed = answer.get("bottom_line", {}).get("answer")
+    if closed in (YES, NO, UNCERTAIN):
+        return MAYBE if closed == UNCERTAIN else closed
+    return as_yes_no(answer["verdict"])
 
 
 def evaluate_answers(
@@ -43,10 +65,12 @@ def evaluate_answers(
     yes_no: bool = False,
     k: int = 10,
     progress: Callable[[str], None] | None = None,
+    readers: dict[str, ClosedAnswerModel] | None = None,
 ) -> dict[str, dict]:
     """Per strategy: accuracy (with a question bootstrap 95% interval), macro-F1, the verdicts'
     spread and R@k of the cited windows; every strategy after the first is paired with the first
-    (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses)."""
+    (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses).
+    `readers` (item id -> closed-question reader) replaces the lake's reader question by question."""
     gold = [item["label"] for item in items]
     results: dict[str, dict] = {}
     correct: dict[str, np.ndarray] = {}
@@ -55,8 +79,10 @@ def evaluate_answers(
         predicted, recall = [], 0.0
         started = time.perf_counter()
         for n, item in enumerate(items, 1):
+            if readers is not None:
+                retriever.closed_model = readers[item["id"]]
             answer = answer_with(retriever, item["question"], None, strategy)
-            predicted.append(as_yes_no(answer["verdict"]) if yes_no else answer["verdict"])
+            predicted.append(yes_no_maybe(answer) if yes_no else answer["verdict"])
             cited = [c["window_id"] for c in answer["citations"]][:k]
             recall += len(item["gold"] & set(cited)) / len(item["gold"])
             if progress and n % 50 == 0:
@@ -69,6 +95,7 @@ def evaluate_answers(
         )
         results[strategy] = {
             **scores(gold, predicted),
+            **({"confusion": confusion(gold, predicted)} if yes_no else {}),
             "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])],
             **paired,
             f"R@{k}": round(recall / max(len(items), 1), 4),

@@ -5,13 +5,15 @@ source, sr_rag paired against each other strategy, the paper's Table 2 beside th
 Metrics per row (answer_metrics.py): R@10 on questions with gold windows; NC / NC_proxy on
 questions with nuggets; Faith / Faith_proxy; SS on questions with a reference answer; PM_proxy
 on questions with gold P/I/C/O/T fields; `verdict_correct` on Evidence Inference (label) and
-PubMedQA (yes / no / maybe, read from the verdict) questions. A metric a question cannot have is
+PubMedQA (yes / no / maybe: the bottom line's closed answer; not scored while the closed-question
+reader is fitted on them) questions. A metric a question cannot have is
 null, and every mean says over how many questions it was taken.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -29,12 +31,13 @@ from ebm_platform.evaluation.answer_metrics import (
     pico_match,
     semantic_similarity,
 )
+from ebm_platform.evaluation.answers import yes_no_maybe
+from ebm_platform.evaluation.closed_training import pubmedqa_path
 from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.ask import answer_from
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.strategies import retrieve
-from ebm_platform.retrieval.verdict import as_yes_no
 
 K = 10
 PROXY_NOTE = (
@@ -85,13 +88,19 @@ def gold_verdict(row: dict, trained_verdicts: frozenset[str] = frozenset()) -> s
         return None
     if row["source"] == "evidence_inference" and ei_prompt_of(row["question_id"]) in trained_verdicts:
         return None
+    if row["source"] == "pubmedqa" and f"pubmedqa:{row['question_id'].rsplit('-', 1)[-1]}" in trained_verdicts:
+        return None
     return row["exact_answer"]
 
 
 def verdict_training_questions(datasets_dir: Path) -> frozenset[str]:
-    """The Evidence Inference prompt ids whose evidence spans the verdict model trains on (the train
-    split's): the platform benchmark admits them, their verdicts are not evaluated."""
-    return frozenset(prompts(datasets_dir, "train")["prompt_id"].to_list())
+    """The questions whose evidence trained the answer's readers: the Evidence Inference prompt ids
+    of the verdict model's train spans and, as `pubmedqa:<PMID>`, every PubMedQA question the
+    closed-question reader is fitted on. The platform benchmark admits them; their verdicts are not
+    evaluated (`ebm eval answers --benchmark pubmedqa` scores PubMedQA with held-out fold readers)."""
+    pubmedqa = pubmedqa_path(datasets_dir)
+    pmids = json.loads(pubmedqa.read_text(encoding="utf-8")) if pubmedqa.is_file() else {}
+    return frozenset(prompts(datasets_dir, "train")["prompt_id"].to_list()) | {f"pubmedqa:{p}" for p in pmids}
 
 
 def pick_questions(bench: pl.DataFrame, limit: int, seed: int) -> pl.DataFrame:
@@ -147,7 +156,7 @@ def evaluate_question(
     )
     out["PM_proxy"] = pico_match({f: row[f"gold_{f.lower()}"] for f in "PICOT"}, statements, embed)
     label = gold_verdict(row, trained_verdicts)
-    verdict = as_yes_no(answer["verdict"]) if row["source"] == "pubmedqa" else answer["verdict"]
+    verdict = yes_no_maybe(answer) if row["source"] == "pubmedqa" else answer["verdict"]
     if label:
         out["verdict_accuracy"] = float(verdict == label)
     return {

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
-from ebm_platform.retrieval.bottom_line import bottom_line, stated_bottom_line, take_sides, with_certainty
+from ebm_platform.retrieval.bottom_line import UNCERTAIN, bottom_line, stated_bottom_line, take_sides, with_certainty
+from ebm_platform.retrieval.closed_answer import MAYBE
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.retrieval.strategies import retrieve
@@ -71,6 +73,28 @@ def question_condition(retrieval: Retrieval, conditions: list[str] | None) -> st
     return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
 
 
+def source_reader(retriever: Retriever, question: str, rows: list[dict], answer: dict) -> Callable[[int], str] | None:
+    """Cited source n -> the closed-question reader's yes / no / uncertain for the question over the
+    sentences of every cited window of n's document; None when the lake holds no promoted reader."""
+    model = retriever.closed_model
+    if model is None:
+        return None
+    by_window = {row["window_id"]: row for row in rows}
+    document = {c["n"]: c["doc_id"] for c in answer.get("citations", [])}
+
+    def read(n: int) -> str:
+        cited = [
+            by_window[c["window_id"]]
+            for c in answer["citations"]
+            if c["doc_id"] == document[n] and c["window_id"] in by_window
+        ]
+        retriever.attach_evidence([row for row in cited if "sentences" not in row])
+        sentences = [(s, row.get("section")) for row in cited for s in row.get("sentences") or [row["text"]]]
+        return {MAYBE: UNCERTAIN}.get(label := model.read(question, sentences)[0], label)
+
+    return read
+
+
 def answer_with(
     retriever: Retriever,
     text: str,
@@ -120,7 +144,11 @@ def answer_from(
         stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])
         if stated
         else bottom_line(
-            text, retrieval.anchors, answer, lambda statement: read_verdict([statement], retriever.verdict_model)[0]
+            text,
+            retrieval.anchors,
+            answer,
+            lambda statement: read_verdict([statement], retriever.verdict_model)[0],
+            source_reader(retriever, text, rows, answer),
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line

@@ -22,7 +22,9 @@ from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, N
 from ebm_platform.vocabulary import Anchors
 
 QUESTION_TYPES = ("comparative", "effect", "yes/no", "open")
-CLOSED = re.compile(r"^\s*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)
+CLOSED = re.compile(r"^\W*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)
+WH = re.compile(r"^\W*(?:what|which|how|why|when|where|who|whom|whose)\b", re.I)
+CLAUSES = re.compile(r":|\.\s|--|\s-\s|;")
 DOWN_WORDS = re.compile(
     r"\b(?:reduc\w*|decreas\w*|lower\w*|reliev\w*|prevent\w*|alleviat\w*|less|fewer|"
     r"shorten\w*|ameliorat\w*)\b",
@@ -35,6 +37,18 @@ UP_WORDS = re.compile(
 )
 EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
+GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
+
+
+def is_closed(question: str) -> bool:
+    """A yes/no question: one of its clauses opens with an auxiliary verb ("Therapeutic
+    anticoagulation in the trauma patient: is it safe?"), or it ends in a question mark and none
+    opens with a question word (a title asked as a question: "Aripiprazole: a new risk factor for
+    pathological gambling?")."""
+    clauses = CLAUSES.split(question)
+    if any(CLOSED.match(c) for c in clauses):
+        return True
+    return question.rstrip().endswith("?") and not any(WH.match(c) for c in clauses)
 
 
 def question_type(question: str, anchors: Anchors) -> str:
@@ -42,7 +56,7 @@ def question_type(question: str, anchors: Anchors) -> str:
     yes/no (any other closed question) or open."""
     if anchors.intervention and anchors.comparator:
         return "comparative"
-    closed = bool(CLOSED.match(question))
+    closed = is_closed(question)
     if anchors.intervention and anchors.outcome and (closed or EFFECT_WORDS.search(question)):
         return "effect"
     return "yes/no" if closed else "open"
@@ -78,6 +92,13 @@ def as_closed_answer(verdict: str, direction: str | None) -> str:
     return UNCERTAIN
 
 
+def directed(read: str, verdict: str, direction: str | None) -> str:
+    """A reader's yes for a question that asks about one direction, overruled to no when the
+    source's verdict is a significant effect the other way."""
+    opposite = verdict in (INCREASED, DECREASED) and as_closed_answer(verdict, direction) == NO
+    return NO if read == YES and direction and opposite else read
+
+
 def statement_answer(statement: str, verdict_of: Callable[[str], str], direction: str | None) -> str:
     """One cited statement's answer to a closed question (a recommendation by its strength)."""
     stance = recommendation_stance(statement)
@@ -110,14 +131,25 @@ def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: 
     return None
 
 
-def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Callable[[str], str]) -> dict:
+def bottom_line(
+    question: str,
+    anchors: Anchors,
+    answer: dict,
+    verdict_of: Callable[[str], str],
+    read_source: Callable[[int], str] | None = None,
+) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
     grade that support or contradict it (each source counted once, by its first statement that names
     the question's intervention or comparator; a source about something else counts neither way). A closed
     question is answered as the best-graded cited sources answer it (a guideline recommendation by its
     strength), which may overrule the verdict of the core statements; a comparative or open question
-    states that verdict."""
+    states that verdict. `read_source(n)`, when given, is the closed-question reader's yes / no /
+    uncertain for cited study n (not a guideline) read with the question: then the top-ranked study's
+    reading answers a closed question (the ranking already weighs grade), each study's reading gives
+    its side, and a yes to a question asking about one direction becomes no when the study's verdict is
+    a significant effect the other way; guideline evidence (grade A), when it takes a side, still
+    decides."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
     verdict = answer.get("verdict", INSUFFICIENT)
@@ -134,17 +166,35 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         if n in grade and names_question(statement, anchors):
             first.setdefault(n, statement)
     closed = kind in ("yes/no", "effect")
+    reader = read_source if closed else None
     if closed:
-        stances = {n: statement_answer(s, verdict_of, direction) for n, s in first.items()}
-        target, neutral = as_closed_answer(verdict, direction), UNCERTAIN
+        neutral = UNCERTAIN
+
+        def read(n: int, statement: str) -> bool:
+            """Whether the reader answers for source n: a study, not a guideline (grade A)."""
+            return reader is not None and grade[n] != GUIDELINE and recommendation_stance(statement) is None
+
+        stances = {
+            n: directed(reader(n), verdict_of(s), direction)
+            if read(n, s)
+            else statement_answer(s, verdict_of, direction)
+            for n, s in first.items()
+        }
+        target = as_closed_answer(verdict, direction)
+        readers_answer = reader is not None and bool(grade) and grade[min(grade)] != GUIDELINE
+        if readers_answer:  # the top-ranked study, read with the question (the ranking already weighs grade)
+            top = min(grade)
+            target = stances[top] if top in stances else directed(reader(top), verdict, direction)
         best = _best_grade_answer(stances, grade, neutral)
+        generic = ("the top-ranked study " if readers_answer else "the cited evidence ") + {
+            YES: "reports the effect asked about",
+            NO: "reports no such effect",
+            UNCERTAIN: "does not settle it",
+        }[target]
         basis = (
             _phrase(verdict, anchors)
-            if kind == "effect"
-            else "the cited evidence "
-            + {YES: "reports the effect asked about", NO: "reports no such effect", UNCERTAIN: "does not settle it"}[
-                target
-            ]
+            if kind == "effect" and as_closed_answer(verdict, direction) == target
+            else generic
         )
         if best is not None:
             g = min(grade[n] for n, st in stances.items() if st != neutral)
@@ -157,13 +207,14 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
                         UNCERTAIN: "recommends neither for nor against it",
                     }[best]
                 )
-            elif best != target:
+                target = best
+            elif best != target and (not readers_answer or g == GUIDELINE):
                 basis = {
                     YES: f"the grade {g} evidence supports it",
                     NO: f"the grade {g} evidence speaks against it",
                     UNCERTAIN: f"the grade {g} evidence disagrees with itself",
                 }[best]
-            target = best
+                target = best
         text = f"{target.capitalize()}: {basis}"
     else:
         stances = {n: verdict_of(s) for n, s in first.items()}
@@ -174,7 +225,14 @@ def bottom_line(question: str, anchors: Anchors, answer: dict, verdict_of: Calla
         n: "neutral" if target == neutral or st == neutral else "supports" if st == target else "contradicts"
         for n, st in stances.items()
     }
-    return _line(kind, target, text, answer, sides, grade)
+    line = _line(kind, target, text, answer, sides, grade)
+    if closed:
+        line["read_by"] = (
+            "closed-question reader (closed_answer_model: each source read with the question; PubMedQA-trained)"
+            if reader
+            else "the verdict read against the question's direction"
+        )
+    return line
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:

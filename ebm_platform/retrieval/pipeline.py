@@ -25,6 +25,7 @@ from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import rrf, top
@@ -187,6 +188,7 @@ class Retriever:
         self.reranker = Reranker(cross_encoder, self.term_statistics, LearnedReranker.load(reranker_path(self.lake)))
         self.betr = BetrParameters.load(parameters_path(self.lake))
         self.verdict_model = VerdictModel.load(verdict_path(self.lake))
+        self.closed_model = ClosedAnswerModel.load(LakeLayout(self.lake).model("closed_answer"))
         opened = open_graph(
             LakeLayout(self.lake).graph_db,
             LakeLayout(self.lake).asset_dir() / "knowledge_graph",

@@ -1,0 +1,208 @@
+"""The closed-question reader: its evidence and features, its cross-validated training on the real
+PubMedQA questions beside the verdict mapping and the majority class, the bottom line it answers,
+and the blocking check that keeps a failed reader away from the queries."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from ebm_platform.evaluation.closed_training import cross_validation, example_matrix, fold_models, pubmedqa_examples
+from ebm_platform.evaluation.verdict_training import spans
+from ebm_platform.retrieval.bottom_line import bottom_line, is_closed
+from ebm_platform.retrieval.closed_answer import FEATURES, ClosedAnswerModel, features, results_sentences
+from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, VerdictModel, offline_verdict
+from ebm_platform_tests.test_bottom_line import _answer
+
+
+@pytest.fixture(scope="module")
+def span_verdict(datasets_dir) -> VerdictModel:
+    """The verdict model's span classifier, fitted on Evidence Inference's train spans (no sentence
+    scorer: the reader reads only the span classifier)."""
+    texts, labels = spans(datasets_dir, "train")
+    return VerdictModel.train(texts, labels)
+
+
+@pytest.fixture(scope="module")
+def examples(datasets_dir) -> list[dict]:
+    return pubmedqa_examples(datasets_dir)
+
+
+def test_results_sentences_prefer_a_results_section_then_findings() -> None:
+    sentences = [
+        ("Low back pain is common.", "BACKGROUND"),
+        ("Pain fell more with exercise (p = 0.01).", "RESULTS"),
+        ("Exercise may help.", "CONCLUSIONS"),
+    ]
+    assert results_sentences(sentences) == ["Pain fell more with exercise (p = 0.01)."]
+    unlabelled = [("Low back pain is common.", None), ("Pain was significantly lower with exercise (p = 0.01).", None)]
+    assert results_sentences(unlabelled) == ["Pain was significantly lower with exercise (p = 0.01)."]
+    assert results_sentences([("Nothing measured here.", None)]) == ["Nothing measured here."]
+
+
+def test_pubmedqa_examples_are_the_500_questions_without_their_conclusions(examples, datasets_dir) -> None:
+    import json
+
+    records = json.loads((datasets_dir / "pubmedqa" / "ori_pqal_dev.json").read_text(encoding="utf-8"))
+    assert len(examples) == 500 and {e["label"] for e in examples} == {"yes", "no", "maybe"}
+    first = examples[0]
+    record = records[first["pmid"]]
+    assert first["question"] == record["QUESTION"]
+    text = " ".join(s for s, _ in first["sentences"])
+    assert record["LONG_ANSWER"][:60] not in text  # the reasoning-required setting: no conclusion
+    assert {section for _, section in first["sentences"]} <= set(record["LABELS"])
+
+
+def test_features_count_significance_no_difference_and_the_question_form(span_verdict) -> None:
+    x = features(
+        "Is taping not effective?",
+        ["Pain did not differ (p = 0.4).", "There was no significant difference in function."],
+        span_verdict.pipeline,
+    )
+    named = dict(zip(FEATURES, x))
+    assert x.shape == (len(FEATURES),) == (16,)
+    assert named["no-difference sentences"] == 2 and named["results sentences"] == 2
+    assert named["question: negation"] == 1 and named["question words"] == 4
+    assert named["span classifier max no diff"] > named["span classifier max increased"]
+
+
+def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class(examples, span_verdict) -> None:
+    """Ten folds over the real 500 questions: each predicted by a model that did not see it."""
+    X = example_matrix(examples, span_verdict.pipeline)
+    report = cross_validation(examples, span_verdict, X)
+    learned, mapped, constant = report["learned"], report["verdict mapping"], report["majority class"]
+    assert report["questions"] == 500 and constant["answers"] == {"yes": 500}
+    assert learned["accuracy"] > constant["accuracy"] and learned["macro_f1"] > mapped["macro_f1"]
+    assert sum(sum(row.values()) for row in learned["confusion"].values()) == 500
+    readers = fold_models(examples, span_verdict.pipeline, X)
+    assert len(readers) == 500 and len({id(m) for m in readers.values()}) == 10
+    held = examples[0]
+    assert readers[held["pmid"]].meta["trained_on"] == 500 - readers[held["pmid"]].meta["held_out"]
+
+
+def test_reader_round_trips_and_reads_one_source(tmp_path, examples, span_verdict) -> None:
+    X = example_matrix(examples[:200], span_verdict.pipeline)
+    model = ClosedAnswerModel.train(X, [e["label"] for e in examples[:200]], span_verdict.pipeline, {"key": "k"})
+    model.save(tmp_path)
+    loaded = ClosedAnswerModel.load(tmp_path)
+    assert loaded is not None and loaded.meta == {"key": "k", "trained_on": 200}
+    label, probabilities = loaded.read(examples[300]["question"], examples[300]["sentences"])
+    assert label in ("yes", "no", "maybe") and sum(probabilities.values()) == pytest.approx(1.0, abs=0.01)
+    assert loaded.predict(X[:5]) == model.predict(X[:5])
+    assert ClosedAnswerModel.load(tmp_path / "none") is None
+
+
+@pytest.mark.parametrize(
+    "question, closed",
+    [
+        ("Therapeutic anticoagulation in the trauma patient: is it safe?", True),
+        ("Aripiprazole: a new risk factor for pathological gambling?", True),
+        ("Human papillomavirus and pterygium. Is the virus a risk factor?", True),
+        ("Exercise therapy versus usual care for chronic low back pain: which works better?", False),
+        ("How effective is manual therapy for neck pain?", False),
+        ("Treatments for patellofemoral pain", False),
+    ],
+)
+def test_closed_questions_in_pubmedqa_phrasings(question: str, closed: bool) -> None:
+    assert is_closed(question) is closed
+
+
+def _rules(statement: str) -> str:
+    return offline_verdict([statement])[0]
+
+
+def test_the_reader_answers_from_the_top_ranked_study_and_gives_each_source_its_side() -> None:
+    question = "Is taping effective for patellofemoral pain?"
+    answer = _answer(
+        INCREASED,
+        [("Taping improved pain scores (p = 0.03).", 1), ("Taping made no difference to pain (p = 0.6).", 2)],
+        {1: "B", 2: "C"},
+    )
+    reads = {1: "no", 2: "yes"}
+    line = bottom_line(question, question_anchors(question), answer, _rules, reads.__getitem__)
+    assert line["answer"] == "no" and line["text"] == "No: the top-ranked study reports no such effect."
+    assert line["sides"] == {"1": "supports", "2": "contradicts"} and line["read_by"].startswith(
+        "closed-question reader"
+    )
+    without = bottom_line(question, question_anchors(question), answer, _rules)
+    assert without["answer"] == "yes" and without["read_by"].startswith("the verdict")  # the grade B source's verdict
+
+
+def test_a_reader_yes_to_a_directed_question_is_no_when_the_effect_runs_the_other_way() -> None:
+    question = "Does bracing increase re-injury in ankle sprain?"
+    answer = _answer(DECREASED, [("Bracing reduced re-injury compared with no brace (p = 0.02).", 1)], {1: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")
+    assert line["answer"] == "no"
+    answer = _answer(DECREASED, [("Re-injury did not differ with bracing (p = 0.5).", 1)], {1: "B"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+
+
+def test_a_guideline_recommendation_still_decides_over_the_reader() -> None:
+    question = "Should patients with chronic low back pain take opioids?"
+    against = (
+        "For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
+        "Weak against; New-replaced.)"
+    )
+    answer = _answer(
+        INCREASED,
+        [("Opioids increased pain relief compared with placebo (p < 0.01).", 1), (against, 2)],
+        {1: "C", 2: "A"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")
+    assert line["answer"] == "no" and line["text"] == "No: the guideline recommends against it."
+    unstated = _answer(INCREASED, [("Opioids did not reduce pain more than placebo (p = 0.4).", 1)], {1: "A"})
+    line = bottom_line(question, question_anchors(question), unstated, _rules, lambda n: "yes")
+    assert line["answer"] == "no"  # a guideline's text is read by its verdict, never by the study reader
+
+
+def test_a_failed_reader_check_blocks_and_queries_stay_on_the_verdict(tmp_path, datasets_dir, monkeypatch) -> None:
+    """A reader that does not beat the verdict mapping fails the blocking check, is staged but never
+    promoted, and what depends on it is not materialised: the Retriever finds no reader."""
+    from ebm_platform.defs import retrieval as defs_retrieval
+    from ebm_platform.defs.io import model_folder
+    from ebm_platform.defs.resources import BenchmarkResource
+    from ebm_platform.lake_layout import LakeLayout
+    from ebm_platform_tests.test_retrieval import lake_resources
+
+    figures = {"accuracy": 0.5, "macro_f1": 0.30}
+    report = {
+        "questions": 500,
+        "learned": {**figures, "confusion": {}},
+        "verdict mapping": {"accuracy": 0.47, "macro_f1": 0.33},
+        "majority class": {"accuracy": 0.55, "macro_f1": 0.24},
+    }
+    worse = ClosedAnswerModel(None, None, {"cross_validation": report})
+    monkeypatch.setattr(defs_retrieval, "train_closed_model", lambda *args, **kwargs: worse)
+    monkeypatch.setattr(defs_retrieval, "cached_verdict_model", lambda *args, **kwargs: None)
+
+    @dg.asset(deps=[defs_retrieval.closed_answer_model])
+    def answers_downstream() -> None:
+        """Stands for evaluation_report, which answers with the reader."""
+
+    result = dg.materialize(
+        [defs_retrieval.closed_answer_model, defs_retrieval.closed_answer_model_beats_baselines, answers_downstream],
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+        resources=lake_resources(tmp_path) | {"benchmark": BenchmarkResource(datasets_dir=str(datasets_dir))},
+    )
+    (check,) = [
+        e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert not check.passed and check.metadata["promoted"].value is False
+    materialised = {
+        e.asset_key.to_user_string() for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
+    }
+    assert materialised == {"closed_answer_model"}
+    assert (model_folder(tmp_path, "closed_answer", staging=True) / ClosedAnswerModel.FILE).is_file()
+    assert ClosedAnswerModel.load(LakeLayout(tmp_path).model("closed_answer")) is None  # what Retriever loads
+
+
+def test_the_platform_benchmark_does_not_score_questions_that_trained_a_reader(datasets_dir) -> None:
+    from ebm_platform.evaluation.report import gold_verdict, verdict_training_questions
+
+    trained = verdict_training_questions(datasets_dir)
+    pmid = pubmedqa_examples(datasets_dir)[0]["pmid"]
+    row = {"source": "pubmedqa", "question_id": f"pubmedqa-PFP-{pmid}", "exact_answer": "yes"}
+    assert f"pubmedqa:{pmid}" in trained and gold_verdict(row, trained) is None
+    assert gold_verdict(row) == "yes"
