@@ -34,6 +34,13 @@ def test_a_verdict_is_read_against_the_direction_the_question_asks_about() -> No
     assert as_closed_answer(INSUFFICIENT, None) == "uncertain"
 
 
+OPIOIDS = "Should patients with chronic low back pain take opioids?"
+AGAINST_OPIOIDS = (
+    "For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
+    "Weak against; New-replaced.)"
+)
+
+
 def _answer(verdict: str, statements: list[tuple[str, int]], grades: dict[int, str]) -> dict:
     return {
         "verdict": verdict,
@@ -94,11 +101,8 @@ def test_a_comparative_question_states_the_effect_and_insufficient_evidence_clai
 
 
 def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:
-    question = "Should patients with chronic low back pain take opioids?"
-    against = (
-        "For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
-        "Weak against; New-replaced.)"
-    )
+    question = OPIOIDS
+    against = AGAINST_OPIOIDS
     answer = _answer(
         INCREASED,
         [

@@ -12,8 +12,8 @@ from ebm_platform.evaluation.verdict_training import spans
 from ebm_platform.retrieval.bottom_line import bottom_line, is_closed
 from ebm_platform.retrieval.closed_answer import FEATURES, ClosedAnswerModel, features, results_sentences
 from ebm_platform.retrieval.questions import question_anchors
-from ebm_platform.retrieval.verdict import DECREASED, INCREASED, VerdictModel, offline_verdict
-from ebm_platform_tests.test_bottom_line import _answer
+from ebm_platform.retrieval.verdict import DECREASED, INCREASED, VerdictModel
+from ebm_platform_tests.test_bottom_line import AGAINST_OPIOIDS, OPIOIDS, _answer, _rules
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +108,6 @@ def test_closed_questions_in_pubmedqa_phrasings(question: str, closed: bool) -> 
     assert is_closed(question) is closed
 
 
-def _rules(statement: str) -> str:
-    return offline_verdict([statement])[0]
-
-
 def test_the_reader_answers_from_the_top_ranked_study_and_gives_each_source_its_side() -> None:
     question = "Is taping effective for patellofemoral pain?"
     answer = _answer(
@@ -139,11 +135,7 @@ def test_a_reader_yes_to_a_directed_question_is_no_when_the_effect_runs_the_othe
 
 
 def test_a_guideline_recommendation_still_decides_over_the_reader() -> None:
-    question = "Should patients with chronic low back pain take opioids?"
-    against = (
-        "For patients with chronic low back pain, we suggest against opioids. (Strength of recommendation: "
-        "Weak against; New-replaced.)"
-    )
+    question, against = OPIOIDS, AGAINST_OPIOIDS
     answer = _answer(
         INCREASED,
         [("Opioids increased pain relief compared with placebo (p < 0.01).", 1), (against, 2)],

@@ -172,24 +172,27 @@ def test_index_stores_each_windows_tokens_and_sentences_from_one_pass(small_lake
         assert all(sentence in row["text"] for sentence in stored["sentences"])
 
 
+def window_frame(*ids: str, text: str = "Pain fell more with exercise {} than with rest in the trial.") -> pl.DataFrame:
+    """Windows of one knee trial, one per id, as evidence_windows writes them."""
+    return pl.DataFrame(
+        {
+            "window_id": list(ids),
+            "doc_id": ["d"] * len(ids),
+            "grade": ["C"] * len(ids),
+            "title": ["Knee trial"] * len(ids),
+            "year": [2020] * len(ids),
+            "section": ["Results"] * len(ids),
+            "text": [text.format(i) for i in ids],
+        }
+    )
+
+
 def test_windows_already_indexed_are_copied_not_embedded_again(tmp_path, monkeypatch):
     monkeypatch.setattr("ebm_platform.index.window_index.ENCODE_BATCH", 1)  # one staged batch per window
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.index.window_index import WindowIndex
 
-    def windows(*ids: str) -> pl.DataFrame:
-        return pl.DataFrame(
-            {
-                "window_id": list(ids),
-                "doc_id": ["d"] * len(ids),
-                "grade": ["C"] * len(ids),
-                "title": ["Knee trial"] * len(ids),
-                "year": [2020] * len(ids),
-                "section": ["Results"] * len(ids),
-                "text": [f"Pain fell more with exercise {i} than with rest in the trial." for i in ids],
-            }
-        )
-
+    windows = window_frame
     index, encoder = WindowIndex(tmp_path / "lancedb"), get_encoder()
     assert index.replace_partition("X", windows("w1", "w2"), encoder) == {
         "written": 2,
@@ -227,17 +230,7 @@ def test_a_writer_encodes_outside_the_table_lock_and_commits_under_it(tmp_path):
     from ebm_platform.index.window_index import WindowIndex
 
     def windows(*ids: str) -> pl.DataFrame:
-        return pl.DataFrame(
-            {
-                "window_id": list(ids),
-                "doc_id": ["d"] * len(ids),
-                "grade": ["C"] * len(ids),
-                "title": ["Knee trial"] * len(ids),
-                "year": [2020] * len(ids),
-                "section": ["Results"] * len(ids),
-                "text": [f"Pain fell more with exercise {i} than with rest." for i in ids],
-            }
-        )
+        return window_frame(*ids, text="Pain fell more with exercise {} than with rest.")
 
     encoder = get_encoder()
     WindowIndex(tmp_path / "lancedb").replace_partition("X", windows("w1"), encoder)

@@ -48,17 +48,30 @@ def landing_files(folder: Path) -> list[Path]:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The file's SHA-256, read in chunks (never the whole file in memory)."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def unreadable(path: Path, inside: Path) -> str | None:
+    """Why a landing file is not read at all (a link to a file outside the resolved folder `inside`,
+    or over MAX_FILE_BYTES), checked before any byte of it is read; None when it may be read."""
+    if not path.resolve().is_relative_to(inside):
+        return "symbolic link to a file outside the landing folder: not read"
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        return f"file of {size / 2**20:.0f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB limit: not read"
+    return None
 
 
 def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
-    """Read, grade and tag one landing file; DocumentError carries the quarantine reason."""
+    """Read, grade and tag one landing file; DocumentError carries the quarantine reason (a file
+    `unreadable` names is refused before it is read)."""
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise DocumentError(f"unsupported file type {path.suffix or '(none)'!r}; expected .md, .xml, .nxml or .pdf")
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise DocumentError(f"file of {size / 2**20:.0f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB limit")
+    if reason := unreadable(path, path.parent.resolve()):
+        raise DocumentError(reason)
     document = reader(path.read_bytes(), str(path))
     if len(document.text) > MAX_TEXT_CHARS:
         raise DocumentError(
@@ -88,14 +101,10 @@ def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLo
     inside = folder.resolve()
     for path in sorted(landing_files(folder), key=lambda p: (p.stat().st_mtime_ns, p.name)):
         load.files_seen += 1
-        if not path.resolve().is_relative_to(inside):  # never read what a link points at outside the folder
+        reason = unreadable(path, inside)
+        if reason:  # never read what a link points at outside the folder, nor an oversized file
             load.quarantine.append(
-                QuarantineRecord(
-                    code,
-                    str(path),
-                    "symbolic link to a file outside the landing folder: not read",
-                    hashlib.sha256(str(path).encode()).hexdigest(),
-                )
+                QuarantineRecord(code, str(path), reason, hashlib.sha256(str(path).encode()).hexdigest())
             )
             continue
         digest = file_sha256(path)

@@ -97,7 +97,14 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         base = self._base(context.asset_key)
         if not context.has_asset_partitions:
             return pl.read_parquet(base.with_suffix(".parquet"))
-        frames = [pl.read_parquet(p) for key in context.asset_partition_keys if (p := base / f"{key}.parquet").exists()]
+        keys = context.asset_partition_keys
+        missing = [key for key in keys if not (base / f"{key}.parquet").exists()]
+        if missing:  # a partial input is read, but never silently
+            context.log.warning(
+                f"{context.asset_key.to_user_string()}: {len(missing)} of {len(keys)} partitions not materialised, "
+                f"read without them: {', '.join(sorted(missing))}"
+            )
+        frames = [pl.read_parquet(base / f"{key}.parquet") for key in keys if key not in missing]
         if not frames:
             return pl.DataFrame()
         return pl.concat(frames, how="diagonal_relaxed")

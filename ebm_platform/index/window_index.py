@@ -132,6 +132,10 @@ def remove_stale_staging(folder: Path) -> None:
             continue
 
 
+class UnreadableTableError(RuntimeError):
+    """The window table has committed versions but cannot be opened: it is never overwritten."""
+
+
 class WindowIndex:
     """The evidence-window table of one lake. `pinned`: every read sees the table version of the
     first read (a query path's several reads then come from one snapshot while a writer commits);
@@ -153,14 +157,23 @@ class WindowIndex:
             raise FileNotFoundError(f"no window index at {self.path}: materialise window_index first")
         try:
             table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
-        except ValueError as error:  # listed while another process writes its first commit, or that writer died
-            raise FileNotFoundError(
+        except ValueError as error:
+            if self.committed_versions():  # a table with data that cannot be opened: never treat it as absent
+                raise UnreadableTableError(
+                    f"the window table at {self.path} has {self.committed_versions()} committed versions but cannot "
+                    f"be opened ({error}): it is left as it is; restore it, or remove it (make clean) to rebuild"
+                ) from error
+            raise FileNotFoundError(  # listed while another process writes its first commit, or that writer died
                 f"the window table at {self.path} has no committed version yet (being created, "
                 "or its creation was interrupted): materialise window_index"
             ) from error
         if self.pinned:
             self._snapshot = table
         return table
+
+    def committed_versions(self) -> int:
+        """How many committed versions (manifests) the window table has on disk."""
+        return len(list((self.path / f"{TABLE}.lance" / "_versions").glob("*.manifest")))
 
     def stored_encodings(self, window_ids: list[str], encoder: str) -> pa.Table:
         """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""
@@ -252,9 +265,11 @@ class WindowIndex:
                     )
                     try:
                         self._add_search_text()
-                    except (
-                        FileNotFoundError
-                    ):  # no table, or (listed) a creation killed before its first commit: no rows
+                    except FileNotFoundError as absent:  # no table, or a creation killed before its first commit
+                        if self.committed_versions():
+                            raise UnreadableTableError(
+                                f"refusing to overwrite the committed window table at {self.path}"
+                            ) from absent
                         self.db.create_table(TABLE, reader, mode="overwrite" if self.exists() else "create")
                     else:
                         (

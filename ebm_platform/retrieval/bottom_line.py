@@ -228,7 +228,7 @@ def bottom_line(
     line = _line(kind, target, text, answer, sides, grade)
     if closed:
         line["read_by"] = (
-            "closed-question reader (closed_answer_model: each source read with the question; PubMedQA-trained)"
+            "closed-question reader (closed_answer_model, PubMedQA-trained: the top-ranked study read with the question)"
             if reader
             else "the verdict read against the question's direction"
         )

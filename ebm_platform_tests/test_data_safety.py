@@ -1,0 +1,125 @@
+"""The stores' data-safety rules (issue #43's audit): a committed window table is never overwritten,
+landing files are checked before any byte is read and hashed in chunks (the sensor too), and a
+partitioned input read without some of its partitions says which."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from ebm_platform.conditions import load_catalogue
+from ebm_platform.corpus import landing
+from ebm_platform.corpus.landing import file_sha256, load_partition
+from ebm_platform.landing_state import scan_folder
+from ebm_platform.settings import DEFAULT_CATALOGUE
+from ebm_platform_tests.test_retrieval import window_frame
+
+
+def test_a_committed_window_table_that_cannot_be_opened_is_never_overwritten(tmp_path, monkeypatch):
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.index.window_index import UnreadableTableError, WindowIndex
+
+    encoder = get_encoder()
+    WindowIndex(tmp_path).replace_partition("X", window_frame("w1", "w2"), encoder)
+    index = WindowIndex(tmp_path)
+    versions = index.committed_versions()
+    assert versions >= 1
+
+    def incompatible(*args, **kwargs):
+        raise ValueError("Table 'windows' was not found")  # what LanceDB raises for a table it cannot read
+
+    monkeypatch.setattr(index.db, "open_table", incompatible)
+    with pytest.raises(UnreadableTableError, match="committed versions but cannot be opened"):
+        index.table()
+    with pytest.raises(UnreadableTableError):
+        index.replace_partition("Y", window_frame("w3"), encoder)
+    monkeypatch.undo()
+    assert WindowIndex(tmp_path).committed_versions() == versions
+    assert sorted(WindowIndex(tmp_path).table().to_arrow()["window_id"].to_pylist()) == ["w1", "w2"]
+
+
+def test_a_table_without_a_committed_version_still_reads_as_absent(tmp_path):
+    from ebm_platform.index.window_index import WindowIndex
+
+    (tmp_path / "windows.lance" / "_versions").mkdir(parents=True)  # a creation killed before its first commit
+    index = WindowIndex(tmp_path)
+    assert index.committed_versions() == 0
+    with pytest.raises(FileNotFoundError):
+        index.table()
+
+
+def _landing(tmp_path: Path) -> Path:
+    folder = tmp_path / "landing" / "ACL"
+    folder.mkdir(parents=True)
+    (folder / "trial.md").write_text(
+        "---\ntitle: Knee trial\nevidence_grade: C\nyear: 2020\n---\n# Trial\nExercise reduced knee pain after ACL injury.\n"
+    )
+    (folder / "big.md").write_text("---\ntitle: Big\n---\n" + "word " * 400)
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\ntitle: Outside\n---\n# Outside\nNot to be read.\n")
+    (folder / "link.md").symlink_to(outside)
+    return folder
+
+
+def test_oversized_files_and_outside_links_are_quarantined_unread(tmp_path, monkeypatch):
+    folder = _landing(tmp_path)
+    monkeypatch.setattr(landing, "MAX_FILE_BYTES", 1_000)
+    read: list[str] = []
+    real_sha, real_read = landing.file_sha256, Path.read_bytes
+    monkeypatch.setattr(landing, "file_sha256", lambda path: read.append(path.name) or real_sha(path))
+    monkeypatch.setattr(Path, "read_bytes", lambda path: read.append(path.name) or real_read(path))
+    load = load_partition(folder, "ACL", load_catalogue(DEFAULT_CATALOGUE))
+    reasons = {Path(q.path).name: q.reason for q in load.quarantine}
+    assert "over the 0 MiB limit: not read" in reasons["big.md"]
+    assert "outside the landing folder" in reasons["link.md"]
+    assert [d.title for d in load.documents] == ["Knee trial"]
+    assert "big.md" not in read and "link.md" not in read and "outside.md" not in read
+
+
+def test_the_landing_sensor_hashes_in_chunks_and_never_hashes_what_is_not_read(tmp_path, monkeypatch):
+    folder = _landing(tmp_path)
+    monkeypatch.setattr(landing, "MAX_FILE_BYTES", 1_000)
+    assert file_sha256(folder / "trial.md") == hashlib.sha256((folder / "trial.md").read_bytes()).hexdigest()
+    hashed: list[str] = []
+    real = landing.file_sha256
+    monkeypatch.setattr("ebm_platform.landing_state.file_sha256", lambda path: hashed.append(path.name) or real(path))
+    state = scan_folder(folder)
+    assert hashed == ["trial.md"]
+    assert state["big.md"][2].startswith("file of 0 MiB is over") and state["link.md"][2].startswith("symbolic link")
+    (folder / "big.md").write_text("---\ntitle: Big\n---\n" + "word " * 500)  # grows: a new state, still unhashed
+    assert scan_folder(folder, state)["big.md"] != state["big.md"] and hashed == ["trial.md"]
+
+
+def test_a_partial_partitioned_input_is_named_in_a_warning(tmp_path):
+    from ebm_platform.defs.io import LakeParquetIOManager
+
+    partitions = dg.StaticPartitionsDefinition(["ACL", "LBP", "NP"])
+
+    @dg.asset(partitions_def=partitions, io_manager_key="io_manager")
+    def windows_by_condition(context) -> pl.DataFrame:
+        return pl.DataFrame({"condition": [context.partition_key]})
+
+    @dg.asset(
+        ins={"windows": dg.AssetIn("windows_by_condition", partition_mapping=dg.AllPartitionMapping())},
+        io_manager_key="io_manager",
+    )
+    def trained_on_all(windows: pl.DataFrame) -> pl.DataFrame:
+        return windows
+
+    instance = dg.DagsterInstance.ephemeral()
+    resources = {"io_manager": LakeParquetIOManager(root=str(tmp_path))}
+    dg.materialize([windows_by_condition], partition_key="ACL", instance=instance, resources=resources)
+    result = dg.materialize(
+        [windows_by_condition, trained_on_all], selection=[trained_on_all], instance=instance, resources=resources
+    )
+    assert result.output_for_node("trained_on_all")["condition"].to_list() == ["ACL"]
+    warnings = [
+        e.user_message
+        for e in instance.all_logs(result.run_id)
+        if e.level == 30 and "not materialised" in e.user_message
+    ]
+    assert warnings == ["windows_by_condition: 2 of 3 partitions not materialised, read without them: LBP, NP"]
