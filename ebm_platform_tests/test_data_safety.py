@@ -123,3 +123,38 @@ def test_a_partial_partitioned_input_is_named_in_a_warning(tmp_path):
         if e.level == 30 and "not materialised" in e.user_message
     ]
     assert warnings == ["windows_by_condition: 2 of 3 partitions not materialised, read without them: LBP, NP"]
+
+
+class Payload:
+    """Stands for any object a lake writer could plant in a model file."""
+
+
+def test_models_are_stored_without_pickle_and_untrusted_types_are_refused(tmp_path):
+    from sklearn.linear_model import LogisticRegression
+    from skops.io.exceptions import UntrustedTypesFoundException
+
+    from ebm_platform.model_store import load_estimators, save_estimators
+
+    fitted = LogisticRegression().fit([[0.0], [1.0], [0.2], [0.9]], [0, 1, 0, 1])
+    save_estimators(tmp_path / "m.skops", {"model": fitted, "absent": None}, {"key": "k", "figures": [0.5]})
+    assert (tmp_path / "m.skops").read_bytes()[:2] == b"PK"  # skops' zip of JSON schemas and arrays, no pickle stream
+    estimators, meta = load_estimators(tmp_path / "m.skops")
+    assert meta == {"key": "k", "figures": [0.5]} and set(estimators) == {"model"}
+    assert estimators["model"].predict([[0.95]]).tolist() == [1]
+    save_estimators(tmp_path / "planted.skops", {"model": Payload()}, {})
+    with pytest.raises(UntrustedTypesFoundException):
+        load_estimators(tmp_path / "planted.skops")
+    assert load_estimators(tmp_path / "none.skops") is None
+
+
+@pytest.mark.parametrize("dependency", ["readers.py", "windows.py", "lexical.py"])
+def test_the_verdict_key_covers_the_code_that_reads_its_training_text(datasets_dir, monkeypatch, dependency):
+    from ebm_platform import code_version
+    from ebm_platform.evaluation.verdict_training import training_key
+
+    before = training_key(datasets_dir, "encoder")
+    real = code_version.file_content
+    monkeypatch.setattr(
+        code_version, "file_content", lambda path: real(path) + (b"changed" if path.name == dependency else b"")
+    )
+    assert training_key(datasets_dir, "encoder") != before

@@ -20,15 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ebm_platform import model_store
 from ebm_platform.benchmark import evidence_inference
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.code_version import update_digest
+from ebm_platform.corpus import readers, windows
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
 from ebm_platform.index.embeddings import Encoder, export_dir
-from ebm_platform.retrieval import evidence_sentences, questions
+from ebm_platform.retrieval import evidence_sentences, lexical, questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
@@ -137,6 +139,10 @@ def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
             Path(evidence_sentences.__file__),
             Path(questions.__file__),  # reads the question's anchors
             Path(evidence_inference.__file__),  # the prompts' order, which the seeded sample is drawn from
+            Path(readers.__file__),  # the articles' text (parse_jats)
+            Path(windows.__file__),  # the sentences (sentence_spans, flatten)
+            Path(lexical.__file__),  # the stems the sentence features and the question parser compare
+            Path(model_store.__file__),  # how the model is stored
             Path(datasets_dir) / "evidence_inference" / "v2_annotations.csv",
             Path(datasets_dir) / "evidence_inference" / "prompts_merged.csv",
         ),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ebm_platform.atomic import atomic_path
+from ebm_platform.model_store import load_estimators, save_estimators
 from ebm_platform.retrieval.findings import is_finding
 
 YES, NO, MAYBE = "yes", "no", "maybe"
@@ -75,7 +75,7 @@ class ClosedAnswerModel:
     """Standardised features + multinomial logistic regression over yes / no / maybe, with the span
     classifier the features were computed with (so answers read evidence as training did)."""
 
-    FILE = "closed_answer.joblib"
+    FILE = "closed_answer.skops"
 
     def __init__(self, spans, classifier, meta: dict) -> None:
         self.spans, self.classifier, self.meta = spans, classifier, meta
@@ -104,17 +104,12 @@ class ClosedAnswerModel:
         return classes[int(np.argmax(probabilities))], {c: round(float(p), 3) for c, p in zip(classes, probabilities)}
 
     def save(self, folder: Path) -> None:
-        import joblib
-
-        with atomic_path(folder / self.FILE) as tmp:
-            joblib.dump({"spans": self.spans, "classifier": self.classifier, "meta": self.meta}, tmp)
+        save_estimators(Path(folder) / self.FILE, {"spans": self.spans, "classifier": self.classifier}, self.meta)
 
     @classmethod
     def load(cls, folder: Path) -> ClosedAnswerModel | None:
-        import joblib
-
-        path = folder / cls.FILE
-        if not path.exists():
+        stored = load_estimators(Path(folder) / cls.FILE)
+        if stored is None:
             return None
-        stored = joblib.load(path)
-        return cls(stored["spans"], stored["classifier"], stored["meta"])
+        estimators, meta = stored
+        return cls(estimators.get("spans"), estimators.get("classifier"), meta)

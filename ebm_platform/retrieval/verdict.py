@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ebm_platform.atomic import atomic_path
 from ebm_platform.lake_layout import LakeLayout
+from ebm_platform.model_store import load_estimators, save_estimators
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
@@ -79,7 +79,7 @@ class VerdictModel:
     1, 1/2, 1/3 by the statement's rank and the largest sum is the verdict. `sentences`, when
     trained, is the scorer that chooses which sentences the offline answer quotes."""
 
-    FILE = "verdict.joblib"
+    FILE = "verdict.skops"
 
     def __init__(self, pipeline, meta: dict, sentences: SentenceScorer | None = None) -> None:
         self.pipeline, self.meta, self.sentences = pipeline, meta, sentences
@@ -111,20 +111,17 @@ class VerdictModel:
         return str(self.pipeline.classes_[best]), statements[basis]
 
     def save(self, folder: Path) -> None:
-        import joblib
-
-        with atomic_path(folder / self.FILE) as tmp:
-            joblib.dump({"pipeline": self.pipeline, "meta": self.meta, "sentences": self.sentences}, tmp)
+        sentences = self.sentences.pipeline if self.sentences else None
+        save_estimators(Path(folder) / self.FILE, {"pipeline": self.pipeline, "sentences": sentences}, self.meta)
 
     @classmethod
     def load(cls, folder: Path) -> VerdictModel | None:
-        import joblib
-
-        path = Path(folder) / cls.FILE
-        if not path.is_file():
+        stored = load_estimators(Path(folder) / cls.FILE)
+        if stored is None:
             return None
-        stored = joblib.load(path)
-        return cls(stored["pipeline"], stored["meta"], stored.get("sentences"))
+        estimators, meta = stored
+        sentences = estimators.get("sentences")
+        return cls(estimators.get("pipeline"), meta, SentenceScorer(sentences) if sentences is not None else None)
 
 
 def verdict_path(lake: Path) -> Path:
