@@ -36,6 +36,7 @@ from ebm_platform.defs.retrieval import (
     verdict_model,
     verdict_model_beats_baselines,
 )
+from ebm_platform.settings import get_settings
 
 CORPUS_INDEX_ASSETS = [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index]
 PARTITIONED_ASSETS = [*CORPUS_INDEX_ASSETS, benchmark_qa]
@@ -92,9 +93,20 @@ graph_global_job = dg.define_asset_job(
 # processes; the daemon `ebm backfill` starts, which execs at once). The forkserver only imports
 # lancedb and never opens a table, so no LanceDB state is mid-operation when a step forks.
 warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
-executor = dg.multiprocess_executor.configured(
-    {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": list(STEP_MODULES)}}}
-)
+
+
+def step_executor() -> dg.ExecutorDefinition:
+    """The multiprocess executor on this machine, or Celery workers (EBM_EXECUTOR=celery) that take
+    steps from the broker; both claim the same instance concurrency pools."""
+    settings = get_settings()
+    if settings.executor == "celery":
+        from dagster_celery import celery_executor
+
+        return celery_executor.configured({"broker": settings.celery_broker, "backend": settings.celery_backend})
+    return dg.multiprocess_executor.configured(
+        {"max_concurrent": 2, "start_method": {"forkserver": {"preload_modules": list(STEP_MODULES)}}}
+    )
+
 
 defs = dg.Definitions(
     assets=with_operator_attributes(
@@ -131,7 +143,7 @@ defs = dg.Definitions(
     ],
     sensors=[landing_sensor, automation_sensor],
     resources=default_resources(),
-    executor=executor,
+    executor=step_executor(),
 )
 
 

@@ -70,6 +70,16 @@ class Settings(BaseSettings):
     index_keep_versions_min: float = Field(
         default=60.0, ge=0, description="window-index table versions younger than this survive each write's cleanup"
     )
+    executor: str = Field(
+        default="multiprocess",
+        pattern="^(multiprocess|celery)$",
+        description="how a run executes its steps: multiprocess (this machine) or celery (workers started "
+        "with `dagster-celery worker start`; docs/scaling.md)",
+    )
+    celery_broker: str = Field(
+        default="redis://127.0.0.1:6379/0", description="the Celery broker (EBM_EXECUTOR=celery)"
+    )
+    celery_backend: str = Field(default="redis://127.0.0.1:6379/1", description="the Celery result backend")
     store_wait_s: float = Field(
         default=30.0,
         ge=0,

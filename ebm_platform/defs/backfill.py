@@ -26,7 +26,8 @@ FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagster
 
 @dataclass
 class BackfillOutcome:
-    """What a finished backfill did: its id, run statuses, and each failed run's partition."""
+    """What a finished backfill did: its id, run statuses, and the partitions no run built (a retried
+    run that succeeded builds its partition)."""
 
     backfill_id: str
     status: str
@@ -97,9 +98,10 @@ def wait(
             progress(f"[backfill {backfill_id}] {line} ({time.monotonic() - started:.0f}s)")
             last = line
         if backfill.status in BULK_ACTION_TERMINAL_STATUSES and all(r.status in FINISHED for r in runs):
+            built = {r.tags.get("dagster/partition") for r in runs if r.status == dg.DagsterRunStatus.SUCCESS}
             failed = sorted(
-                r.tags.get("dagster/partition", "?") for r in runs if r.status != dg.DagsterRunStatus.SUCCESS
-            )
+                {r.tags.get("dagster/partition", "?") for r in runs} - built
+            )  # a retry that succeeded counts
             return BackfillOutcome(backfill_id, backfill.status.value, counts, failed, time.monotonic() - started)
         if time.monotonic() - started > timeout_s:
             raise TimeoutError(f"backfill {backfill_id} not done after {timeout_s:.0f}s ({line})")
