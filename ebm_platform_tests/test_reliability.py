@@ -612,6 +612,12 @@ def _services(stack) -> dict[str, str]:
     }
 
 
+def _children(pid: int) -> list[int]:
+    """The process ids of `pid`'s children (Linux /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
 def _ranked_ids(env: dict[str, str]) -> list[list[str]]:
     ebm = str(Path(sys.executable).parent / "ebm")
     return [
@@ -667,6 +673,7 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
             "DAGSTER_HOME": str(home),
             "EBM_EXECUTOR": "celery",
             "EBM_DAGSTER_STATE": str(home / "state"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",  # dagster-celery execs celery
         }
         (home / "dagster.yaml").write_text(
             (REPO / "deploy" / "production" / "dagster.yaml").read_text()
@@ -717,17 +724,18 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
         killed: list[str] = []
 
         def kill_first_busy_worker() -> None:
-            """SIGKILL the first worker seen executing a step (its whole process group)."""
+            """SIGKILL the step process of the first worker seen executing a step, mid-step (as the
+            out-of-memory killer would); the worker hands the step back and it runs again."""
             deadline = time.monotonic() + 1800
             while time.monotonic() < deadline and not killed:
                 for n, worker in enumerate(workers, 1):
-                    if (
-                        "execute_plan" in (tmp_path / f"worker{n}.log").read_text()
-                        and "received" in (tmp_path / f"worker{n}.log").read_text()
-                    ):
-                        time.sleep(2)
-                        os.killpg(worker.pid, signal.SIGKILL)
-                        killed.append(f"worker {n}")
+                    if "Task execute_plan[" in (tmp_path / f"worker{n}.log").read_text():  # a step received
+                        time.sleep(3)
+                        (celery_main,) = _children(worker.pid)  # dagster-celery execs celery's worker
+                        pool = _children(celery_main)  # its pool process (worker_concurrency 1)
+                        for pid in pool:
+                            os.kill(pid, signal.SIGKILL)
+                        killed.append(f"worker {n}'s step process ({len(pool)})")
                         return
                 time.sleep(0.5)
 
