@@ -28,6 +28,20 @@ def ei_prompt_of(question_id: str) -> str | None:
     return match.group(1) if match else None
 
 
+PUBMEDQA_QUESTION = re.compile(r"^pubmedqa-.+-([^-]+)$")  # a PubMedQA question's id: pubmedqa-<code>-<PMID>
+
+
+def pubmedqa_pmid_of(question_id: str) -> str | None:
+    """The PMID a `pubmedqa-<code>-<PMID>` question asks about, else None."""
+    match = PUBMEDQA_QUESTION.match(question_id)
+    return match.group(1) if match else None
+
+
+def pubmedqa_path(datasets_dir: Path) -> Path:
+    """PubMedQA's 500 expert-labelled questions outside its test set (PQA-L)."""
+    return Path(datasets_dir) / "pubmedqa" / "ori_pqal_dev.json"
+
+
 BENCHMARK_SCHEMA = {
     "question_id": pl.String,
     "condition": pl.String,
@@ -161,7 +175,7 @@ def pubmedqa_rows(code: str, datasets_dir: Path, documents: pl.DataFrame, window
     }
     if not pmids:
         return frame([])
-    records = json.loads((Path(datasets_dir) / "pubmedqa" / "ori_pqal_dev.json").read_text(encoding="utf-8"))
+    records = json.loads(pubmedqa_path(datasets_dir).read_text(encoding="utf-8"))
     rows = []
     for pmid, doc_id in sorted(pmids.items()):
         record = records.get(pmid)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from ebm_platform.benchmark.sources import pubmedqa_path
 from ebm_platform.code_version import update_digest
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.evaluation.answers import confusion, scores
@@ -30,10 +31,6 @@ from ebm_platform.retrieval.closed_answer import ClosedAnswerModel, features, re
 from ebm_platform.retrieval.verdict import VerdictModel, as_yes_no
 
 FOLDS, SEED = 10, 13
-
-
-def pubmedqa_path(datasets_dir: Path) -> Path:
-    return Path(datasets_dir) / "pubmedqa" / "ori_pqal_dev.json"
 
 
 def pubmedqa_examples(datasets_dir: Path) -> list[dict]:

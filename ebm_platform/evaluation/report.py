@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import prompts
-from ebm_platform.benchmark.sources import ei_prompt_of
+from ebm_platform.benchmark.sources import ei_prompt_of, pubmedqa_path, pubmedqa_pmid_of
 from ebm_platform.evaluation.answer_metrics import (
     answer_statements,
     faithfulness,
@@ -32,7 +32,6 @@ from ebm_platform.evaluation.answer_metrics import (
     semantic_similarity,
 )
 from ebm_platform.evaluation.answers import yes_no_maybe
-from ebm_platform.evaluation.closed_training import pubmedqa_path
 from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.ask import answer_from
@@ -88,7 +87,7 @@ def gold_verdict(row: dict, trained_verdicts: frozenset[str] = frozenset()) -> s
         return None
     if row["source"] == "evidence_inference" and ei_prompt_of(row["question_id"]) in trained_verdicts:
         return None
-    if row["source"] == "pubmedqa" and f"pubmedqa:{row['question_id'].rsplit('-', 1)[-1]}" in trained_verdicts:
+    if row["source"] == "pubmedqa" and f"pubmedqa:{pubmedqa_pmid_of(row['question_id'])}" in trained_verdicts:
         return None
     return row["exact_answer"]
 

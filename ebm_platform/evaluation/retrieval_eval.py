@@ -33,6 +33,7 @@ import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.benchmark.gold import fold, gold_for_spans
+from ebm_platform.benchmark.sources import pubmedqa_path
 from ebm_platform.evaluation.question_eval import phrase
 from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.lake_layout import LakeLayout
@@ -108,7 +109,7 @@ def questions(
     elif benchmark == "pubmedqa":
         if split not in ("validation", "all"):
             raise ValueError("PubMedQA here holds only the 500 non-test questions: use --split validation (or all)")
-        records = json.loads((Path(datasets_dir) / "pubmedqa" / "ori_pqal_dev.json").read_text(encoding="utf-8"))
+        records = json.loads(pubmedqa_path(datasets_dir).read_text(encoding="utf-8"))
         for pmid, record in records.items():
             gold = {w for w, _ in by_source.get(f"pubmedqa:{pmid}", [])}
             if not gold:
