@@ -70,12 +70,12 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
 def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class(examples, span_verdict) -> None:
     """Ten folds over the real 500 questions: each predicted by a model that did not see it."""
     X = example_matrix(examples, span_verdict.pipeline)
-    report = cross_validation(examples, span_verdict, X)
+    readers = fold_models(examples, span_verdict.pipeline, X)
+    report = cross_validation(examples, span_verdict, X, readers)
     learned, mapped, constant = report["learned"], report["verdict mapping"], report["majority class"]
     assert report["questions"] == 500 and constant["answers"] == {"yes": 500}
     assert learned["accuracy"] > constant["accuracy"] and learned["macro_f1"] > mapped["macro_f1"]
     assert sum(sum(row.values()) for row in learned["confusion"].values()) == 500
-    readers = fold_models(examples, span_verdict.pipeline, X)
     assert len(readers) == 500 and len({id(m) for m in readers.values()}) == 10
     held = examples[0]
     assert readers[held["pmid"]].meta["trained_on"] == 500 - readers[held["pmid"]].meta["held_out"]

@@ -422,9 +422,9 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     else:
         train = labelled_prompts(get_settings().require_datasets_dir(), "train")["label"].to_list()
         baseline = {**majority(train, gold), "note": "most frequent label of the train split"}
-    readers, oracle = None, _oracle_spans(retriever.verdict_model.meta)
-    if yes_no:
-        readers, oracle = _closed_readers(retriever.verdict_model)
+    readers, oracle = (
+        _closed_readers(retriever.verdict_model) if yes_no else (None, _oracle_spans(retriever.verdict_model.meta))
+    )
     results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress, readers=readers)
     summary = {
         **header,
@@ -501,8 +501,9 @@ def _closed_readers(verdict_model) -> tuple[dict, dict]:
 
     examples = pubmedqa_examples(get_settings().require_datasets_dir())
     X = example_matrix(examples, verdict_model.pipeline)
-    readers = {f"pubmedqa-{pmid}": model for pmid, model in fold_models(examples, verdict_model.pipeline, X).items()}
-    report = cross_validation(examples, verdict_model, X)
+    models = fold_models(examples, verdict_model.pipeline, X)
+    readers = {f"pubmedqa-{pmid}": model for pmid, model in models.items()}
+    report = cross_validation(examples, verdict_model, X, models)
     oracle = {
         "evidence": "each question's own abstract, cross-validated",
         "closed-question reader": report["learned"],

@@ -13,7 +13,6 @@ answers a PubMedQA question with a model that was trained on it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -22,11 +21,9 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from ebm_platform.benchmark.sources import pubmedqa_path
-from ebm_platform.code_version import update_digest
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.evaluation.answers import confusion, scores
 from ebm_platform.intervals import interval
-from ebm_platform.retrieval import closed_answer, findings
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel, features, results_sentences
 from ebm_platform.retrieval.verdict import VerdictModel, as_yes_no
 
@@ -63,30 +60,29 @@ def folds(examples: list[dict]) -> list[np.ndarray]:
 
 
 def fold_models(examples: list[dict], spans, X: np.ndarray | None = None) -> dict[str, ClosedAnswerModel]:
-    """PMID -> the model fitted on the folds that do not hold that question."""
+    """PMID -> the model fitted on the folds that do not hold that question (its meta names how many
+    it held out and its training folds' most frequent label)."""
     X = example_matrix(examples, spans) if X is None else X
     labels = np.array([e["label"] for e in examples])
     by_pmid = {}
     for held in folds(examples):
         train = np.setdiff1d(np.arange(len(examples)), held)
-        model = ClosedAnswerModel.train(X[train], list(labels[train]), spans, {"held_out": len(held)})
+        meta = {"held_out": len(held), "majority": Counter(labels[train].tolist()).most_common(1)[0][0]}
+        model = ClosedAnswerModel.train(X[train], list(labels[train]), spans, meta)
         by_pmid.update({examples[i]["pmid"]: model for i in held})
     return by_pmid
 
 
-def cross_validation(examples: list[dict], verdict: VerdictModel, X: np.ndarray) -> dict:
+def cross_validation(
+    examples: list[dict], verdict: VerdictModel, X: np.ndarray, models: dict[str, ClosedAnswerModel]
+) -> dict:
     """Cross-validated accuracy / macro-F1 (with a bootstrap interval and the confusion matrix) of
-    the reader, the verdict mapping and the training folds' majority class, on the same questions."""
+    the fold readers (`fold_models`), the verdict mapping and the training folds' majority class,
+    on the same questions."""
     gold = [e["label"] for e in examples]
-    models = fold_models(examples, verdict.pipeline, X)
-    index = {e["pmid"]: i for i, e in enumerate(examples)}
-    learned = [models[e["pmid"]].predict(X[index[e["pmid"]]][None, :])[0] for e in examples]
+    learned = [models[e["pmid"]].predict(x[None, :])[0] for e, x in zip(examples, X)]
     mapped = [as_yes_no(verdict.verdict(results_sentences(e["sentences"]))[0]) for e in examples]
-    majority = [""] * len(examples)
-    for held in folds(examples):
-        constant = Counter(gold[i] for i in range(len(gold)) if i not in set(held)).most_common(1)[0][0]
-        for i in held:
-            majority[i] = constant
+    majority = [models[e["pmid"]].meta["majority"] for e in examples]
     report = {}
     for name, predicted in (("learned", learned), ("verdict mapping", mapped), ("majority class", majority)):
         correct = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
@@ -99,27 +95,13 @@ def cross_validation(examples: list[dict], verdict: VerdictModel, X: np.ndarray)
     return {"questions": len(gold), "folds": FOLDS, "gold": dict(Counter(gold).most_common()), **report}
 
 
-def training_key(datasets_dir: Path, verdict_key: str) -> str:
-    """Hash of the reader's code, the verdict model it reads spans with and the PubMedQA file."""
-    digest = hashlib.sha256(verdict_key.encode())
-    update_digest(
-        digest, (Path(__file__), Path(closed_answer.__file__), Path(findings.__file__), pubmedqa_path(datasets_dir))
-    )
-    return digest.hexdigest()[:12]
-
-
 def train_closed_model(datasets_dir: Path, verdict: VerdictModel) -> ClosedAnswerModel:
     """The reader fitted on all 500 questions, its cross-validation report in its meta."""
     examples = pubmedqa_examples(datasets_dir)
     X = example_matrix(examples, verdict.pipeline)
     model = ClosedAnswerModel.train(X, [e["label"] for e in examples], verdict.pipeline)
-    report = cross_validation(examples, verdict, X)
     model.meta.update(
-        key=training_key(datasets_dir, verdict.meta.get("key", "")),
-        cross_validation=report,
-        beats_baselines=report["learned"]["macro_f1"]
-        > max(report["verdict mapping"]["macro_f1"], report["majority class"]["macro_f1"])
-        and report["learned"]["accuracy"] > report["majority class"]["accuracy"],
+        cross_validation=cross_validation(examples, verdict, X, fold_models(examples, verdict.pipeline, X)),
         training_data="PubMedQA PQA-L, 500 questions outside its test set; each abstract's contexts, not its conclusion",
     )
     return model
