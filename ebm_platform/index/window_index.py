@@ -158,9 +158,9 @@ class WindowIndex:
         try:
             table = self.db.open_table(TABLE)  # without a read-consistency interval it stays at this version
         except ValueError as error:
-            if self.committed_versions():  # a table with data that cannot be opened: never treat it as absent
+            if versions := self.committed_versions():  # a table with data that cannot be opened: never absent
                 raise UnreadableTableError(
-                    f"the window table at {self.path} has {self.committed_versions()} committed versions but cannot "
+                    f"the window table at {self.path} has {versions} committed versions but cannot "
                     f"be opened ({error}): it is left as it is; restore it, or remove it (make clean) to rebuild"
                 ) from error
             raise FileNotFoundError(  # listed while another process writes its first commit, or that writer died

@@ -180,10 +180,10 @@ def bottom_line(
             else statement_answer(s, verdict_of, direction)
             for n, s in first.items()
         }
+        top = min(grade, default=None)  # the top-ranked cited source
+        readers_answer = reader is not None and top is not None and grade[top] != GUIDELINE
         target = as_closed_answer(verdict, direction)
-        readers_answer = reader is not None and bool(grade) and grade[min(grade)] != GUIDELINE
         if readers_answer:  # the top-ranked study, read with the question (the ranking already weighs grade)
-            top = min(grade)
             target = stances[top] if top in stances else directed(reader(top), verdict, direction)
         best = _best_grade_answer(stances, grade, neutral)
         generic = ("the top-ranked study " if readers_answer else "the cited evidence ") + {
