@@ -12,6 +12,7 @@ export DAGSTER_HOME := $(CURDIR)
 export EBM_DATASETS_DIR ?= $(abspath ../shared/datasets)
 
 UI_STAMP := $(VENV)/.ui-installed
+TEST_WORKERS ?= 2
 
 .PHONY: setup models lint ui-deps services-deps demo test reliability ui-check bench dev validate clean
 
@@ -44,15 +45,17 @@ ui-deps: $(STAMP)
 demo: models
 	$(BIN)/ebm demo
 
-test: models ui-deps lint
-	$(BIN)/python -m pytest -q -rs
+# The tests train their own test-sized models (EBM_TRAINING_LIMIT, set in conftest.py) under their own
+# keys, so `make test` does not wait for `make models`; two pytest workers share the 2 cores.
+test: ui-deps lint
+	$(BIN)/python -m pytest -q -rs -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 # Kills, readers during writes, load and a daemon backfill (24 minutes on 2 cores, 2026-11-26); prints the reliability table.
-reliability: models services-deps
+reliability: services-deps
 	$(BIN)/python -m pytest -q -rs -m reliability ebm_platform_tests/test_reliability.py
 
 # The distributed row of the reliability suite needs Debian's postgresql and redis-server; when they

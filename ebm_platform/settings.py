@@ -47,6 +47,12 @@ class Settings(BaseSettings):
         pattern="^(learned|rules)$",
         description="offline PICO extraction: the learned tagger (when it passed its check) or the rules",
     )
+    training_limit: int = Field(
+        default=0,
+        ge=0,
+        description="train the PICO tagger and the verdict model's sentence scorer on a seeded sample: at most "
+        "this many EBM-NLP abstracts and Evidence Inference articles per split (0: everything; the tests use 40)",
+    )
     benchmark_sources: str = "sr_rag_release,evidence_inference,pubmedqa,generated"
     eval_strategies: str = Field(
         default="all", description="strategies evaluation_report runs: `all` registered ones or a comma-separated list"
@@ -131,3 +137,8 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings (tests call `get_settings.cache_clear()` after changing env)."""
     return Settings()
+
+
+def training_limit() -> int | None:
+    """EBM_TRAINING_LIMIT as the trainers take it (None: everything)."""
+    return get_settings().training_limit or None

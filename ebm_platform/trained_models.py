@@ -1,18 +1,23 @@
 """The environment's trained models: the PICO tagger and the verdict model, each trained once per
 environment from the shared datasets, kept beside the converted embedder under a key of its inputs
-(data, code, encoder, parameters) and copied into each lake that needs it."""
+(data, code, encoder, parameters, training limit) and copied into each lake that needs it. One
+process trains a given key at a time; the others wait for it and then reuse its model."""
 
 from __future__ import annotations
 
+import fcntl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ebm_platform.evaluation.verdict_training import cached_verdict_model
-from ebm_platform.index.embeddings import Encoder
+from ebm_platform.evaluation import verdict_training
+from ebm_platform.evaluation.verdict_training import train_verdict_model
+from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico.tagger import cache_path, copy_tagger, read_meta
 from ebm_platform.pico.training import train_and_validate, training_key
+from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
 TRAINING_DATA = "EBM-NLP training subset (960 crowd-labelled abstracts; a seeded tenth held out as dev)"
 
@@ -29,6 +34,13 @@ def ensure_tagger(
     beats the rules, cached for the environment's other lakes. Returns its meta and where it came
     from ("reused from this lake", "copied from ...", "trained")."""
     key = training_key(datasets_dir, encoder.description, limit)
+    with training_lock("pico_tagger", key):
+        return _tagger_in(folder, key, datasets_dir, encoder, limit, progress)
+
+
+def _tagger_in(
+    folder: Path, key: str, datasets_dir: Path, encoder: Encoder, limit: int | None, progress
+) -> tuple[dict, str]:
     cached = cache_path(key)
     source = "reused from this lake"
     if read_meta(folder).get("key") != key and read_meta(cached).get("key") == key:
@@ -52,24 +64,70 @@ def ensure_tagger(
 
 
 def ensure_environment_models(
-    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None, limit: int | None = None
 ) -> list[str]:
     """Train (or find) the environment's tagger and verdict model, so that every lake, test and
     demo afterwards copies them instead of training; one line per model on what happened."""
-    key = training_key(datasets_dir, encoder.description)
+    key = training_key(datasets_dir, encoder.description, limit)
     meta, source = read_meta(cache_path(key)), f"trained earlier in this environment ({cache_path(key)})"
     if meta.get("key") != key:  # not cached yet: train (the cache receives only a tagger that passed)
         with tempfile.TemporaryDirectory() as folder:
-            meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, progress=progress)
+            meta, source = ensure_tagger(Path(folder), datasets_dir, encoder, limit, progress)
+    sample = f", trained on a sample (training limit {limit})" if limit else ""
     lines = [
         f"PICO tagger {meta['key']}: {source} (EBM-NLP dev macro F1 over P, I, O "
         f"{meta['validation']['learned']['macro_f1']:.3f}, rules {meta['validation']['rules']['macro_f1']:.3f}"
-        f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'})"
+        f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'}{sample})"
     ]
-    verdict = cached_verdict_model(datasets_dir, encoder, progress)
+    verdict = cached_verdict_model(datasets_dir, encoder, progress, limit)
     lines.append(
         f"verdict model {verdict.meta['key']}: ready (validation span macro F1 "
         f"{verdict.meta['validation_spans']['learned']['macro_f1']:.3f}, majority class "
-        f"{verdict.meta['validation_spans']['majority class']['macro_f1']:.3f})"
+        f"{verdict.meta['validation_spans']['majority class']['macro_f1']:.3f}{sample})"
     )
     return lines
+
+
+@contextmanager
+def training_lock(name: str, key: str) -> Iterator[None]:
+    """Held while one process trains (or finds) the environment's `name` model for `key`."""
+    folder = export_dir() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def cached_verdict_model(
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None, limit: int | None = None
+) -> VerdictModel:
+    """The verdict model for this code, data, encoder and training limit: trained once per
+    environment (about 16 minutes on two cores without a limit, most of it embedding article
+    sentences) and kept by its key beside the environment's converted models, as the PICO tagger is."""
+    key = verdict_training.training_key(datasets_dir, encoder.description, limit)
+    folder = export_dir() / "verdict_model" / key
+    with training_lock("verdict_model", key):
+        model = VerdictModel.load(folder)
+        if model is None or model.meta.get("key") != key:
+            model = train_verdict_model(datasets_dir, encoder, progress, limit)
+            model.save(folder)
+        elif progress:
+            progress(f"verdict_model: trained earlier in this environment ({folder})")
+    return model
+
+
+def ensure_verdict_model(
+    lake: Path,
+    datasets_dir: Path,
+    encoder: Encoder,
+    progress: Callable[[str], None] | None = None,
+    limit: int | None = None,
+) -> VerdictModel:
+    """The lake's verdict model, replaced when missing or trained by other code, data, encoder or limit."""
+    model = VerdictModel.load(verdict_path(lake))
+    if model is None or model.meta.get("key") != verdict_training.training_key(
+        datasets_dir, encoder.description, limit
+    ):
+        model = cached_verdict_model(datasets_dir, encoder, progress, limit)
+        model.save(verdict_path(lake))
+    return model

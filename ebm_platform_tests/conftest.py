@@ -15,6 +15,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The tests train the PICO tagger and the verdict model's sentence scorer on a seeded sample (its own
+# cache key), so a fresh machine's `make test` does not wait for the full models that `make models`
+# trains for the demo; their quality is measured by `ebm eval pico` and `ebm models`, not here.
+os.environ.setdefault("EBM_TRAINING_LIMIT", "40")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,12 +34,14 @@ def datasets_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def environment_models(datasets_dir: Path) -> list[str]:
-    """The environment's PICO tagger and verdict model, trained once (as `make models` does) before
-    any test that builds a lake through the models job, so no test's run includes training."""
+    """The environment's PICO tagger and verdict model at the tests' training limit, trained once (as
+    `make models` does) before any test that builds a lake through the models job, so no test's run
+    includes training."""
     from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.settings import training_limit
     from ebm_platform.trained_models import ensure_environment_models
 
-    return ensure_environment_models(datasets_dir, get_encoder())
+    return ensure_environment_models(datasets_dir, get_encoder(), limit=training_limit())
 
 
 @pytest.fixture()

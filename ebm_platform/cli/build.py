@@ -290,7 +290,7 @@ def cmd_embedder(args: argparse.Namespace) -> int:
 def cmd_models(args: argparse.Namespace) -> int:
     """Train (or find) the environment's PICO tagger and verdict model before any lake needs them."""
     from ebm_platform.index.embeddings import get_encoder
-    from ebm_platform.settings import get_settings
+    from ebm_platform.settings import get_settings, training_limit
     from ebm_platform.trained_models import ensure_environment_models
 
     settings = get_settings()
@@ -301,7 +301,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         _progress(f"  {message} ({time.perf_counter() - started:.0f} s)")
 
     encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
-    for line in ensure_environment_models(settings.require_datasets_dir(), encoder, progress):
+    for line in ensure_environment_models(settings.require_datasets_dir(), encoder, progress, training_limit()):
         _say(line)
     _say(f"models ready in {time.perf_counter() - started:.0f} s")
     return 0

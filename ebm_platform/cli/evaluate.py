@@ -404,8 +404,8 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
 def cmd_eval_answers(args: argparse.Namespace) -> int:
     from ebm_platform.benchmark.evidence_inference import labelled_prompts
     from ebm_platform.evaluation.answers import evaluate_answers, majority
-    from ebm_platform.evaluation.verdict_training import ensure_verdict_model
-    from ebm_platform.settings import get_settings
+    from ebm_platform.settings import get_settings, training_limit
+    from ebm_platform.trained_models import ensure_verdict_model
 
     if args.benchmark == "generated":
         return _answers_on_benchmark(args)
@@ -413,7 +413,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     args.strategies = args.strategies or "sr_rag,naive"
     retriever, items, strategies, reranker, header = _evaluation_setup(args)
     retriever.verdict_model = ensure_verdict_model(
-        Path(header["lake"]), get_settings().require_datasets_dir(), retriever.encoder, _progress
+        Path(header["lake"]), get_settings().require_datasets_dir(), retriever.encoder, _progress, training_limit()
     )
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]

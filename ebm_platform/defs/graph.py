@@ -17,6 +17,7 @@ from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.tagger import PicoTagger, tagger_path
 from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import tag_windows
+from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import ensure_tagger
 
 ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
@@ -25,7 +26,9 @@ ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
 class TaggerConfig(dg.Config):
     """Training scope of the PICO tagger."""
 
-    article_limit: int | None = None  # at most this many EBM-NLP abstracts and EI articles per split (tests)
+    article_limit: int | None = (
+        None  # at most this many EBM-NLP abstracts and EI articles per split (unset: EBM_TRAINING_LIMIT)
+    )
 
 
 @dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
@@ -43,7 +46,8 @@ def pico_tagger(
     this environment (a passing tagger is kept beside the converted embedder, keyed by data, code,
     encoder and parameters)."""
     folder = tagger_path(lake.path)
-    meta, source = ensure_tagger(folder, benchmark.root(), embedder.encoder(), config.article_limit, reporter(context))
+    limit = config.article_limit if config.article_limit is not None else training_limit()
+    meta, source = ensure_tagger(folder, benchmark.root(), embedder.encoder(), limit, reporter(context))
     report, reused = meta["validation"], source != "trained"
     rows = [
         {"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}

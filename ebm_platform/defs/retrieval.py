@@ -17,7 +17,6 @@ from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
 from ebm_platform.evaluation.closed_training import train_closed_model
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
-from ebm_platform.evaluation.verdict_training import cached_verdict_model
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.learned import (
     MIN_GATE_QUESTIONS,
@@ -30,6 +29,8 @@ from ebm_platform.retrieval.learned import (
 from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import VerdictModel
+from ebm_platform.settings import training_limit
+from ebm_platform.trained_models import cached_verdict_model
 
 
 @dg.asset(
@@ -179,7 +180,7 @@ def verdict_model(
     quotes (scored against the cosine choice on the validation prompts); staged in
     <lake>/staging/models/verdict until its blocking check promotes it to <lake>/models/verdict,
     which every offline answer reads (the rules answer while the lake holds no promoted model)."""
-    model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context))
+    model = cached_verdict_model(benchmark.root(), embedder.encoder(), reporter(context), training_limit())
     model.save(model_folder(lake.root, "verdict", staging=True))  # promoted by its blocking check
     report, quoted = model.meta["validation_spans"], model.meta["sentence_scorer"]["validation"]
     table = pl.DataFrame(
@@ -240,7 +241,8 @@ def closed_answer_model(
     the verdict model's span classifier; ten-fold cross-validated beside the verdict mapping and the
     majority class; staged in <lake>/staging/models/closed_answer until its blocking check promotes
     it (without one, closed questions are answered from the verdict and the question's direction)."""
-    model = train_closed_model(benchmark.root(), cached_verdict_model(benchmark.root(), embedder.encoder()))
+    verdict = cached_verdict_model(benchmark.root(), embedder.encoder(), limit=training_limit())
+    model = train_closed_model(benchmark.root(), verdict)
     model.save(model_folder(lake.root, "closed_answer", staging=True))  # promoted by its blocking check
     report = model.meta["cross_validation"]
     names = ("learned", "verdict mapping", "majority class")

@@ -29,11 +29,11 @@ from ebm_platform.corpus import readers, windows
 from ebm_platform.corpus.readers import parse_jats
 from ebm_platform.corpus.windows import flatten, sentence_spans
 from ebm_platform.evaluation.answers import majority, scores
-from ebm_platform.index.embeddings import Encoder, export_dir
+from ebm_platform.index.embeddings import Encoder
 from ebm_platform.retrieval import evidence_sentences, lexical, questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.questions import question_anchors
-from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict, verdict_path
+from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict
 
 SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 gave the same validation figures in a trial)
 QUOTED = 3  # sentences an offline answer quotes (answer.compose_offline)
@@ -58,12 +58,18 @@ def prompt_sentences(
     limit: int | None = None,
     seed: int = 13,
     progress: Callable[[str], None] | None = None,
+    articles: int | None = None,
 ) -> list[dict]:
-    """Labelled prompts (a seeded sample of `limit`) with their question, label, article sentences,
-    which sentences hold evidence, and each sentence's cosine with the question."""
+    """Labelled prompts (a seeded sample of `limit`; of them, those of a seeded sample of `articles`
+    articles) with their question, label, article sentences, which sentences hold evidence, and each
+    sentence's cosine with the question."""
     rows = list(labelled_prompts(datasets_dir, split).iter_rows(named=True))
     if limit and limit < len(rows):
         rows = [rows[i] for i in sorted(np.random.default_rng(seed).choice(len(rows), limit, replace=False))]
+    pmcids = sorted({row["pmcid"] for row in rows})
+    if articles and articles < len(pmcids):
+        kept = {pmcids[i] for i in np.random.default_rng(seed).choice(len(pmcids), articles, replace=False)}
+        rows = [row for row in rows if row["pmcid"] in kept]
     xml = Path(datasets_dir) / "evidence_inference" / "xml"
     articles: dict[str, tuple[list[str], np.ndarray]] = {}
     wanted, started, embedded = len({row["pmcid"] for row in rows}), time.perf_counter(), 0
@@ -128,9 +134,15 @@ def sentence_report(model: VerdictModel, prompts: list[dict], choices: dict[str,
     return report
 
 
-def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
-    """Hash of the training code, the encoder and the annotation files it reads."""
-    digest = hashlib.sha256(encoder_description.encode())
+def sample_articles(limit: int | None) -> int | None:
+    """Articles per split the sentence scorer is fitted and scored on under a training limit (a
+    quarter of it: full articles cost a hundred times an abstract to embed); None: every prompt."""
+    return max(2, limit // 4) if limit else None
+
+
+def training_key(datasets_dir: Path, encoder_description: str = "", limit: int | None = None) -> str:
+    """Hash of the training code, the encoder, the training limit and the annotation files it reads."""
+    digest = hashlib.sha256(f"{encoder_description}|{limit or 0}".encode())
     update_digest(
         digest,
         (
@@ -151,14 +163,15 @@ def training_key(datasets_dir: Path, encoder_description: str = "") -> str:
 
 
 def train_verdict_model(
-    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
+    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None, limit: int | None = None
 ) -> VerdictModel:
     """Fit on the train spans and report learned / rules / majority class on the validation spans;
     then fit the sentence scorer on sampled train prompts and report it on the validation prompts
-    (both reports in the model's meta)."""
+    (both reports in the model's meta). `limit` samples the scorer's articles (`sample_articles`)."""
     train_texts, train_labels = spans(datasets_dir, "train")
     texts, gold = spans(datasets_dir, "validation")
-    model = VerdictModel.train(train_texts, train_labels, {"key": training_key(datasets_dir, encoder.description)})
+    key = training_key(datasets_dir, encoder.description, limit)
+    model = VerdictModel.train(train_texts, train_labels, {"key": key, "training_limit": limit or 0})
     report = {
         "learned": {**scores(gold, model.predict(texts)), "questions": len(gold)},
         "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
@@ -167,13 +180,14 @@ def train_verdict_model(
     model.meta.update(
         validation_spans=report, beats_majority=report["learned"]["macro_f1"] > report["majority class"]["macro_f1"]
     )
-    fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS, progress=progress)
+    articles = sample_articles(limit)
+    fit = prompt_sentences(datasets_dir, "train", encoder, SENTENCE_PROMPTS, progress=progress, articles=articles)
     if progress:
         progress(f"verdict_model: sentence scorer from {len(fit)} train prompts")
     model.sentences = SentenceScorer.train(
         np.vstack([_features(p) for p in fit]), np.concatenate([p["evidence"] for p in fit])
     )
-    valid = prompt_sentences(datasets_dir, "validation", encoder, progress=progress)
+    valid = prompt_sentences(datasets_dir, "validation", encoder, progress=progress, articles=articles)
     quoted = sentence_report(
         model,
         valid,
@@ -189,7 +203,8 @@ def train_verdict_model(
             "train_prompts": len(fit),
             "weights": model.sentences.weights(),
             "validation": quoted,
-            "setting": "each validation prompt's own article as the only source",
+            "setting": "each validation prompt's own article as the only source"
+            + (f"; the prompts of {articles} articles per split (training limit {limit})" if limit else ""),
         }
     )
     if progress:
@@ -198,32 +213,4 @@ def train_verdict_model(
             f"{quoted['learned']['P@1']:.3f} vs cosine {quoted['cosine']['P@1']:.3f}, verdict accuracy "
             f"{quoted['learned']['accuracy']:.3f} vs {quoted['cosine']['accuracy']:.3f}"
         )
-    return model
-
-
-def cached_verdict_model(
-    datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
-) -> VerdictModel:
-    """The verdict model for this code, data and encoder: trained once per environment (about two
-    minutes on two cores, most of it embedding article sentences) and kept by its key beside the
-    environment's converted models, as the PICO tagger is."""
-    key = training_key(datasets_dir, encoder.description)
-    folder = export_dir() / "verdict_model" / key
-    model = VerdictModel.load(folder)
-    if model is None or model.meta.get("key") != key:
-        model = train_verdict_model(datasets_dir, encoder, progress)
-        model.save(folder)
-    elif progress:
-        progress(f"verdict_model: trained earlier in this environment ({folder})")
-    return model
-
-
-def ensure_verdict_model(
-    lake: Path, datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None
-) -> VerdictModel:
-    """The lake's verdict model, replaced when missing or trained by other code, data or encoder."""
-    model = VerdictModel.load(verdict_path(lake))
-    if model is None or model.meta.get("key") != training_key(datasets_dir, encoder.description):
-        model = cached_verdict_model(datasets_dir, encoder, progress)
-        model.save(verdict_path(lake))
     return model
