@@ -60,6 +60,11 @@ class LakeLayout:
         return self.root / "reports"
 
     @property
+    def build_memory(self) -> Path:
+        """Each build step's peak resident memory in the last full build (runs.record_peaks)."""
+        return self.reports / "build_memory.json"
+
+    @property
     def review(self) -> Path:
         return self.root / "review"
 

@@ -31,3 +31,18 @@ def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
 
     get.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
     return get
+
+
+def peak_rss_mb(reset: bool = False) -> float | None:
+    """This process's peak resident memory in MiB (Linux VmHWM) since it started or since the last
+    reset; `reset` starts a new peak (the next step run by the same process measures its own).
+    None where /proc does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            peak = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), None)
+        if reset:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+                refs.write("5")
+    except OSError:
+        return None
+    return None if peak is None else round(peak / 1024, 1)

@@ -6,6 +6,7 @@ the partition runs: docs/architecture.md (Running jobs)."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -80,7 +81,8 @@ def _execute(
 
 
 def _outcome(result, started: float) -> dict:
-    """What the CLI needs of a finished run (picklable, so a worker process can return it)."""
+    """What the CLI needs of a finished run (picklable, so a worker process can return it), with
+    each asset's peak resident memory (the IO manager's `peak_rss_mb`)."""
     counts: dict[str, float] = {}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
@@ -91,8 +93,41 @@ def _outcome(result, started: float) -> dict:
         "success": result.success,
         "blocked": only_benchmark_blocked(result),
         "counts": counts,
+        "peaks": step_peaks(result),
         "seconds": time.perf_counter() - started,
     }
+
+
+def step_peaks(result) -> dict[str, float]:
+    """Each materialised asset's largest `peak_rss_mb` (MiB) in a run's events."""
+    from ebm_platform.defs.io import PEAK_RSS
+
+    peaks: dict[str, float] = {}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if PEAK_RSS in mat.metadata:
+            name = mat.asset_key.path[-1]
+            peaks[name] = max(peaks.get(name, 0.0), float(mat.metadata[PEAK_RSS].value))
+    return peaks
+
+
+def record_peaks(lake: Path, peaks: list[tuple[str, dict[str, float]]]) -> str:
+    """Write each build step's peak resident memory (the largest over its runs, with the run's
+    partition) to the lake's build_memory.json and return it as one line."""
+    from ebm_platform.atomic import write_text_atomic
+
+    steps: dict[str, dict] = {}
+    for scope, run in peaks:
+        for name, peak in run.items():
+            if peak > steps.get(name, {}).get("peak_rss_mb", -1.0):
+                steps[name] = {"peak_rss_mb": peak, "run": scope}
+    path = LakeLayout(lake).build_memory
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps({"finished": time.strftime("%Y-%m-%d %H:%M:%S"), "steps": steps}, indent=1))
+    top = sorted(steps.items(), key=lambda item: -item[1]["peak_rss_mb"])[:4]
+    return "peak resident memory per build step (MiB, largest run): " + ", ".join(
+        f"{name} {step['peak_rss_mb']:.0f} ({step['run']})" for name, step in top
+    )
 
 
 def _start_worker(environment: dict[str, str]) -> None:
@@ -273,10 +308,12 @@ def run_all_partitions(
     workers = _run_workers()
     if workers > 1:
         _say(f"{workers} partition runs at a time, largest first")
+    peaks = [("models", step_peaks(models))]
     for n, (code, outcome) in enumerate(run_many(partition_job, requests, workers), 1):
         if not outcome["success"] and not outcome["blocked"]:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
         counts = summary[code] = outcome["counts"]
+        peaks.append((code, outcome["peaks"]))
         _say(
             f"[{n:>2}/{len(keys)}] {code:<7} documents={counts.get('source_documents.documents', 0):>4} "
             f"quarantined={counts.get('source_documents.quarantined', 0):>2} "
@@ -296,10 +333,12 @@ def run_all_partitions(
         if reranker:
             _say("training the learned reranker on the benchmark's train and validation questions ...")
         result = _execute(global_job, instance, selection=selection, log_level="CRITICAL" if reranker else "WARNING")
+        peaks.append(("global", step_peaks(result)))
         if reranker:
             _say(reranker_summary(settings.lake))
         elif not result.success:
             raise RuntimeError("global assets failed; see the run in the Dagster UI")
+    _say(record_peaks(settings.lake, peaks))
     return summary
 
 

@@ -68,7 +68,9 @@ def test_certainty_starts_from_the_design_and_names_every_downgrade():
     trials = _answer([(1, "supports"), (2, "supports")], {1: "C", 2: "C"}, {1: "a", 2: "b"})
     assess_certainty(trials, "LBP", {"w1", "w2"})
     assert trials["certainty"]["level"] == "high" and trials["certainty"]["downgraded_for"] == []
-    assert trials["certainty"]["starts_from"].startswith("randomised trials (grade C): high")
+    assert trials["certainty"]["starts_from"].startswith(
+        "randomised trials (grade C, the best grade supporting the bottom"
+    )
 
     mixed = _answer(
         [(1, "supports"), (2, "contradicts")],
@@ -84,6 +86,27 @@ def test_certainty_starts_from_the_design_and_names_every_downgrade():
     cohort = _answer([(1, "supports"), (2, "supports")], {1: "D", 2: "D"}, {1: "a", 2: "b"})
     assess_certainty(cohort, None, set())
     assert cohort["certainty"]["level"] == "low" and cohort["certainty"]["starts_from"].startswith("observational")
+
+
+def test_certainty_starts_from_the_sources_that_support_the_bottom_line():
+    """A neutral systematic review beside one supporting cohort study: the certainty starts from the
+    cohort (observational, low), not from the review, and one study is imprecise."""
+    answer = _answer([(1, "neutral"), (2, "supports")], {1: "B", 2: "D"}, {1: "review", 2: "cohort"})
+    answer["evidence_by_grade"] = [
+        {"grade": "B", "statements": [{"statement": "s", "citations": [1], "stance": "neutral"}]},
+        {"grade": "D", "statements": [{"statement": "s", "citations": [2], "stance": "supports"}]},
+    ]
+    assess_certainty(answer, None, set())
+    certainty = answer["certainty"]
+    assert certainty["starts_from"].startswith("observational studies (grade D, the best grade supporting")
+    assert certainty["downgraded_for"] == ["imprecision: the verdict rests on a single study"]
+    assert certainty["level"] == "very low"
+    answer["core_answer"][0]["stance"] = "supports"  # the review now supports too: it sets the start
+    answer["evidence_by_grade"][0]["statements"][0]["stance"] = "supports"
+    assess_certainty(answer, None, set())
+    assert (
+        answer["certainty"]["starts_from"].startswith("systematic reviews") and answer["certainty"]["level"] == "high"
+    )
 
 
 def test_no_cited_finding_is_very_low_and_says_why():

@@ -11,10 +11,13 @@ import dagster as dg
 import polars as pl
 
 from ebm_platform.lake_layout import LakeLayout
+from ebm_platform.process import peak_rss_mb
 from ebm_platform.versions import write_parquet
 
 PARTITION_VERSION = "partition_version"  # output metadata: the version the asset's other store recorded
 STAGED = "ebm/staged_until_checked"  # asset metadata: written to staging, promoted by its blocking check
+# output metadata: the step process's peak resident memory (MiB) since its previous output (process.peak_rss_mb)
+PEAK_RSS = "peak_rss_mb"
 
 
 def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Path:
@@ -54,7 +57,8 @@ def promote_model(root: str | Path, name: str, filename: str) -> bool:
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
     """Stores Polars frames as <root>/assets/<asset>/<partition>.parquet (or <asset>.parquet) and
-    adds the operator's standard metadata to every output: row count, column schema, the file."""
+    adds the operator's standard metadata to every output: row count, column schema, the file, and
+    the step's peak resident memory (`peak_rss_mb`: of its process since the previous output)."""
 
     root: str
 
@@ -90,6 +94,7 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
                     columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
                 ),
                 "parquet": dg.MetadataValue.path(str(paths[0]) if len(paths) == 1 else str(paths[0].parent)),
+                **({} if (peak := peak_rss_mb(reset=True)) is None else {PEAK_RSS: dg.MetadataValue.float(peak)}),
             }
         )
 

@@ -141,8 +141,9 @@ START = {
 
 def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]) -> None:
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
-    design of the best-graded evidence the core answer cites (randomised evidence high, observational
-    low; a guideline's stated recommendation strength is quoted) and drops one level per downgrade,
+    design of the best-graded evidence that supports the bottom line (the statements `take_sides`
+    marked; without any, what the core answer cites): randomised evidence high, observational low, a
+    guideline's stated recommendation strength quoted; and it drops one level per downgrade,
     each listed with its reason: indirectness (most cited windows from other conditions than the
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's), inconsistency (a core statement contradicts the verdict) and imprecision
@@ -158,11 +159,17 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
             "downgraded_for": ["no cited window states a result about the question"],
         }
         return
-    best = min(c["grade"] for c in cited)
+    shown = core + [s for group in answer.get("evidence_by_grade", []) for s in group.get("statements", [])]
+    backing = [s for s in shown if s.get("stance") == "supports"]
+    basis = [by_n[n] for s in backing for n in s.get("citations", []) if n in by_n] or cited
+    best = min(c["grade"] for c in basis)
     start, design = START[best]
-    starts_from = f"{design} (grade {best}): {CERTAINTY_LEVELS[start]}"
+    side = ", the best grade supporting the bottom line" if backing else ""
+    starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}"
     if best == "A":
-        quoted = next((m.group(1).strip() for s in core for m in [STRENGTH.search(s["statement"])] if m), None)
+        quoted = next(
+            (m.group(1).strip() for s in backing or core for m in [STRENGTH.search(s["statement"])] if m), None
+        )
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})
@@ -189,7 +196,7 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
             f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
         )
-    supporting = {by_n[n]["doc_id"] for s in core if s.get("stance") == "supports" for n in s.get("citations", [])}
+    supporting = {by_n[n]["doc_id"] for s in backing for n in s.get("citations", []) if n in by_n}
     if len(supporting) == 1 and best not in ("A", "B"):
         reasons.append("imprecision: the verdict rests on a single study")
     answer["certainty"] = {
