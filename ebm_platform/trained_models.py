@@ -39,8 +39,14 @@ def ensure_tagger(
 
 
 def _tagger_in(
-    folder: Path, key: str, datasets_dir: Path, encoder: Encoder, limit: int | None, progress
+    folder: Path,
+    key: str,
+    datasets_dir: Path,
+    encoder: Encoder,
+    limit: int | None,
+    progress: Callable[[str], None] | None,
 ) -> tuple[dict, str]:
+    """`ensure_tagger` under its training lock."""
     cached = cache_path(key)
     source = "reused from this lake"
     if read_meta(folder).get("key") != key and read_meta(cached).get("key") == key:

@@ -158,3 +158,21 @@ def test_the_verdict_key_covers_the_code_that_reads_its_training_text(datasets_d
         code_version, "file_content", lambda path: real(path) + (b"changed" if path.name == dependency else b"")
     )
     assert training_key(datasets_dir, "encoder") != before
+
+
+def test_one_process_trains_a_model_key_at_a_time_and_the_limit_is_part_of_the_key(datasets_dir, tmp_path, monkeypatch):
+    import fcntl
+
+    from ebm_platform.evaluation.verdict_training import training_key
+    from ebm_platform.trained_models import training_lock
+
+    monkeypatch.setenv("EBM_MODEL_CACHE", str(tmp_path))
+    with training_lock("verdict_model", "k1"):
+        with open(tmp_path / "verdict_model" / "k1.lock", "a") as probe:  # another process's attempt
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with training_lock("verdict_model", "k2"):  # another key trains at the same time
+                pass
+    with open(tmp_path / "verdict_model" / "k1.lock", "a") as probe:
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released
+    assert len({training_key(datasets_dir, "encoder", limit) for limit in (None, 40, 12)}) == 3
