@@ -26,9 +26,8 @@ ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
 class TaggerConfig(dg.Config):
     """Training scope of the PICO tagger."""
 
-    article_limit: int | None = (
-        None  # at most this many EBM-NLP abstracts and EI articles per split (unset: EBM_TRAINING_LIMIT)
-    )
+    # at most this many EBM-NLP abstracts and EI articles per split (unset: EBM_TRAINING_LIMIT)
+    article_limit: int | None = None
 
 
 @dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
