@@ -168,8 +168,8 @@ def ui(tmp_path_factory, datasets_dir):
         yield f"http://127.0.0.1:{port}", _instance(home), runs_before
     finally:
         os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
+        try:  # its instance is a throw-away folder: nothing to lose by not waiting the minute it may take
+            server.wait(timeout=10)
         except subprocess.TimeoutExpired:  # never leave a webserver and daemon behind
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
