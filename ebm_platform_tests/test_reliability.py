@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -538,6 +539,7 @@ def test_backfill_of_every_partition_through_the_daemon_while_asking(tmp_path, d
 
 DISTRIBUTED_CODES = ["AT", "BSI", "PFP"]
 DISTRIBUTED_QUESTIONS = LOAD_QUESTIONS[:3]
+WORKER_LOST_S = 300  # the test's Redis visibility timeout: longer than any step of its three partitions
 
 
 def _free_port() -> int:
@@ -639,12 +641,12 @@ def _ranked_ids(env: dict[str, str]) -> list[list[str]]:
     ]
 
 
-def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, datasets_dir, environment_models):
+def test_backfill_on_postgres_and_two_celery_workers_killed_mid_step(tmp_path, datasets_dir, environment_models):
     """The production profile for real: instance storage on PostgreSQL, the queued run coordinator and
     the daemon, partition steps on two Celery workers (Redis broker). Three partitions are built
     serially first; the backfill rebuilds them and the global graph assets through the workers while
-    one worker is killed with SIGKILL mid-backfill; the counts and `ebm ask`'s ranked windows must
-    equal the serial build's."""
+    one worker's step process and then a whole worker are killed with SIGKILL mid-step; the counts and
+    `ebm ask`'s ranked windows must equal the serial build's."""
     from contextlib import ExitStack
 
     home, lake = tmp_path / "home", tmp_path / "lake"
@@ -694,6 +696,16 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
             timeout=600,
         )
         assert validate.returncode == 0, validate.stderr[-2000:]  # the production profile's definitions load
+        celery_config = tmp_path / "celery.yaml"  # the production file with a test-sized visibility timeout
+        production = (REPO / "deploy" / "production" / "celery.yaml").read_text()
+        assert "visibility_timeout: 7200" in production
+        celery_config.write_text(
+            production.replace(
+                "visibility_timeout: 7200",
+                f"visibility_timeout: {WORKER_LOST_S}\n        unacked_restore_interval: 5\n"
+                "        unacked_restore_throttle: 1",
+            )
+        )
         workers = []
         for n in (1, 2):
             log = open(tmp_path / f"worker{n}.log", "w")  # noqa: SIM115 (closed with the stack)
@@ -706,7 +718,7 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
                     "-A",
                     "dagster_celery.app",
                     "-y",
-                    str(REPO / "deploy" / "production" / "celery.yaml"),
+                    str(celery_config),
                     "-n",
                     f"ebm{n}",
                 ],
@@ -723,23 +735,37 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
         )
         killed: list[str] = []
 
-        def kill_first_busy_worker() -> None:
-            """SIGKILL the step process of the first worker seen executing a step, mid-step (as the
-            out-of-memory killer would); the worker hands the step back and it runs again."""
+        def running_step(n: int) -> str | None:
+            """The id of the step task worker `n` received last, while it has not finished it."""
+            log = (tmp_path / f"worker{n}.log").read_text()
+            received = re.findall(r"Task execute_plan\[([0-9a-f-]+)\] received", log)
+            return received[-1] if received and f"{received[-1]}] succeeded" not in log else None
+
+        def kill_two_busy_workers() -> None:
+            """Mid-step, as the out-of-memory killer or a lost host would: first SIGKILL the step process
+            of the first worker seen executing a step (the worker hands the step back at once), then
+            the whole of the next worker seen mid-step, its process group (Redis hands its step to the
+            other worker after the visibility timeout)."""
             deadline = time.monotonic() + 1800
-            while time.monotonic() < deadline and not killed:
+            while time.monotonic() < deadline and len(killed) < 2:
                 for n, worker in enumerate(workers, 1):
-                    if "Task execute_plan[" in (tmp_path / f"worker{n}.log").read_text():  # a step received
+                    if (task := running_step(n)) and not any(task in k for k in killed):
                         time.sleep(3)
-                        (celery_main,) = _children(worker.pid)  # dagster-celery execs celery's worker
-                        pool = _children(celery_main)  # its pool process (worker_concurrency 1)
-                        for pid in pool:
-                            os.kill(pid, signal.SIGKILL)
-                        killed.append(f"worker {n}'s step process ({len(pool)})")
-                        return
+                        if running_step(n) != task:
+                            continue  # finished within the 3 s: not mid-step
+                        if not killed:
+                            (celery_main,) = _children(worker.pid)  # dagster-celery execs celery's worker
+                            pool = _children(celery_main)  # its pool process (worker_concurrency 1)
+                            for pid in pool:
+                                os.kill(pid, signal.SIGKILL)
+                            killed.append(f"worker {n}'s step process ({len(pool)}) in task {task}")
+                        else:
+                            os.killpg(worker.pid, signal.SIGKILL)
+                            killed.append(f"worker {n} whole (process group) in task {task}")
+                        break
                 time.sleep(0.5)
 
-        killer = threading.Thread(target=kill_first_busy_worker, daemon=True)
+        killer = threading.Thread(target=kill_two_busy_workers, daemon=True)
         killer.start()
         started = time.monotonic()
         done = subprocess.run(
@@ -776,7 +802,7 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
     differ = sorted(code for code in DISTRIBUTED_CODES if rebuilt[code] != local_counts[code])
     RESULTS.append(
         {
-            "test": "backfill of 3 partitions + global graph assets on PostgreSQL + 2 Celery workers, one killed",
+            "test": "backfill of 3 partitions + global graph assets on PostgreSQL + 2 Celery workers: a step process killed, then a whole worker",
             "runs": sum(outcome["runs"].values()) + 1,
             "failures": len(outcome["failed_partitions"]) + (global_run.returncode != 0),
             **{
@@ -792,4 +818,4 @@ def test_backfill_on_postgres_and_two_celery_workers_with_one_killed(tmp_path, d
     )
     assert global_run.returncode == 0, global_run.stderr[-3000:]
     assert outcome["runs"].get("SUCCESS", 0) >= len(DISTRIBUTED_CODES) and not outcome["failed_partitions"]
-    assert killed and not differ and ranked == local_ranked
+    assert len(killed) == 2 and not differ and ranked == local_ranked
