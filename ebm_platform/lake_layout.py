@@ -1,11 +1,18 @@
 """Every path under a lake, in one place: the landing folder, asset files (promoted and staged),
 trained models, the stores (LanceDB, bm25s, Kùzu, BETR), reports, review sheets, the LLM response
-cache, the DuckDB warehouse, evaluation lakes and the Dagster log folder."""
+cache, the DuckDB warehouse, evaluation lakes and the Dagster log folder.
+
+The LanceDB store of the lake at EBM_LAKE may live in an object store instead: EBM_OBJECT_STORE
+(a URI such as s3://bucket/ebm) puts it at <uri>/stores/lancedb. Evaluation lakes and lakes at other
+paths (the tests') stay local."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+
+OBJECT_STORE = "EBM_OBJECT_STORE"  # environment: object-store URI of the lake at EBM_LAKE
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,11 @@ class LakeLayout:
         return self.root / "staging" / "models" / name if staging else self.root / "models" / name
 
     @property
-    def lancedb(self) -> Path:
+    def lancedb(self) -> str | Path:
+        """<root>/stores/lancedb, or <EBM_OBJECT_STORE>/stores/lancedb for the lake at EBM_LAKE."""
+        uri = os.environ.get(OBJECT_STORE, "").rstrip("/")
+        if uri and self.root.resolve() == Path(os.environ.get("EBM_LAKE") or "data_lake").resolve():
+            return f"{uri}/stores/lancedb"
         return self.root / "stores" / "lancedb"
 
     @property

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.code_version import package_digest
-from ebm_platform.lake_layout import LakeLayout
+from ebm_platform.lake_layout import OBJECT_STORE, LakeLayout
 from ebm_platform.process import cores
 from ebm_platform.settings import EVALUATION_CATALOGUE, Settings
 
@@ -142,11 +142,12 @@ def _build(
     """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
     resume = LakeLayout(lake).asset_dir().is_dir() and not rebuild  # an interrupted build: keep what it finished
-    stored = LakeLayout(lake).lancedb.is_dir()  # a rebuild copies the encodings already indexed there
+    stored = Path(LakeLayout(lake).lancedb).is_dir()  # local (no EBM_OBJECT_STORE); a rebuild copies its encodings
     env = dict(
         os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE), EBM_DATASETS_DIR=str(datasets_dir)
     )
     env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
+    env.pop(OBJECT_STORE, None)  # evaluation lakes keep their stores in their own folder
     command = [sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark]
     if ids is not None:
         lake.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,9 @@ benchmark's comparison and the readiness check.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
+import tempfile
 import uuid
 import warnings
 from collections.abc import Callable
@@ -37,6 +39,7 @@ import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.index.embeddings import Encoder
@@ -136,14 +139,29 @@ class UnreadableTableError(RuntimeError):
     """The window table has committed versions but cannot be opened: it is never overwritten."""
 
 
-class WindowIndex:
-    """The evidence-window table of one lake. `pinned`: every read sees the table version of the
-    first read (a query path's several reads then come from one snapshot while a writer commits);
-    otherwise each read opens the latest version."""
+def is_uri(location: str | Path) -> bool:
+    """Whether `location` is a URI (s3://, gs://, az://, file://, ...) rather than a local path."""
+    return "://" in str(location)
 
-    def __init__(self, path: Path, pinned: bool = False) -> None:
-        self.path = Path(path)
+
+class WindowIndex:
+    """The evidence-window table of one lake, in a local folder or at an object-store URI (s3://...,
+    which LanceDB reads and writes natively; credentials and endpoint from the provider's standard
+    environment, e.g. AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL). `pinned`: every read sees the table
+    version of the first read (a query path's several reads then come from one snapshot while a
+    writer commits); otherwise each read opens the latest version. A writer's staging file and
+    commit lock live beside a local table, and for a URI in a local work folder (`work`, default one
+    per URI under the temporary directory): the lock then serialises the commits of one host, and
+    LanceDB's conditional commits those of several."""
+
+    def __init__(self, path: str | Path, pinned: bool = False, work: Path | None = None) -> None:
+        self.path: str | Path = str(path) if is_uri(path) else Path(path)
         self.db = lancedb.connect(str(self.path))
+        self.work = work or (
+            Path(tempfile.gettempdir()) / f"ebm-lancedb-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+            if isinstance(self.path, str)
+            else self.path
+        )
         self.pinned = pinned
         self._snapshot = None
 
@@ -173,7 +191,10 @@ class WindowIndex:
 
     def committed_versions(self) -> int:
         """How many committed versions (manifests) the window table has on disk."""
-        return len(list((self.path / f"{TABLE}.lance" / "_versions").glob("*.manifest")))
+        location = self.path if isinstance(self.path, str) else str(self.path.resolve())
+        filesystem, base = pafs.FileSystem.from_uri(location)
+        found = filesystem.get_file_info(pafs.FileSelector(f"{base}/{TABLE}.lance/_versions", allow_not_found=True))
+        return sum(f.base_name.endswith(".manifest") for f in found)
 
     def stored_encodings(self, window_ids: list[str], encoder: str) -> pa.Table:
         """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""
@@ -217,7 +238,7 @@ class WindowIndex:
     ) -> dict[str, int]:
         """Replace one condition's rows in one commit and rebuild the full-text index. Rows are
         prepared batch by batch (windows this encoder already indexed, in any partition, are
-        copied; the rest encoded) into an Arrow staging file beside the table, which is then
+        copied; the rest encoded) into an Arrow staging file in the work folder, which is then
         streamed into that one commit: memory stays bounded however large the partition. Only the
         commit holds the table's writer lock: another partition's writer encodes meanwhile."""
         data = windows.select(
@@ -243,9 +264,9 @@ class WindowIndex:
         for name, type_ in encoded_schema(encoder.dim).items():
             schema = schema.append(pa.field(name, type_))
 
-        self.path.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(self.path)
-        staging = self.path / f".staging.{condition}.{os.getpid()}.{uuid.uuid4().hex}.arrow"
+        self.work.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(self.work)
+        staging = self.work / f".staging.{condition}.{os.getpid()}.{uuid.uuid4().hex}.arrow"
         try:
             with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
                 for start in range(0, data.height, ENCODE_BATCH):
@@ -256,7 +277,7 @@ class WindowIndex:
                             f"{condition}: {start + batch.height}/{data.height} windows indexed "
                             f"({counts['encoded']} encoded, {counts['reused']} reused)"
                         )
-            with open(self.path / ".writer.lock", "w") as lock:
+            with open(self.work / ".writer.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one commit per table, whichever process or instance runs it
                 with pa.memory_map(str(staging)) as source:
                     staged = pa.ipc.open_file(source)
