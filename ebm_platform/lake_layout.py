@@ -2,15 +2,19 @@
 trained models, the stores (LanceDB, bm25s, Kùzu, BETR), reports, review sheets, the LLM response
 cache, the DuckDB warehouse, evaluation lakes and the Dagster log folder.
 
-The LanceDB store of the lake at EBM_LAKE may live in an object store instead: EBM_OBJECT_STORE
-(a URI such as s3://bucket/ebm) puts it at <uri>/stores/lancedb. Evaluation lakes and lakes at other
-paths (the tests') stay local."""
+The parquet assets and the LanceDB store of the lake at EBM_LAKE may live in an object store
+instead: EBM_OBJECT_STORE (a URI such as s3://bucket/ebm) puts them at <uri>/assets, <uri>/staging and
+<uri>/stores/lancedb (`lake_files` reads and writes either). Everything else (landing, models, Kùzu,
+bm25s, DuckDB, reports) stays in the lake folder, and evaluation lakes and lakes at other paths
+(the tests') stay local."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ebm_platform.lake_files import Location, join, parquet_files
 
 OBJECT_STORE = "EBM_OBJECT_STORE"  # environment: object-store URI of the lake at EBM_LAKE
 
@@ -29,30 +33,35 @@ class LakeLayout:
         """Normalised documents per condition: landing/<CODE>/<file>."""
         return self.root / "landing"
 
-    def asset_dir(self, staging: bool = False) -> Path:
+    @property
+    def objects(self) -> Location:
+        """Where the parquet assets and LanceDB live: EBM_OBJECT_STORE for the lake at EBM_LAKE when
+        it is set, else the lake folder."""
+        uri = os.environ.get(OBJECT_STORE, "").rstrip("/")
+        if uri and self.root.resolve() == Path(os.environ.get("EBM_LAKE") or "data_lake").resolve():
+            return uri
+        return self.root
+
+    def asset_dir(self, staging: bool = False) -> Location:
         """Promoted asset outputs (assets/), or outputs waiting for their blocking check (staging/)."""
-        return self.root / ("staging" if staging else "assets")
+        return join(self.objects, "staging" if staging else "assets")
 
-    def asset(self, name: str, partition: str | None = None, staging: bool = False) -> Path:
+    def asset(self, name: str, partition: str | None = None, staging: bool = False) -> Location:
         """One asset's parquet: assets/<name>/<partition>.parquet, or assets/<name>.parquet unpartitioned."""
-        base = self.asset_dir(staging) / name
-        return base / f"{partition}.parquet" if partition is not None else base.with_suffix(".parquet")
+        base = self.asset_dir(staging)
+        return join(base, name, f"{partition}.parquet") if partition is not None else join(base, f"{name}.parquet")
 
-    def asset_partitions(self, name: str) -> list[Path]:
+    def asset_partitions(self, name: str) -> list[Location]:
         """Every promoted partition file of a partitioned asset, sorted by condition code."""
-        return sorted((self.asset_dir() / name).glob("*.parquet"))
+        return parquet_files(join(self.asset_dir(), name))
 
     def model(self, name: str, staging: bool = False) -> Path:
         """A trained model's folder: models/<name>, or staging/models/<name> until its check passes."""
         return self.root / "staging" / "models" / name if staging else self.root / "models" / name
 
     @property
-    def lancedb(self) -> str | Path:
-        """<root>/stores/lancedb, or <EBM_OBJECT_STORE>/stores/lancedb for the lake at EBM_LAKE."""
-        uri = os.environ.get(OBJECT_STORE, "").rstrip("/")
-        if uri and self.root.resolve() == Path(os.environ.get("EBM_LAKE") or "data_lake").resolve():
-            return f"{uri}/stores/lancedb"
-        return self.root / "stores" / "lancedb"
+    def lancedb(self) -> Location:
+        return join(self.objects, "stores", "lancedb")
 
     @property
     def bm25s(self) -> Path:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ebm_platform.console import say as _say
+from ebm_platform.lake_files import is_file
 from ebm_platform.lake_layout import LakeLayout
 
 
@@ -229,7 +230,7 @@ def already_built(lake: Path, code: str) -> list[str]:
     """The leading RESUMABLE_ASSETS whose parquet output exists for partition `code`."""
     done = []
     for name in RESUMABLE_ASSETS:
-        if not LakeLayout(lake).asset(name, code).is_file():
+        if not is_file(LakeLayout(lake).asset(name, code)):
             break
         done.append(name)
     return done

@@ -111,10 +111,6 @@ class Settings(BaseSettings):
         return LakeLayout(self.lake).landing
 
     @property
-    def assets_dir(self) -> Path:
-        return LakeLayout(self.lake).asset_dir()
-
-    @property
     def warehouse_path(self) -> Path:
         return LakeLayout(self.lake).warehouse
 

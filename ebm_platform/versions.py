@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from ebm_platform.atomic import atomic_path
+from ebm_platform import lake_files
+from ebm_platform.lake_files import Location
 
 VERSION_KEY = b"ebm_partition_version"
 T = TypeVar("T")
@@ -24,16 +23,16 @@ class StoreBusyError(RuntimeError):
     """Two stores of one asset disagree: it is being rebuilt (retry) or its last run was killed."""
 
 
-def write_parquet(frame: pl.DataFrame, path: Path, version: str | None = None) -> None:
-    """Write `frame` atomically, with `version` in the file's key-value metadata when given."""
-    with atomic_path(path) as tmp:
-        if version is None:
-            frame.write_parquet(tmp)
-        else:
-            table = frame.to_arrow()
-            pq.write_table(
-                table.replace_schema_metadata({**(table.schema.metadata or {}), VERSION_KEY: version.encode()}), tmp
-            )
+def write_parquet(frame: pl.DataFrame, path: Location, version: str | None = None) -> None:
+    """Write `frame` whole (`lake_files.write_parquet`), with `version` in the file's key-value
+    metadata when given."""
+    if version is None:
+        lake_files.write_parquet(frame, path)
+        return
+    table = frame.to_arrow()
+    lake_files.write_parquet(
+        table.replace_schema_metadata({**(table.schema.metadata or {}), VERSION_KEY: version.encode()}), path
+    )
 
 
 def table_version(table: pa.Table | pa.Schema) -> str | None:
@@ -42,9 +41,9 @@ def table_version(table: pa.Table | pa.Schema) -> str | None:
     return value.decode() if value is not None else None
 
 
-def parquet_version(path: Path) -> str | None:
+def parquet_version(path: Location) -> str | None:
     """The version a parquet file was written as (None: no file, or written without one)."""
-    return table_version(pq.read_schema(path)) if Path(path).is_file() else None
+    return table_version(lake_files.read_schema(path)) if lake_files.is_file(path) else None
 
 
 def mismatched(store_versions: dict[str, str | None], file_versions: dict[str, str | None]) -> list[str]:

@@ -68,3 +68,68 @@ def test_the_window_index_on_s3_reads_and_writes_as_a_local_one(s3, tmp_path):
         reader.full_text("rest knee", 5)["window_id"].to_list()
         == local.full_text("rest knee", 5)["window_id"].to_list()
     )
+
+
+def test_asset_files_on_s3_are_written_whole_versioned_listed_and_promoted(s3, tmp_path, monkeypatch):
+    import polars as pl
+
+    from ebm_platform.defs.io import latest_file, promote
+    from ebm_platform.lake_files import is_file, read_parquet
+    from ebm_platform.versions import parquet_version, write_parquet
+
+    lake = tmp_path / "lake"
+    monkeypatch.setenv("EBM_LAKE", str(lake))
+    monkeypatch.setenv(OBJECT_STORE, s3)
+    layout = LakeLayout(lake)
+    staged = layout.asset("benchmark_qa", "PFP", staging=True)
+    assert staged == f"{s3}/staging/benchmark_qa/PFP.parquet"
+    write_parquet(pl.DataFrame({"question_id": ["q1", "q2"]}), staged, version="run-1")
+    assert latest_file(lake, "benchmark_qa", "PFP") == staged and parquet_version(staged) == "run-1"
+    assert layout.asset_partitions("benchmark_qa") == []  # staged, not promoted
+    assert promote(lake, "benchmark_qa", "PFP") and not is_file(staged)
+    assert layout.asset_partitions("benchmark_qa") == [f"{s3}/assets/benchmark_qa/PFP.parquet"]
+    assert read_parquet(layout.asset("benchmark_qa", "PFP"))["question_id"].to_list() == ["q1", "q2"]
+    assert not promote(lake, "benchmark_qa", "PFP")  # nothing staged any more
+    assert not (lake / "assets").exists() and not (lake / "staging").exists()
+
+
+def test_a_partition_materialised_on_s3_equals_the_local_build(s3, tmp_path, monkeypatch, datasets_dir):
+    """source_documents, evidence_windows and window_index for one partition through the real assets
+    and IO manager, with the parquet assets and the window index on S3, against a local lake."""
+    import dagster as dg
+
+    from ebm_platform.conditions import load_catalogue
+    from ebm_platform.corpus.importers import import_dataset
+    from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.index import window_index
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.lake_files import read_parquet
+    from ebm_platform.settings import DEFAULT_CATALOGUE
+    from ebm_platform_tests.conftest import lake_resources
+
+    built = {}
+    for name, store in (("local", None), ("s3", s3)):
+        root = tmp_path / name
+        import_dataset(
+            "evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE), ids={"PMC1562433"}
+        )
+        monkeypatch.setenv("EBM_LAKE", str(root))
+        if store:
+            monkeypatch.setenv(OBJECT_STORE, store)
+        assert dg.materialize(
+            [source_documents, evidence_windows, window_index],
+            partition_key="PFP",
+            resources=lake_resources(root),
+            instance=dg.DagsterInstance.ephemeral(),
+        ).success
+        layout = LakeLayout(root)
+        built[name] = {
+            asset: read_parquet(layout.asset(asset, "PFP")).drop("path", strict=False)
+            for asset in ("source_documents", "evidence_windows")
+        }
+        built[name]["index"] = WindowIndex(layout.lancedb).count("PFP")
+    assert not (tmp_path / "s3" / "assets").exists() and not (tmp_path / "s3" / "stores" / "lancedb").exists()
+    assert built["s3"]["evidence_windows"].height > 0
+    assert built["s3"]["index"] == built["local"]["index"] == built["s3"]["evidence_windows"].height
+    for asset in ("source_documents", "evidence_windows"):
+        assert built["s3"][asset].equals(built["local"][asset]), asset

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ebm_platform.console import progress as _progress
 from ebm_platform.console import say as _say
+from ebm_platform.lake_files import join
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.runs import dagster_instance, run_all_partitions, run_evaluation, start_step_server
 
@@ -237,7 +238,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         _say("no warehouse yet: nothing has been materialised")
         return 0
     with connect_read_only(settings.warehouse_path, settings.store_wait_s) as conn:
-        rows = current_rows(conn, settings.assets_dir / "source_documents")
+        rows = current_rows(conn, join(LakeLayout(settings.lake).asset_dir(), "source_documents"))
     for condition, file, reason in rows:
         _say(f"{condition:<7} {file}: {reason}")
     _say(f"{len(rows)} quarantined file(s)")

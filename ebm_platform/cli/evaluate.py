@@ -10,6 +10,7 @@ from pathlib import Path
 from ebm_platform.cli.query import benchmark_tables
 from ebm_platform.console import progress as _progress
 from ebm_platform.console import say as _say
+from ebm_platform.lake_files import is_file, read_parquet
 from ebm_platform.lake_layout import LakeLayout
 
 PHRASING_HELP = (
@@ -362,9 +363,9 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
     tables = benchmark_tables(lake)
     codes = [active_catalogue().canonical(args.condition)] if args.condition else sorted(tables)
     splits_path = LakeLayout(lake).asset("benchmark_splits")
-    if not splits_path.exists():
+    if not is_file(splits_path):
         raise FileNotFoundError(f"no benchmark_splits in {lake}: run `make demo` first")
-    split = pl.read_parquet(splits_path).filter(pl.col("split") == (args.split or "test")).select("question_id")
+    split = read_parquet(splits_path).filter(pl.col("split") == (args.split or "test")).select("question_id")
     limit = settings.eval_max_questions if args.max_questions is None else args.max_questions
     questions = pl.concat(
         [

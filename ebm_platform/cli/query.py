@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ebm_platform.console import progress as _progress
 from ebm_platform.console import say as _say
+from ebm_platform.lake_files import is_file, read_parquet, stem
 from ebm_platform.lake_layout import LakeLayout
 
 
@@ -202,12 +203,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def benchmark_tables(lake: Path):
-    import polars as pl
 
     files = LakeLayout(lake).asset_partitions("benchmark_qa")
     if not files:
         raise FileNotFoundError(f"no benchmark_qa in {lake}: run `make demo` (or materialise benchmark_qa) first")
-    return {f.stem: pl.read_parquet(f) for f in files}
+    return {stem(f): read_parquet(f) for f in files}
 
 
 def cmd_benchmark_stats(args: argparse.Namespace) -> int:
@@ -222,9 +222,7 @@ def cmd_benchmark_stats(args: argparse.Namespace) -> int:
     stats = {}
     for code, bench in benchmark_tables(lake).items():
         windows_path = LakeLayout(lake).asset("evidence_windows", code)
-        windows = (
-            pl.read_parquet(windows_path) if windows_path.exists() else pl.DataFrame({"window_id": [], "text": []})
-        )
+        windows = read_parquet(windows_path) if is_file(windows_path) else pl.DataFrame({"window_id": [], "text": []})
         rules = structural_rules(bench, set(windows["window_id"].to_list())) + quality_rules(
             bench, dict(zip(windows["window_id"].to_list(), windows["text"].to_list())), embed
         )

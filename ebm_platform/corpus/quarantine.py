@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from ebm_platform.corpus.landing import QuarantineRecord
+from ebm_platform.lake_files import Location, join
 from ebm_platform.versions import parquet_version, read_consistent
 
 DDL = [
@@ -45,7 +46,7 @@ def record(
     conn.execute("COMMIT")
 
 
-def current_rows(conn: duckdb.DuckDBPyConnection, documents_dir: Path) -> list[tuple[str, str, str]]:
+def current_rows(conn: duckdb.DuckDBPyConnection, documents_dir: Location) -> list[tuple[str, str, str]]:
     """(condition, path, reason) of the rows that belong with each partition's parquet on disk."""
     if not conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'quarantine'").fetchone()[0]:
         return []
@@ -54,7 +55,7 @@ def current_rows(conn: duckdb.DuckDBPyConnection, documents_dir: Path) -> list[t
     rows = conn.execute(
         f"SELECT condition, path, reason, {version} FROM quarantine ORDER BY condition, path"
     ).fetchall()
-    versions = {c: parquet_version(documents_dir / f"{c}.parquet") for c in {r[0] for r in rows}}
+    versions = {c: parquet_version(join(documents_dir, f"{c}.parquet")) for c in {r[0] for r in rows}}
     return [(c, p, reason) for c, p, reason, v in rows if v == versions[c]]
 
 

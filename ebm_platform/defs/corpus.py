@@ -18,6 +18,7 @@ from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource, LLMResource
+from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.landing_state import content_digest, scan_folder
 from ebm_platform.settings import get_settings
 from ebm_platform.versions import parquet_version
@@ -130,7 +131,7 @@ def source_documents(
     rows = [dict(d.as_row(), condition=code) for d in load.documents]
     frame = pl.DataFrame(rows, schema=DOCUMENT_SCHEMA) if rows else pl.DataFrame(schema=DOCUMENT_SCHEMA)
     now = datetime.now(UTC).replace(tzinfo=None)
-    current = parquet_version(lake.assets_dir / "source_documents" / f"{code}.parquet")
+    current = parquet_version(LakeLayout(lake.path).asset("source_documents", code))
     with warehouse.get_connection() as conn:  # the parquet (this run's version) is written after this commit
         record_quarantine(conn, code, load.quarantine, context.run_id, current, now)
     for q in load.quarantine:

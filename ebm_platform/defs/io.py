@@ -1,15 +1,17 @@
-"""Parquet IO manager: one file per asset partition under <lake>/assets, written atomically; an
+"""Parquet IO manager: one file per asset partition under <lake>/assets (or the object store's, see
+`LakeLayout.objects`), written whole; an
 output whose metadata carries `partition_version` records it in the file (ebm_platform.versions).
 An asset marked STAGED is written under <lake>/staging instead and reaches <lake>/assets (where
 every downstream asset reads) only when its blocking check promotes it: a failed write leaves the
 last good file in place."""
 
-import os
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
+from ebm_platform import lake_files
+from ebm_platform.lake_files import Location
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.process import peak_rss_mb
 from ebm_platform.versions import write_parquet
@@ -20,28 +22,20 @@ STAGED = "ebm/staged_until_checked"  # asset metadata: written to staging, promo
 PEAK_RSS = "peak_rss_mb"
 
 
-def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Path:
+def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Location:
     """Where the IO manager keeps `asset` (one partition of it): <root>/assets/... or <root>/staging/..."""
     return LakeLayout(root).asset(asset, partition, staging)
 
 
-def latest_file(root: str | Path, asset: str, partition: str | None) -> Path:
+def latest_file(root: str | Path, asset: str, partition: str | None) -> Location:
     """The newest write of a STAGED asset: the staged file awaiting its check, else the promoted one."""
     staged = asset_file(root, asset, partition, staging=True)
-    return staged if staged.is_file() else asset_file(root, asset, partition)
-
-
-def _replace(staged: Path, final: Path) -> bool:
-    if not staged.is_file():
-        return False
-    final.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staged, final)
-    return True
+    return staged if lake_files.is_file(staged) else asset_file(root, asset, partition)
 
 
 def promote(root: str | Path, asset: str, partition: str | None) -> bool:
     """Move a checked staged file over the promoted one (one rename); False when nothing was staged."""
-    return _replace(asset_file(root, asset, partition, staging=True), asset_file(root, asset, partition))
+    return lake_files.move(asset_file(root, asset, partition, staging=True), asset_file(root, asset, partition))
 
 
 def model_folder(root: str | Path, name: str, staging: bool = False) -> Path:
@@ -52,7 +46,7 @@ def model_folder(root: str | Path, name: str, staging: bool = False) -> Path:
 
 def promote_model(root: str | Path, name: str, filename: str) -> bool:
     """Move a checked staged model file over the promoted one (one rename); False when none is staged."""
-    return _replace(model_folder(root, name, staging=True) / filename, model_folder(root, name) / filename)
+    return lake_files.move(model_folder(root, name, staging=True) / filename, model_folder(root, name) / filename)
 
 
 class LakeParquetIOManager(dg.ConfigurableIOManager):
@@ -61,9 +55,6 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
     the step's peak resident memory (`peak_rss_mb`: of its process since the previous output)."""
 
     root: str
-
-    def _base(self, key: dg.AssetKey) -> Path:
-        return LakeLayout(self.root).asset_dir().joinpath(*key.path)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame]) -> None:
         """One frame per run, or, from a run over a range of partitions, {partition: frame}: one file each."""
@@ -93,23 +84,23 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
                 "dagster/column_schema": dg.TableSchema(
                     columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
                 ),
-                "parquet": dg.MetadataValue.path(str(paths[0]) if len(paths) == 1 else str(paths[0].parent)),
+                "parquet": dg.MetadataValue.path(str(paths[0] if len(paths) == 1 else lake_files.folder_of(paths[0]))),
                 **({} if (peak := peak_rss_mb(reset=True)) is None else {PEAK_RSS: dg.MetadataValue.float(peak)}),
             }
         )
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
-        base = self._base(context.asset_key)
+        name, layout = "/".join(context.asset_key.path), LakeLayout(self.root)
         if not context.has_asset_partitions:
-            return pl.read_parquet(base.with_suffix(".parquet"))
+            return lake_files.read_parquet(layout.asset(name))
         keys = context.asset_partition_keys
-        missing = [key for key in keys if not (base / f"{key}.parquet").exists()]
+        missing = [key for key in keys if not lake_files.is_file(layout.asset(name, key))]
         if missing:  # a partial input is read, but never silently
             context.log.warning(
                 f"{context.asset_key.to_user_string()}: {len(missing)} of {len(keys)} partitions not materialised, "
                 f"read without them: {', '.join(sorted(missing))}"
             )
-        frames = [pl.read_parquet(base / f"{key}.parquet") for key in keys if key not in missing]
+        frames = [lake_files.read_parquet(layout.asset(name, key)) for key in keys if key not in missing]
         if not frames:
             return pl.DataFrame()
         return pl.concat(frames, how="diagonal_relaxed")

@@ -33,10 +33,6 @@ class LakeResource(dg.ConfigurableResource):
         return LakeLayout(self.path).landing
 
     @property
-    def assets_dir(self) -> Path:
-        return LakeLayout(self.path).asset_dir()
-
-    @property
     def reports_dir(self) -> Path:
         return LakeLayout(self.path).reports
 

@@ -141,7 +141,7 @@ def _build(
 ) -> None:
     """Run `ebm lake build` for the lake in a child process (resuming an interrupted build) and mark it complete."""
     (lake / MARKER).unlink(missing_ok=True)
-    resume = LakeLayout(lake).asset_dir().is_dir() and not rebuild  # an interrupted build: keep what it finished
+    resume = Path(LakeLayout(lake).asset_dir()).is_dir() and not rebuild  # an interrupted build: keep what it finished
     stored = Path(LakeLayout(lake).lancedb).is_dir()  # local (no EBM_OBJECT_STORE); a rebuild copies its encodings
     env = dict(
         os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE), EBM_DATASETS_DIR=str(datasets_dir)

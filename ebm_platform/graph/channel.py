@@ -18,24 +18,24 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from ebm_platform.graph.normalise import normalise
 from ebm_platform.graph.store import GraphStore
+from ebm_platform.lake_files import Location, parquet_files, read_table, stem
 from ebm_platform.versions import mismatched, read_consistent, table_version
 from ebm_platform.vocabulary import Anchors
 
 
-def open_graph(graph_path: Path, entity_dir: Path, wait_s: float) -> tuple[GraphStore, pl.DataFrame] | None:
+def open_graph(graph_path: Path, entity_dir: Location, wait_s: float) -> tuple[GraphStore, pl.DataFrame] | None:
     """The read-only store and every partition's entity table (knowledge_graph's parquet), written
     by the same runs (waits up to `wait_s` for a writer between its two commits; StoreBusyError
     after). None when the lake has no graph yet."""
-    if not graph_path.exists() or not any(entity_dir.glob("*.parquet")):
+    if not graph_path.exists() or not parquet_files(entity_dir):
         return None
 
     def read() -> tuple[tuple[GraphStore, list], list[str]]:
         store = GraphStore(graph_path, read_only=True)
-        tables = {p.stem: pq.read_table(p) for p in sorted(entity_dir.glob("*.parquet"))}
+        tables = {stem(p): read_table(p) for p in parquet_files(entity_dir)}
         stale = mismatched(store.versions(), {code: table_version(t) for code, t in tables.items()})
         if stale:
             store.close()

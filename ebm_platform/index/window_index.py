@@ -39,10 +39,10 @@ import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.index.embeddings import Encoder
+from ebm_platform.lake_files import Location, files, is_uri, join
 
 TABLE = "windows"
 COLUMNS = ("key", "window_id", "condition", "doc_id", "grade", "title", "year", "section", "text")
@@ -139,11 +139,6 @@ class UnreadableTableError(RuntimeError):
     """The window table has committed versions but cannot be opened: it is never overwritten."""
 
 
-def is_uri(location: str | Path) -> bool:
-    """Whether `location` is a URI (s3://, gs://, az://, file://, ...) rather than a local path."""
-    return "://" in str(location)
-
-
 class WindowIndex:
     """The evidence-window table of one lake, in a local folder or at an object-store URI (s3://...,
     which LanceDB reads and writes natively; credentials and endpoint from the provider's standard
@@ -154,8 +149,8 @@ class WindowIndex:
     per URI under the temporary directory): the lock then serialises the commits of one host, and
     LanceDB's conditional commits those of several."""
 
-    def __init__(self, path: str | Path, pinned: bool = False, work: Path | None = None) -> None:
-        self.path: str | Path = str(path) if is_uri(path) else Path(path)
+    def __init__(self, path: Location, pinned: bool = False, work: Path | None = None) -> None:
+        self.path: Location = str(path) if is_uri(path) else Path(path)
         self.db = lancedb.connect(str(self.path))
         self.work = work or (
             Path(tempfile.gettempdir()) / f"ebm-lancedb-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
@@ -191,10 +186,7 @@ class WindowIndex:
 
     def committed_versions(self) -> int:
         """How many committed versions (manifests) the window table has on disk."""
-        location = self.path if isinstance(self.path, str) else str(self.path.resolve())
-        filesystem, base = pafs.FileSystem.from_uri(location)
-        found = filesystem.get_file_info(pafs.FileSelector(f"{base}/{TABLE}.lance/_versions", allow_not_found=True))
-        return sum(f.base_name.endswith(".manifest") for f in found)
+        return len(files(join(self.path, f"{TABLE}.lance", "_versions"), ".manifest"))
 
     def stored_encodings(self, window_ids: list[str], encoder: str) -> pa.Table:
         """ENCODED columns (plus window_id) of the given windows already indexed by `encoder`."""

@@ -23,6 +23,7 @@ from ebm_platform.corpus.grading import EVIDENCE_LEVELS, document_type
 from ebm_platform.graph.channel import GraphChannel, open_graph
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_files import read_parquet
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
@@ -231,7 +232,7 @@ class Retriever:
         files = LakeLayout(self.lake).asset_partitions("source_documents")
         if not files:
             return {}
-        frame = pl.concat([pl.read_parquet(f, columns=list(DOCUMENT_COLUMNS)) for f in files], how="diagonal_relaxed")
+        frame = pl.concat([read_parquet(f, columns=list(DOCUMENT_COLUMNS)) for f in files], how="diagonal_relaxed")
         return {row["doc_id"]: row for row in frame.unique("doc_id", keep="first").iter_rows(named=True)}
 
     @cached_property
