@@ -94,30 +94,40 @@ def test_asset_files_on_s3_are_written_whole_versioned_listed_and_promoted(s3, t
 
 
 def test_a_partition_materialised_on_s3_equals_the_local_build(s3, tmp_path, monkeypatch, datasets_dir):
-    """source_documents, evidence_windows and window_index for one partition through the real assets
-    and IO manager, with the parquet assets and the window index on S3, against a local lake."""
+    """One partition (two real PFP articles and a guideline) through the real assets and IO manager,
+    with the parquet assets and the window index on S3, against the same build in a local folder:
+    the same documents, windows, entities and index rows, and `ask` cites the same windows."""
     import dagster as dg
 
     from ebm_platform.conditions import load_catalogue
     from ebm_platform.corpus.importers import import_dataset
     from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.graph import knowledge_graph, pico_extractions
     from ebm_platform.defs.index import window_index
     from ebm_platform.index.window_index import WindowIndex
     from ebm_platform.lake_files import read_parquet
+    from ebm_platform.retrieval.ask import ask
     from ebm_platform.settings import DEFAULT_CATALOGUE
     from ebm_platform_tests.conftest import lake_resources
+    from ebm_platform_tests.test_readers import GUIDELINE
+    from ebm_platform_tests.test_retrieval import QUESTION
 
     built = {}
     for name, store in (("local", None), ("s3", s3)):
         root = tmp_path / name
         import_dataset(
-            "evidence-inference", datasets_dir, root / "landing", load_catalogue(DEFAULT_CATALOGUE), ids={"PMC1562433"}
+            "evidence-inference",
+            datasets_dir,
+            root / "landing",
+            load_catalogue(DEFAULT_CATALOGUE),
+            ids={"PMC1562433", "PMC2249589"},
         )
+        (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
         monkeypatch.setenv("EBM_LAKE", str(root))
         if store:
             monkeypatch.setenv(OBJECT_STORE, store)
         assert dg.materialize(
-            [source_documents, evidence_windows, window_index],
+            [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index],
             partition_key="PFP",
             resources=lake_resources(root),
             instance=dg.DagsterInstance.ephemeral(),
@@ -125,11 +135,13 @@ def test_a_partition_materialised_on_s3_equals_the_local_build(s3, tmp_path, mon
         layout = LakeLayout(root)
         built[name] = {
             asset: read_parquet(layout.asset(asset, "PFP")).drop("path", strict=False)
-            for asset in ("source_documents", "evidence_windows")
+            for asset in ("source_documents", "evidence_windows", "knowledge_graph")
         }
         built[name]["index"] = WindowIndex(layout.lancedb).count("PFP")
+        built[name]["cited"] = [c["window_id"] for c in ask(QUESTION, condition="PFP", lake=root)["citations"]]
     assert not (tmp_path / "s3" / "assets").exists() and not (tmp_path / "s3" / "stores" / "lancedb").exists()
-    assert built["s3"]["evidence_windows"].height > 0
+    assert built["s3"]["evidence_windows"].height > 0 and built["s3"]["knowledge_graph"].height > 0
     assert built["s3"]["index"] == built["local"]["index"] == built["s3"]["evidence_windows"].height
-    for asset in ("source_documents", "evidence_windows"):
+    for asset in ("source_documents", "evidence_windows", "knowledge_graph"):
         assert built["s3"][asset].equals(built["local"][asset]), asset
+    assert built["s3"]["cited"] == built["local"]["cited"] and len(built["s3"]["cited"]) >= 3

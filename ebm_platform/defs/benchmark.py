@@ -19,6 +19,7 @@ from ebm_platform.defs.io import STAGED, latest_file, promote
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
 from ebm_platform.index.window_index import WindowIndex
+from ebm_platform.lake_files import read_parquet
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import top
@@ -159,7 +160,7 @@ def _check_result(
 
 def _latest_benchmark(lake: LakeResource, code: str) -> pl.DataFrame:
     """The benchmark_qa[code] the checks judge: the staged write awaiting them, else the promoted one."""
-    return pl.read_parquet(latest_file(lake.root, "benchmark_qa", code))
+    return read_parquet(latest_file(lake.root, "benchmark_qa", code))
 
 
 @dg.asset_check(

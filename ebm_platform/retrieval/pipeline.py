@@ -23,7 +23,7 @@ from ebm_platform.corpus.grading import EVIDENCE_LEVELS, document_type
 from ebm_platform.graph.channel import GraphChannel, open_graph
 from ebm_platform.index.embeddings import get_encoder
 from ebm_platform.index.window_index import WindowIndex
-from ebm_platform.lake_files import read_parquet
+from ebm_platform.lake_files import join, read_parquet
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
@@ -192,7 +192,7 @@ class Retriever:
         self.closed_model = ClosedAnswerModel.load(LakeLayout(self.lake).model("closed_answer"))
         opened = open_graph(
             LakeLayout(self.lake).graph_db,
-            LakeLayout(self.lake).asset_dir() / "knowledge_graph",
+            join(LakeLayout(self.lake).asset_dir(), "knowledge_graph"),
             get_settings().store_wait_s,
         )
         self.graph = GraphChannel(*opened, self._embed_short) if opened else None
