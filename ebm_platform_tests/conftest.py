@@ -205,9 +205,9 @@ def server() -> ScriptedServer:
     s.close()
 
 
-@pytest.fixture(scope="session")
-def small_lake(tmp_path_factory, datasets_dir):
-    """Two real PFP articles plus one grade-A guideline, materialised through the real assets."""
+def build_small_lake(root: Path, datasets_dir: Path) -> None:
+    """Two real PFP articles plus one grade-A guideline in `root`'s landing folder, materialised
+    through the real assets (documents, windows, PICO extractions, graph, window index)."""
     import dagster as dg
 
     from ebm_platform.conditions import load_catalogue
@@ -218,7 +218,6 @@ def small_lake(tmp_path_factory, datasets_dir):
     from ebm_platform.settings import DEFAULT_CATALOGUE
     from ebm_platform_tests.test_readers import GUIDELINE
 
-    root = tmp_path_factory.mktemp("retrieval") / "lake"
     import_dataset(
         "evidence-inference",
         datasets_dir,
@@ -231,6 +230,13 @@ def small_lake(tmp_path_factory, datasets_dir):
     assert dg.materialize(
         assets, partition_key="PFP", resources=lake_resources(root), instance=dg.DagsterInstance.ephemeral()
     ).success
+
+
+@pytest.fixture(scope="session")
+def small_lake(tmp_path_factory, datasets_dir):
+    """Two real PFP articles plus one grade-A guideline, materialised through the real assets."""
+    root = tmp_path_factory.mktemp("retrieval") / "lake"
+    build_small_lake(root, datasets_dir)
     return root
 
 

@@ -97,41 +97,19 @@ def test_a_partition_materialised_on_s3_equals_the_local_build(s3, tmp_path, mon
     """One partition (two real PFP articles and a guideline) through the real assets and IO manager,
     with the parquet assets and the window index on S3, against the same build in a local folder:
     the same documents, windows, entities and index rows, and `ask` cites the same windows."""
-    import dagster as dg
-
-    from ebm_platform.conditions import load_catalogue
-    from ebm_platform.corpus.importers import import_dataset
-    from ebm_platform.defs.corpus import evidence_windows, source_documents
-    from ebm_platform.defs.graph import knowledge_graph, pico_extractions
-    from ebm_platform.defs.index import window_index
     from ebm_platform.index.window_index import WindowIndex
     from ebm_platform.lake_files import read_parquet
     from ebm_platform.retrieval.ask import ask
-    from ebm_platform.settings import DEFAULT_CATALOGUE
-    from ebm_platform_tests.conftest import lake_resources
-    from ebm_platform_tests.test_readers import GUIDELINE
+    from ebm_platform_tests.conftest import build_small_lake
     from ebm_platform_tests.test_retrieval import QUESTION
 
     built = {}
     for name, store in (("local", None), ("s3", s3)):
         root = tmp_path / name
-        import_dataset(
-            "evidence-inference",
-            datasets_dir,
-            root / "landing",
-            load_catalogue(DEFAULT_CATALOGUE),
-            ids={"PMC1562433", "PMC2249589"},
-        )
-        (root / "landing" / "PFP" / "guideline.md").write_bytes(GUIDELINE)
         monkeypatch.setenv("EBM_LAKE", str(root))
         if store:
             monkeypatch.setenv(OBJECT_STORE, store)
-        assert dg.materialize(
-            [source_documents, evidence_windows, pico_extractions, knowledge_graph, window_index],
-            partition_key="PFP",
-            resources=lake_resources(root),
-            instance=dg.DagsterInstance.ephemeral(),
-        ).success
+        build_small_lake(root, datasets_dir)
         layout = LakeLayout(root)
         built[name] = {
             asset: read_parquet(layout.asset(asset, "PFP")).drop("path", strict=False)
