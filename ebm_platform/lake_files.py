@@ -73,7 +73,7 @@ def folder_of(location: Location) -> Location:
 def read_parquet(location: Location, columns: list[str] | None = None) -> pl.DataFrame:
     import polars as pl
 
-    return pl.read_parquet(str(location) if is_uri(location) else location, columns=columns)
+    return pl.read_parquet(location, columns=columns)
 
 
 def read_table(location: Location) -> pa.Table:

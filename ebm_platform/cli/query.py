@@ -203,7 +203,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def benchmark_tables(lake: Path):
-
     files = LakeLayout(lake).asset_partitions("benchmark_qa")
     if not files:
         raise FileNotFoundError(f"no benchmark_qa in {lake}: run `make demo` (or materialise benchmark_qa) first")

@@ -145,15 +145,15 @@ class WindowIndex:
     environment, e.g. AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL). `pinned`: every read sees the table
     version of the first read (a query path's several reads then come from one snapshot while a
     writer commits); otherwise each read opens the latest version. A writer's staging file and
-    commit lock live beside a local table, and for a URI in a local work folder (`work`, default one
-    per URI under the temporary directory): the lock then serialises the commits of one host, and
-    LanceDB's conditional commits those of several."""
+    commit lock live beside a local table, and for a URI in a local work folder (one per URI under
+    the temporary directory): the lock then serialises the commits of one host, and LanceDB's
+    conditional commits those of several."""
 
-    def __init__(self, path: Location, pinned: bool = False, work: Path | None = None) -> None:
+    def __init__(self, path: Location, pinned: bool = False) -> None:
         self.path: Location = str(path) if is_uri(path) else Path(path)
         self.db = lancedb.connect(str(self.path))
-        self.work = work or (
-            Path(tempfile.gettempdir()) / f"ebm-lancedb-{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+        self.work = (
+            Path(tempfile.gettempdir()) / f"ebm-lancedb-{hashlib.sha256(self.path.encode()).hexdigest()[:12]}"
             if isinstance(self.path, str)
             else self.path
         )
