@@ -86,10 +86,13 @@ def ensure_environment_models(
         f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'}{sample})"
     ]
     verdict = cached_verdict_model(datasets_dir, encoder, progress, limit)
+    spans = verdict.meta["validation_spans"]
     lines.append(
         f"verdict model {verdict.meta['key']}: ready (validation span macro F1 "
-        f"{verdict.meta['validation_spans']['learned']['macro_f1']:.3f}, majority class "
-        f"{verdict.meta['validation_spans']['majority class']['macro_f1']:.3f}{sample})"
+        f"{spans['learned']['macro_f1']:.3f}, with the question's arms exchanged "
+        f"{spans['learned, the arms exchanged in the question']['macro_f1']:.3f} (the sentence alone "
+        f"{spans['sentence alone, the arms exchanged']['macro_f1']:.3f}), majority class "
+        f"{spans['majority class']['macro_f1']:.3f}{sample})"
     )
     return lines
 

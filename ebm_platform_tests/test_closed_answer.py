@@ -20,7 +20,7 @@ from ebm_platform_tests.test_bottom_line import AGAINST_OPIOIDS, OPIOIDS, _answe
 def span_verdict(datasets_dir) -> VerdictModel:
     """The verdict model's span classifier, fitted on Evidence Inference's train spans (no sentence
     scorer: the reader reads only the span classifier)."""
-    texts, labels = spans(datasets_dir, "train")
+    texts, labels, _ = spans(datasets_dir, "train")
     return VerdictModel.train(texts, labels)
 
 

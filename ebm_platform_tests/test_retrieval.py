@@ -784,6 +784,29 @@ def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, da
     )
     assert verdict == "significantly decreased" and basis.startswith("Mortality")
     assert model.verdict([]) == ("insufficient evidence", None)
+    spans_report = model.meta["validation_spans"]
+    # read with the question, the verdict follows the question's arms: with them exchanged it stays
+    # right where the sentence read alone is wrong on every increased / decreased span
+    exchanged = spans_report["learned, the arms exchanged in the question"]["accuracy"]
+    assert exchanged > spans_report["sentence alone, the arms exchanged"]["accuracy"] + 0.15
+    assert spans_report["learned"]["accuracy"] >= spans_report["sentence alone (no question)"]["accuracy"] - 0.01
+
+
+def test_the_verdict_reads_the_question_arms(datasets_dir):
+    """'I reduced O compared with C' answers 'Does C reduce O more than I?' with C's direction."""
+    from ebm_platform.evaluation.verdict_training import spans
+    from ebm_platform.retrieval.verdict import VerdictModel
+
+    texts, labels, arms = spans(datasets_dir, "train")
+    model = VerdictModel.train(texts, labels, arms)
+    finding = ["Pain was significantly lower after hip strengthening than after usual care (p < 0.01)."]
+    asked = Anchors(intervention="hip strengthening", comparator="usual care", outcome="pain")
+    reversed_question = Anchors(intervention="usual care", comparator="hip strengthening", outcome="pain")
+    assert model.verdict(finding, asked)[0] == "significantly decreased"
+    assert model.verdict(finding, reversed_question)[0] == "significantly increased"
+    assert model.verdict(finding)[0] == "significantly decreased"  # no arms in the question: as stated
+    no_difference = ["Pain did not differ between hip strengthening and usual care (p = 0.4)."]
+    assert model.verdict(no_difference, reversed_question)[0] == "no significant difference"
 
 
 def test_sentence_features_on_a_hand_computed_example():
@@ -802,7 +825,12 @@ def test_sentence_features_on_a_hand_computed_example():
     assert sentence_features(question, anchors, [], np.zeros(0)).shape == (0, len(FEATURES))
 
 
-def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, datasets_dir, monkeypatch):
+@pytest.mark.parametrize(
+    "exchanged_f1, scorer_f1",
+    [(0.6, 0.30), (0.4, 0.50)],
+    ids=["a sentence scorer worse than cosine", "no better than the sentence alone with the arms exchanged"],
+)
+def test_verdict_check_blocks_a_worse_model(tmp_path, datasets_dir, monkeypatch, exchanged_f1, scorer_f1):
     """A model whose quoted sentences give a worse verdict than the cosine choice fails the
     blocking check, what depends on verdict_model is not materialised, and the model is never
     promoted: queries stay on the rules."""
@@ -813,10 +841,16 @@ def test_verdict_check_blocks_a_sentence_scorer_worse_than_cosine(tmp_path, data
 
     spans_report = {
         name: {"accuracy": 0.5, "macro_f1": f1, "questions": 10}
-        for name, f1 in (("learned", 0.6), ("rules", 0.4), ("majority class", 0.2))
+        for name, f1 in (
+            ("learned", 0.6),
+            ("learned, the arms exchanged in the question", exchanged_f1),
+            ("sentence alone, the arms exchanged", 0.45),
+            ("rules", 0.4),
+            ("majority class", 0.2),
+        )
     }
     quoted = {
-        "learned": {"accuracy": 0.4, "macro_f1": 0.30, "questions": 10, "P@1": 0.1},
+        "learned": {"accuracy": 0.4, "macro_f1": scorer_f1, "questions": 10, "P@1": 0.1},
         "cosine": {"accuracy": 0.5, "macro_f1": 0.45, "questions": 10, "P@1": 0.2},
     }
     worse = VerdictModel(

@@ -175,8 +175,9 @@ def verdict_model(
     context: dg.AssetExecutionContext, lake: LakeResource, benchmark: BenchmarkResource, embedder: EmbedderResource
 ) -> dg.Output[pl.DataFrame]:
     """TF-IDF + logistic regression trained on Evidence Inference's train-split evidence spans
-    (label = the prompt's label), scored on the validation spans beside the offline rules and the
-    majority class, and the evidence-sentence scorer that chooses the sentences an offline answer
+    (label = the prompt's label), read with the question's arms by an orientation classifier, scored
+    on the validation spans (as asked and with the arms exchanged) beside the sentence read alone,
+    the offline rules and the majority class, and the evidence-sentence scorer that chooses the sentences an offline answer
     quotes (scored against the cosine choice on the validation prompts); staged in
     <lake>/staging/models/verdict until its blocking check promotes it to <lake>/models/verdict,
     which every offline answer reads (the rules answer while the lake holds no promoted model)."""
@@ -215,16 +216,20 @@ def verdict_model(
 @dg.asset_check(
     asset=verdict_model,
     blocking=True,
-    description="the learned verdict must beat the majority class and the rules on validation spans, and "
+    description="the learned verdict must beat the majority class and the rules on validation spans, read "
+    "with the question it must beat the sentence alone when the question's arms are exchanged, and "
     "the verdict over the sentences the scorer quotes must match or beat the cosine choice "
     "(macro-F1); passing promotes the staged model to where answers read it, so a failed "
     "model never replaces the last good one and a lake without one answers with the rules",
 )
 def verdict_model_beats_baselines(verdict_model: pl.DataFrame, lake: LakeResource) -> dg.AssetCheckResult:
     f1 = dict(zip(verdict_model["verdict"].to_list(), verdict_model["macro_f1"].to_list()))
-    passed = f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0)) and f1.get(
-        "quoted sentences: learned", 0.0
-    ) >= f1.get("quoted sentences: cosine", 1.0)
+    passed = (
+        f1.get("learned", 0.0) > max(f1.get("majority class", 0.0), f1.get("rules", 0.0))
+        and f1.get("learned, the arms exchanged in the question", 0.0)
+        > f1.get("sentence alone, the arms exchanged", 1.0)
+        and f1.get("quoted sentences: learned", 0.0) >= f1.get("quoted sentences: cosine", 1.0)
+    )
     promoted = passed and promote_model(lake.root, "verdict", VerdictModel.FILE)
     return dg.AssetCheckResult(
         passed=passed,

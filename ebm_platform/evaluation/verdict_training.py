@@ -1,6 +1,8 @@
 """Training the learned verdict on Evidence Inference: each annotated evidence span of a *train*
-prompt, labelled with that prompt's label; scored on the validation prompts' spans beside the
-offline rules and the majority class (the train split's most frequent label).
+prompt, labelled with that prompt's label and read with the prompt's arms; scored on the validation
+prompts' spans beside the offline rules and the majority class (the train split's most frequent
+label), as asked and with each question's arms exchanged (the gold label swapped), beside the
+sentence read alone.
 
 The same asset trains the answer's evidence-sentence scorer (`retrieval/evidence_sentences.py`)
 on a seeded sample of train prompts: each prompt's question as the benchmark asks it, the
@@ -33,22 +35,26 @@ from ebm_platform.index.embeddings import Encoder
 from ebm_platform.retrieval import evidence_sentences, lexical, questions
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.questions import question_anchors
-from ebm_platform.retrieval.verdict import VerdictModel, offline_verdict
+from ebm_platform.retrieval.verdict import SWAPPED, Arms, VerdictModel, offline_verdict, swapped
+from ebm_platform.vocabulary import Anchors
 
 SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 gave the same validation figures in a trial)
 QUOTED = 3  # sentences an offline answer quotes (answer.compose_offline)
 
 
-def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str]]:
-    """Every evidence span of the split's labelled prompts (whitespace folded) and its label."""
-    texts, labels = [], []
-    for evidence, label in labelled_prompts(datasets_dir, split).select("evidence", "label").iter_rows():
+def spans(datasets_dir: Path, split: str) -> tuple[list[str], list[str], list[Arms]]:
+    """Every evidence span of the split's labelled prompts (whitespace folded), its label and its
+    prompt's (intervention, comparator, outcome)."""
+    texts, labels, arms = [], [], []
+    prompts = labelled_prompts(datasets_dir, split).select("evidence", "label", "intervention", "comparator", "outcome")
+    for evidence, label, *arm in prompts.iter_rows():
         for span in evidence:
             text = re.sub(r"\s+", " ", span).strip()
             if len(text) >= 12:
                 texts.append(text)
                 labels.append(label)
-    return texts, labels
+                arms.append(tuple(a or "" for a in arm))
+    return texts, labels, arms
 
 
 def prompt_sentences(
@@ -98,6 +104,9 @@ def prompt_sentences(
         out.append(
             {
                 "question": question,
+                "anchors": Anchors(
+                    intervention=row["intervention"], comparator=row["comparator"], outcome=row["outcome"]
+                ),
                 "label": row["label"],
                 "sentences": sentences,
                 "evidence": np.array([i in evidence for i in range(len(sentences))]),
@@ -124,7 +133,7 @@ def sentence_report(model: VerdictModel, prompts: list[dict], choices: dict[str,
             top = np.argsort(-score(prompt), kind="stable")[:QUOTED]
             first += bool(prompt["evidence"][top[0]])
             any_of += bool(prompt["evidence"][top].any())
-            verdicts.append(model.verdict([prompt["sentences"][i] for i in top])[0])
+            verdicts.append(model.verdict([prompt["sentences"][i] for i in top], prompt["anchors"])[0])
         report[name] = {
             "P@1": round(first / len(prompts), 4),
             f"R@{QUOTED}": round(any_of / len(prompts), 4),
@@ -168,12 +177,20 @@ def train_verdict_model(
     """Fit on the train spans and report learned / rules / majority class on the validation spans;
     then fit the sentence scorer on sampled train prompts and report it on the validation prompts
     (both reports in the model's meta). `limit` samples the scorer's articles (`sample_articles`)."""
-    train_texts, train_labels = spans(datasets_dir, "train")
-    texts, gold = spans(datasets_dir, "validation")
+    train_texts, train_labels, train_arms = spans(datasets_dir, "train")
+    texts, gold, arms = spans(datasets_dir, "validation")
     key = training_key(datasets_dir, encoder.description, limit)
-    model = VerdictModel.train(train_texts, train_labels, {"key": key, "training_limit": limit or 0})
+    model = VerdictModel.train(train_texts, train_labels, train_arms, {"key": key, "training_limit": limit or 0})
+    exchanged = [SWAPPED.get(label, label) for label in gold]
+    sentence_alone = model.predict(texts)
     report = {
-        "learned": {**scores(gold, model.predict(texts)), "questions": len(gold)},
+        "learned": {**scores(gold, model.predict(texts, arms)), "questions": len(gold)},
+        "learned, the arms exchanged in the question": {
+            **scores(exchanged, model.predict(texts, [swapped(a) for a in arms])),
+            "questions": len(gold),
+        },
+        "sentence alone (no question)": {**scores(gold, sentence_alone), "questions": len(gold)},
+        "sentence alone, the arms exchanged": {**scores(exchanged, sentence_alone), "questions": len(gold)},
         "rules": {**scores(gold, [offline_verdict([t])[0] for t in texts]), "questions": len(gold)},
         "majority class": majority(train_labels, gold),
     }

@@ -28,7 +28,8 @@ from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.findings import STRENGTH, is_finding, names_question, without_markers
 from ebm_platform.retrieval.lexical import stem, stems, terms
-from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, read_verdict
+from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, arms_of, read_verdict
 from ebm_platform.vocabulary import Anchors
 
 SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence Inference train prompts)"
@@ -210,14 +211,18 @@ STANCES = ("supports", "contradicts", "neutral")  # a statement's side of the bo
 CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings, best grade first
 
 
-def _verdict(statements: list[str], model: VerdictModel | None = None, over: str = "") -> dict:
-    """The verdict of ranked statements: the lake's learned classifier when it has one, else the rules."""
-    verdict, basis = read_verdict(statements, model)
-    method = (
-        "learned classifier (verdict_model, Evidence Inference train spans)"
-        if model
-        else "offline rules (retrieval/verdict.py)"
-    ) + over
+def _verdict(
+    statements: list[str], model: VerdictModel | None = None, anchors: Anchors | None = None, over: str = ""
+) -> dict:
+    """The verdict of ranked statements: the lake's learned classifier (read with the question's
+    arms) when it has one, else the rules."""
+    verdict, basis = read_verdict(statements, model, anchors)
+    if model is None:
+        method = "offline rules (retrieval/verdict.py)"
+    else:
+        read_with = ", read with the question's arms" if model.orientation is not None and arms_of(anchors) else ""
+        method = f"learned classifier (verdict_model, Evidence Inference train spans{read_with})"
+    method += over
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
 
 
@@ -278,7 +283,7 @@ def compose_offline(
             {"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
             for c in core
         ]
-    verdict = _verdict([c["statement"] for c in selected], verdict_model)
+    verdict = _verdict([c["statement"] for c in selected], verdict_model, anchors)
     by_grade = []
     for grade in GRADES:
         statements = [
@@ -425,6 +430,7 @@ def compose_llm(
             _verdict(
                 [s["statement"] for s in answer["core_answer"]],
                 verdict_model,
+                question_anchors(question),
                 " over the LLM's statements (it stated none)",
             )
         )

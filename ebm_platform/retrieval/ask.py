@@ -147,7 +147,7 @@ def answer_from(
             text,
             retrieval.anchors,
             answer,
-            lambda statement: read_verdict([statement], retriever.verdict_model)[0],
+            lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
             source_reader(retriever, text, rows, answer),
         )
     )

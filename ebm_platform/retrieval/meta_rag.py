@@ -205,15 +205,17 @@ def _article_pool(ranked: list[Candidate]) -> dict[str, list[Candidate]]:
     return {d: windows[d] for d in order}
 
 
-def _stance(r: Retriever, question: str, qvec: np.ndarray, windows: list[Candidate]) -> tuple[str, str]:
-    """The article's direction for the question: verdict of its best sentences (offline) or the LLM's."""
+def _stance(r: Retriever, question: str, view: QueryView, windows: list[Candidate]) -> tuple[str, str]:
+    """The article's direction for the question: verdict of its best sentences read with the
+    question's arms (offline) or the LLM's."""
+    qvec = view.vector
     sentences = [
         (flatten(s), float(np.asarray(vec, dtype=np.float32) @ qvec))
         for c in windows
         for s, vec in zip(c.row.get("sentences", []), c.row.get("sentence_vectors", []))
     ]
     best = [s for s, _ in sorted(sentences, key=lambda x: -x[1])[:STANCE_SENTENCES]]
-    offline = read_verdict(best, r.verdict_model)[0]  # insufficient evidence when there is no sentence
+    offline = read_verdict(best, r.verdict_model, view.anchors)[0]  # insufficient evidence when there is no sentence
     options = [*CLAIMS, INSUFFICIENT]
     result = r.client.complete_json(
         "meta_rag_stance",
@@ -317,7 +319,7 @@ def gather_evidence(r: Retriever, question: str, conditions: list[str] | None) -
             offline=lambda: experiment_answers_offline(text, limitations),  # noqa: B023 (called within this iteration)
         )
         modes.add(answers.mode)
-        stance, mode = _stance(r, question, view.vector, pool[d])
+        stance, mode = _stance(r, question, view, pool[d])
         modes.add(mode)
         stances.append(stance)
         parts[d] = {

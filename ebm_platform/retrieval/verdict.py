@@ -12,11 +12,19 @@ With an LLM the model states the verdict in its answer (IRCOT_ANSWER_SCHEMA); wh
 these rules read its statements and the answer says so.
 PubMedQA's yes / no / maybe is read from the same verdict (`as_yes_no`): an effect -> yes, no
 significant difference -> no, insufficient evidence -> maybe (a mapping, labelled as such).
+
+The learned verdict reads the question with the sentence (`VerdictModel.verdict(statements, anchors)`):
+the sentence's direction is read as it is stated (a study reports its intervention against its
+control), and an *orientation* classifier reads the question's intervention and comparator with the
+sentence (each arm's words marked in it, whether an arm names a control) and gives the probability
+that the question's I is the sentence's intervention; when it is not, increased and decreased swap.
+So "I reduced O compared with C" answers "Does C reduce O more than I?" with "increased".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +32,8 @@ import numpy as np
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.model_store import load_estimators, save_estimators
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer
+from ebm_platform.retrieval.lexical import stem, stems
+from ebm_platform.vocabulary import Anchors
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
     "significantly increased",
@@ -32,6 +42,15 @@ INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
     "insufficient evidence",
 )
 VERDICTS = (INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT)
+SWAPPED = {INCREASED: DECREASED, DECREASED: INCREASED}  # the verdict with the arms exchanged
+ORIENTATION_C = 32.0  # inverse regularisation of the orientation classifier: grouped 5-fold CV on the train spans (log-loss; 4-64 tried)
+_CONTROL_ARM = re.compile(
+    r"\b(?:placebo|control|usual|standard|sham|no|none|conventional|saline|routine|without|vehicle|waiting|"
+    r"wait-list|untreated)\b",
+    re.I,
+)
+_TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+Arms = tuple[str, str, str]  # a question's intervention, comparator and outcome ("" when not stated)
 _NO_DIFFERENCE = re.compile(
     r"\bno (?:statistically )?significant\b|\bnot (?:statistically )?significant(?:ly)?\b|\bnon-?significant|"
     r"\bdid not (?:significantly )?(?:differ|change|improve|reduce|increase|affect)|\bno (?:significant )?differences?\b|"
@@ -62,9 +81,52 @@ def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
     return INSUFFICIENT, None
 
 
-def read_verdict(statements: list[str], model: VerdictModel | None = None) -> tuple[str, str | None]:
-    """The verdict of ranked statements and the statement it rests on: the learned model when given, else the rules."""
-    return model.verdict(statements) if model else offline_verdict(statements)
+def read_verdict(
+    statements: list[str], model: VerdictModel | None = None, anchors: Anchors | None = None
+) -> tuple[str, str | None]:
+    """The verdict of ranked statements and the statement it rests on: the learned model (reading
+    the question's arms when `anchors` name both) when given, else the rules."""
+    return model.verdict(statements, anchors) if model else offline_verdict(statements)
+
+
+def arms_of(anchors: Anchors | None) -> Arms | None:
+    """The question's (intervention, comparator, outcome) when it names both arms, else None."""
+    if anchors is None or not anchors.intervention or not anchors.comparator:
+        return None
+    return anchors.intervention, anchors.comparator, anchors.outcome or ""
+
+
+def orientation_text(arms: Arms, sentence: str) -> str:
+    """What the orientation classifier reads: whether each arm names a control, each arm's terms,
+    then the sentence with the words of I, C and O replaced by markers (zarmi, zarmc, zoutc)."""
+    intervention, comparator, outcome = arms
+    arm_i, arm_c, out = stems(intervention), stems(comparator), stems(outcome)
+    words = [
+        f"qi_{'ctl' if _CONTROL_ARM.search(intervention) else 'act'}",
+        f"qc_{'ctl' if _CONTROL_ARM.search(comparator) else 'act'}",
+        *sorted(f"i_{t}" for t in arm_i),
+        *sorted(f"c_{t}" for t in arm_c),
+        "|",
+    ]
+    for token in _TOKEN.findall(sentence.lower()):
+        key = stem(token)
+        marker = (
+            "zarmi"
+            if key in arm_i - arm_c
+            else "zarmc"
+            if key in arm_c - arm_i
+            else "zoutc"
+            if key in out - arm_i - arm_c
+            else token
+        )
+        if not (marker.startswith("zarm") and words[-1] == marker):
+            words.append(marker)
+    return " ".join(words)
+
+
+def swapped(arms: Arms) -> Arms:
+    """The same question with intervention and comparator exchanged."""
+    return arms[1], arms[0], arms[2]
 
 
 def as_yes_no(verdict: str) -> str:
@@ -72,39 +134,76 @@ def as_yes_no(verdict: str) -> str:
     return {INCREASED: "yes", DECREASED: "yes", NO_DIFFERENCE: "no"}.get(verdict, "maybe")
 
 
+def _text_classifier(ngrams: int, c: float, balanced: bool, token_pattern: str = r"(?u)\b\w\w+\b"):
+    """TF-IDF over word n-grams (1..ngrams) and logistic regression."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(
+        TfidfVectorizer(ngram_range=(1, ngrams), min_df=2, sublinear_tf=True, token_pattern=token_pattern),
+        LogisticRegression(C=c, max_iter=3000, class_weight="balanced" if balanced else None),
+    )
+
+
 class VerdictModel:
-    """A learned verdict: TF-IDF (words and word pairs) + logistic regression, trained on the
-    annotated evidence spans of Evidence Inference's *train* split with their prompts' labels.
-    At answer time each core statement gets class probabilities; they are summed with weights
-    1, 1/2, 1/3 by the statement's rank and the largest sum is the verdict. `sentences`, when
-    trained, is the scorer that chooses which sentences the offline answer quotes."""
+    """A learned verdict read with the question: `pipeline` (TF-IDF over words and word pairs +
+    logistic regression) reads a sentence's direction as stated, trained on the annotated evidence
+    spans of Evidence Inference's *train* split with their prompts' labels; `orientation` (TF-IDF
+    over `orientation_text` + logistic regression) gives the probability that the question's
+    intervention is the sentence's, trained on each train span with its prompt's arms (same) and
+    with them exchanged (reversed). A statement's class probabilities are
+    p(same) x p(verdict) + p(reversed) x p(verdict with the arms swapped); over ranked statements
+    they are summed with weights 1, 1/2, 1/3 and the largest sum is the verdict. Without both arms
+    in the question (or in a model saved before `orientation`), the sentence's reading is the
+    verdict. `sentences`, when trained, is the scorer that chooses which sentences the offline
+    answer quotes."""
 
     FILE = "verdict.skops"
 
-    def __init__(self, pipeline, meta: dict, sentences: SentenceScorer | None = None) -> None:
-        self.pipeline, self.meta, self.sentences = pipeline, meta, sentences
+    def __init__(self, pipeline, meta: dict, sentences: SentenceScorer | None = None, orientation=None) -> None:
+        self.pipeline, self.meta, self.sentences, self.orientation = pipeline, meta, sentences, orientation
 
     @classmethod
-    def train(cls, texts: list[str], labels: list[str], meta: dict | None = None) -> VerdictModel:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
+    def train(
+        cls, texts: list[str], labels: list[str], arms: Sequence[Arms] | None = None, meta: dict | None = None
+    ) -> VerdictModel:
+        """Fit the sentence reader on (text, label); with each text's question `arms`, the orientation too."""
+        pipeline = _text_classifier(2, 4.0, balanced=True).fit(texts, labels)
+        orientation = None
+        if arms is not None:
+            pairs = list(zip(arms, texts))
+            orientation = _text_classifier(3, ORIENTATION_C, balanced=False, token_pattern=r"\S+").fit(
+                [orientation_text(a, t) for a, t in pairs] + [orientation_text(swapped(a), t) for a, t in pairs],
+                ["same"] * len(pairs) + ["reversed"] * len(pairs),
+            )
+        return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)), orientation=orientation)
 
-        pipeline = make_pipeline(
-            TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-            LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced"),
-        )
-        pipeline.fit(texts, labels)
-        return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)))
+    def probabilities(self, texts: list[str], arms: Arms | None = None) -> np.ndarray:
+        """(n, classes) verdict probabilities of each text read with the question's arms (if any)."""
+        probabilities = self.pipeline.predict_proba(texts)
+        if arms is None or self.orientation is None:
+            return probabilities
+        same = self.orientation.predict_proba([orientation_text(arms, t) for t in texts])
+        same = same[:, list(self.orientation.classes_).index("same")][:, None]
+        classes = [str(c) for c in self.pipeline.classes_]
+        exchanged = [classes.index(SWAPPED.get(c, c)) for c in classes]
+        return same * probabilities + (1.0 - same) * probabilities[:, exchanged]
 
-    def predict(self, texts: list[str]) -> list[str]:
-        return [str(label) for label in self.pipeline.predict(texts)]
+    def predict(self, texts: list[str], arms: Sequence[Arms | None] | None = None) -> list[str]:
+        """Each text's verdict, read with its question's arms when given."""
+        if arms is None:
+            return [str(label) for label in self.pipeline.predict(texts)]
+        return [
+            str(self.pipeline.classes_[int(np.argmax(self.probabilities([text], arm)[0]))])
+            for text, arm in zip(texts, arms)
+        ]
 
-    def verdict(self, statements: list[str]) -> tuple[str, str | None]:
-        """The verdict over ranked statements and the statement that weighs most for it."""
+    def verdict(self, statements: list[str], anchors: Anchors | None = None) -> tuple[str, str | None]:
+        """The verdict over ranked statements read with the question's arms, and the statement that weighs most for it."""
         if not statements:
             return INSUFFICIENT, None
-        probabilities = self.pipeline.predict_proba(statements)
+        probabilities = self.probabilities(statements, arms_of(anchors))
         weights = np.array([1.0 / (rank + 1) for rank in range(len(statements))])[:, None]
         best = int(np.argmax((probabilities * weights).sum(axis=0)))
         basis = int(np.argmax(probabilities[:, best] * weights[:, 0]))
@@ -112,7 +211,11 @@ class VerdictModel:
 
     def save(self, folder: Path) -> None:
         sentences = self.sentences.pipeline if self.sentences else None
-        save_estimators(Path(folder) / self.FILE, {"pipeline": self.pipeline, "sentences": sentences}, self.meta)
+        save_estimators(
+            Path(folder) / self.FILE,
+            {"pipeline": self.pipeline, "sentences": sentences, "orientation": self.orientation},
+            self.meta,
+        )
 
     @classmethod
     def load(cls, folder: Path) -> VerdictModel | None:
@@ -121,7 +224,12 @@ class VerdictModel:
             return None
         estimators, meta = stored
         sentences = estimators.get("sentences")
-        return cls(estimators.get("pipeline"), meta, SentenceScorer(sentences) if sentences is not None else None)
+        return cls(
+            estimators.get("pipeline"),
+            meta,
+            SentenceScorer(sentences) if sentences is not None else None,
+            estimators.get("orientation"),
+        )
 
 
 def verdict_path(lake: Path) -> Path:
