@@ -481,11 +481,12 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
 
 
 def _oracle_spans(meta: dict) -> dict:
-    """The verdict model on the gold evidence alone (Evidence Inference validation spans)."""
+    """The verdict model on the gold evidence alone (Evidence Inference validation spans, each read
+    with its prompt's arms, as asked and exchanged, and the sentence read alone)."""
     spans = meta.get("validation_spans", {})
     return {
-        "evidence": "each annotated validation evidence span alone",
-        **{k: spans[k] for k in ("learned", "rules") if k in spans},
+        "evidence": "each annotated validation evidence span (with its prompt's arms where the row says so)",
+        **{k: v for k, v in spans.items() if k != "majority class"},
     }
 
 
