@@ -113,3 +113,14 @@ def test_no_cited_finding_is_very_low_and_says_why():
     empty = _answer([], {1: "C"}, {1: "a"})
     assess_certainty(empty, None, set())
     assert empty["certainty"]["level"] == "very low" and empty["certainty"]["downgraded_for"]
+
+
+def test_a_bottom_line_that_no_cited_statement_supports_is_downgraded_for_indirectness():
+    """Sources that take no side (their statements do not name the question's arms) cannot carry a
+    high certainty: the demo's question once read 'certainty high; supported by none'."""
+    unsupported = _answer([(1, "neutral"), (2, "neutral")], {1: "C", 2: "C"}, {1: "a", 2: "b"})
+    assess_certainty(unsupported, None, set())
+    certainty = unsupported["certainty"]
+    assert certainty["level"] == "moderate" and certainty["downgraded_for"] == [
+        "indirectness: no cited statement that names the question's intervention or comparator supports the bottom line"
+    ]

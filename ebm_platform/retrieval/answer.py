@@ -147,8 +147,9 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
     guideline's stated recommendation strength quoted; and it drops one level per downgrade,
     each listed with its reason: indirectness (most cited windows from other conditions than the
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
-    match the question's), inconsistency (a core statement contradicts the verdict) and imprecision
-    (the verdict rests on a single study). Sets answer["certainty"]."""
+    match the question's; no cited statement that names the question's arms supports the bottom
+    line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
+    rests on a single study). Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
@@ -196,6 +197,11 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
         reasons.append(
             f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
+        )
+    if not backing:
+        reasons.append(
+            "indirectness: no cited statement that names the question's intervention or comparator supports "
+            "the bottom line"
         )
     supporting = {by_n[n]["doc_id"] for s in backing for n in s.get("citations", []) if n in by_n}
     if len(supporting) == 1 and best not in ("A", "B"):
