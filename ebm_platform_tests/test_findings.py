@@ -21,6 +21,9 @@ FINDINGS = [
     "Exercise therapy appears to be slightly effective at decreasing pain and improving function in adults with chronic low-back pain, particularly in healthcare populations.",
     "Recommendation 10.For patients with chronic low back pain, we suggest spinal mobilization/manipulation.",
     "Pain at day 7 was lower with naproxen than with placebo (p = 0.01).",
+    # a comparison's result without result words (the demo lake's knee arthroscopy trial, its conclusion)
+    "In this controlled trial involving patients with chronic PFPS, the outcome when arthroscopy was used in "
+    "addition to a home exercise program was no better than when the home exercise program was used alone.",
 ]
 
 

@@ -4,7 +4,8 @@ The offline answer quotes sentences of the retrieved windows. A trial report's i
 discussion are full of sentences that mention the question's words without answering it: how
 common the condition is, what other studies found (with their own citation markers), what the
 study set out to do. A **finding** states a result or a recommendation: result or statistics
-language (`evidence_sentences.RESULT_CUES`, `STATISTICS`) or a guideline's "we recommend / we
+language (`evidence_sentences.RESULT_CUES`, `STATISTICS`), a comparison's result ("no better than",
+"did not differ", "similar to", `COMPARISON`) or a guideline's "we recommend / we
 suggest" or stated strength, outside an introduction, background or methods section, and not
 framed as context or as another study's result.
 """
@@ -35,6 +36,11 @@ CONTEXT = re.compile(
     r"\b(?:more|further|additional) (?:research|studies|trials)\b",
     re.I,
 )
+COMPARISON = re.compile(  # a comparison's result stated without RESULT_CUES' words
+    r"\b(?:better|worse|more effective|less effective|no more|no less) than\b|\bdid not differ|\bdiffered\b|"
+    r"\bsimilar (?:to|in|between|for)\b|\bequivalent\b|\bnon-?inferior|\boutperform\w*",
+    re.I,
+)
 RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
 STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)  # a guideline statement's stated strength
 
@@ -52,7 +58,7 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
         return False
     if CITATION_MARKER.search(sentence) or OTHER_WORK.search(sentence) or CONTEXT.search(sentence):
         return False
-    return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence))
+    return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
 
 
 def names_question(statement: str, anchors: Anchors) -> bool:
