@@ -188,4 +188,21 @@ def test_evaluation_questions_take_the_phrasing_the_template_otherwise(datasets_
     for a in template:
         b = by_id[a["id"]]
         assert a["question"].startswith("What is the effect of ") and b["question"].startswith("Is ")
-        assert " better than " in b["question"] and a["gold"] == b["gold"]
+        assert " better than " in b["question"] and a["gold"] == b["gold"] and a["label"] == b["label"]
+    swapped = {
+        "significantly increased": "significantly decreased",
+        "significantly decreased": "significantly increased",
+        "no significant difference": "no significant difference",
+    }
+    exchanged = {
+        q["id"]: q for q in questions("evidence-inference", "validation", datasets_dir, tmp_path, "arms-exchanged")[0]
+    }
+    by_prompt = {f"ei-{r['prompt_id']}": r for r in rows}
+    for a in template:
+        row = by_prompt[a["id"]]
+        c = exchanged[a["id"]]  # the comparator asked about first, and the label swapped with it
+        assert (
+            c["question"]
+            == f"What is the effect of {row['comparator']} compared with {row['intervention']} on {row['outcome']}?"
+        )
+        assert c["label"] == swapped[a["label"]] and c["gold"] == a["gold"]

@@ -14,8 +14,9 @@ from ebm_platform.lake_files import is_file, read_parquet
 from ebm_platform.lake_layout import LakeLayout
 
 PHRASING_HELP = (
-    "evidence-inference: ask each prompt in this phrasing (names: `ebm eval questions`) instead of the "
-    "template; the reranker still trains on the template"
+    "evidence-inference: ask each prompt in this phrasing (names: `ebm eval questions`; `arms-exchanged` "
+    "names the comparator first and scores answers against the swapped label) instead of the template; "
+    "the reranker still trains on the template"
 )
 
 
@@ -416,6 +417,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     retriever.verdict_model = ensure_verdict_model(
         Path(header["lake"]), get_settings().require_datasets_dir(), retriever.encoder, _progress, training_limit()
     )
+    if args.verdict_reads == "sentence":
+        retriever.verdict_model.orientation = None  # the sentence read alone
     yes_no = args.benchmark == "pubmedqa"
     gold = [item["label"] for item in items]
     if yes_no:
@@ -441,6 +444,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         if yes_no
         else "the answer's verdict",
         "verdict_model": retriever.verdict_model.meta,
+        "verdict_reads": args.verdict_reads,
         "reranker": _reranker_summary(reranker),
     }
     if args.json:
@@ -627,4 +631,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     answers.add_argument("--json", action="store_true")
     answers.add_argument("--phrasing", help=PHRASING_HELP)
+    answers.add_argument(
+        "--verdict-reads",
+        choices=("question", "sentence"),
+        default="question",
+        help="the learned verdict reads each sentence with the question's arms (default) or alone (as before "
+        "2026-11-28; for comparison)",
+    )
     answers.set_defaults(func=cmd_eval_answers)

@@ -51,6 +51,8 @@ HELD_OUT = {
     "outcome-differ": "Does {O} differ between {I} and {C}{S}?",
     "colon-question": "{I} compared with {C}: does it change {O}{S}?",
 }
+ARMS_EXCHANGED = "arms-exchanged"  # the template asked about the arms the other way round (gold swapped)
+EXCHANGED = {ARMS_EXCHANGED: "What is the effect of {C} compared with {I} on {O}{S}?"}
 SUFFIXES = (
     "",
     " in adults with chronic low back pain",
@@ -62,10 +64,11 @@ FIELDS = ("intervention", "comparator", "outcome")
 
 
 def template(phrasing: str) -> str:
-    """The question template of a named phrasing (`PHRASINGS` or `HELD_OUT`)."""
-    found = PHRASINGS.get(phrasing) or HELD_OUT.get(phrasing)
+    """The question template of a named phrasing (`PHRASINGS`, `HELD_OUT` or `EXCHANGED`: the
+    latter names the comparator first, and its answers are scored against the swapped label)."""
+    found = PHRASINGS.get(phrasing) or HELD_OUT.get(phrasing) or EXCHANGED.get(phrasing)
     if found is None:
-        raise ValueError(f"unknown phrasing {phrasing!r}: one of {', '.join([*PHRASINGS, *HELD_OUT])}")
+        raise ValueError(f"unknown phrasing {phrasing!r}: one of {', '.join([*PHRASINGS, *HELD_OUT, *EXCHANGED])}")
     return found
 
 

@@ -34,7 +34,7 @@ import polars as pl
 from ebm_platform.benchmark.evidence_inference import labelled_prompts, question_text
 from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.benchmark.sources import pubmedqa_path
-from ebm_platform.evaluation.question_eval import phrase
+from ebm_platform.evaluation.question_eval import ARMS_EXCHANGED, phrase
 from ebm_platform.intervals import interval, paired_difference
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path, train_and_validate
@@ -43,6 +43,7 @@ from ebm_platform.retrieval.med_r2 import oracle_utility as med_r2_oracle
 from ebm_platform.retrieval.pipeline import Retrieval, Retriever
 from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.strategies import retrieve
+from ebm_platform.retrieval.verdict import SWAPPED
 
 
 def windows_of(lake: Path) -> pl.DataFrame:
@@ -102,7 +103,7 @@ def questions(
                 {
                     "id": f"ei-{row['prompt_id']}",
                     "gold": gold,
-                    "label": row["label"],
+                    "label": SWAPPED.get(row["label"], row["label"]) if phrasing == ARMS_EXCHANGED else row["label"],
                     "question": phrase(row, phrasing) if phrasing else question_text(row),
                 }
             )
