@@ -15,6 +15,10 @@ BACKGROUND = [
     "Patients with chronic low back pain are responsible for 80% of the costs paid for the treatment of low back pain.",
     "Therefore, more research is needed to determine the best duration and treatment method to reduce and improve general health in patients with low back pain.",
     "Sixty patients were randomly assigned to Pilates or McKenzie training and compared after six weeks.",
+    # a definition (the VA/DoD guideline's text, a footnote run into it by the PDF extraction)
+    "Structured, clinician-directed exercise programs are those involving organized and progressive k "
+    "Recommendations for “patients with low back pain” encompass patient populations with acute, subacute, "
+    "or chronic LBP with or without neurological symptoms.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",

@@ -30,7 +30,8 @@ OTHER_WORK = re.compile(
 )
 CONTEXT = re.compile(
     r"^\s*although\b|\b(?:is|are) (?:one of )?the (?:most )?(?:common|frequent|prevalent|leading)\b|"
-    r"\bprevalen\w*|\bincidence\b|\bis defined as\b|\bresponsible for\b|\bburden\b|"
+    r"\bprevalen\w*|\bincidence\b|\bis defined as\b|\b(?:is|are) those (?:involving|with|that|who|which)\b|"
+    r"\bencompass(?:es)?\b|\bresponsible for\b|\bburden\b|"
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
     r"\b(?:more|further|additional) (?:research|studies|trials)\b",
