@@ -28,7 +28,6 @@ from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.findings import STRENGTH, is_finding, names_question, without_markers
 from ebm_platform.retrieval.lexical import stem, stems, terms
-from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, arms_of, read_verdict
 from ebm_platform.vocabulary import Anchors
 
@@ -384,8 +383,10 @@ def compose_llm(
     client: LLMClient,
     retrieve_more: Callable[[str], list[dict]],
     verdict_model: VerdictModel | None = None,
+    anchors: Anchors | None = None,
 ) -> dict:
-    """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer. Every round
+    """IRCoT: up to three reason-and-retrieve rounds, then a cited three-part answer (a verdict the
+    LLM does not state is read from its statements with the question's `anchors`). Every round
     keeps the evidence budget (as many windows as the first retrieval gave) in BETR order (`score`):
     a follow-up window enters only by outscoring the weakest one held."""
     thoughts: list[str] = []
@@ -436,7 +437,7 @@ def compose_llm(
             _verdict(
                 [s["statement"] for s in answer["core_answer"]],
                 verdict_model,
-                question_anchors(question),
+                anchors,
                 " over the LLM's statements (it stated none)",
             )
         )

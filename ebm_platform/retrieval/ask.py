@@ -131,7 +131,7 @@ def answer_from(
                 for c in retrieve(retriever, query, strategy, conditions).candidates
             ]
 
-        answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model)
+        answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model, retrieval.anchors)
     condition = question_condition(retrieval, conditions)
     cited = [c["window_id"] for c in answer["citations"]]
     in_condition = (

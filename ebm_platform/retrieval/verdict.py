@@ -179,31 +179,29 @@ class VerdictModel:
             )
         return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)), orientation=orientation)
 
-    def probabilities(self, texts: list[str], arms: Arms | None = None) -> np.ndarray:
-        """(n, classes) verdict probabilities of each text read with the question's arms (if any)."""
+    def probabilities(self, texts: list[str], arms: Sequence[Arms | None] | None = None) -> np.ndarray:
+        """(n, classes) verdict probabilities of each text, read with its question's arms where given."""
         probabilities = self.pipeline.predict_proba(texts)
-        if arms is None or self.orientation is None:
+        read = [i for i, arm in enumerate(arms or []) if arm is not None]
+        if not read or self.orientation is None:
             return probabilities
-        same = self.orientation.predict_proba([orientation_text(arms, t) for t in texts])
-        same = same[:, list(self.orientation.classes_).index("same")][:, None]
+        same = self.orientation.predict_proba([orientation_text(arms[i], texts[i]) for i in read])
+        same = same[:, [list(self.orientation.classes_).index("same")]]
         classes = [str(c) for c in self.pipeline.classes_]
         exchanged = [classes.index(SWAPPED.get(c, c)) for c in classes]
-        return same * probabilities + (1.0 - same) * probabilities[:, exchanged]
+        stated = probabilities[read]
+        probabilities[read] = same * stated + (1.0 - same) * stated[:, exchanged]
+        return probabilities
 
     def predict(self, texts: list[str], arms: Sequence[Arms | None] | None = None) -> list[str]:
-        """Each text's verdict, read with its question's arms when given."""
-        if arms is None:
-            return [str(label) for label in self.pipeline.predict(texts)]
-        return [
-            str(self.pipeline.classes_[int(np.argmax(self.probabilities([text], arm)[0]))])
-            for text, arm in zip(texts, arms)
-        ]
+        """Each text's verdict, read with its question's arms where given."""
+        return [str(self.pipeline.classes_[k]) for k in self.probabilities(texts, arms).argmax(axis=1)]
 
     def verdict(self, statements: list[str], anchors: Anchors | None = None) -> tuple[str, str | None]:
         """The verdict over ranked statements read with the question's arms, and the statement that weighs most for it."""
         if not statements:
             return INSUFFICIENT, None
-        probabilities = self.probabilities(statements, arms_of(anchors))
+        probabilities = self.probabilities(statements, [arms_of(anchors)] * len(statements))
         weights = np.array([1.0 / (rank + 1) for rank in range(len(statements))])[:, None]
         best = int(np.argmax((probabilities * weights).sum(axis=0)))
         basis = int(np.argmax(probabilities[:, best] * weights[:, 0]))
