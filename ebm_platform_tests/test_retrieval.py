@@ -816,13 +816,18 @@ def test_sentence_features_on_a_hand_computed_example():
         "Pain scores fell with naproxen (p < 0.05).",
         "Patients were enrolled in 2019 and 2020 in two clinics.",
     ]
-    rows = dict(zip(FEATURES, sentence_features(question, anchors, sentences, np.array([0.8, 0.4])).T))
+    table = sentence_features(question, anchors, sentences, np.array([0.8, 0.4]), ["Abstract > Results", "Methods"])
+    rows = {name: column.astype(float) for name, column in zip(FEATURES, table.T)}
     assert rows["cosine, standardised over the candidates"] == pytest.approx([1.0, -1.0], abs=1e-4)
     assert rows["statistics"].tolist() == [1.0, 0.0] and rows["result language"].tolist() == [0.0, 0.0]
     assert rows["outcome words"].tolist() == [1.0, 0.0]  # "pain", "score" (plural folded) both repeated
     assert rows["intervention words"].tolist() == [1.0, 0.0] and rows["comparator words"].tolist() == [0.0, 0.0]
     assert rows["numbers / 10"].tolist() == [pytest.approx(0.1), pytest.approx(0.2)]  # 0.05; 2019, 2020
-    assert sentence_features(question, anchors, [], np.zeros(0)).shape == (0, len(FEATURES))
+    assert rows["section: abstract"].tolist() == [1.0, 0.0] and rows["section: results"].tolist() == [1.0, 0.0]
+    assert rows["section: methods"].tolist() == [0.0, 1.0] and rows["section: title"].tolist() == [0.0, 0.0]
+    # the last column is the sentence's words with the question's arms and outcome marked
+    assert table[0, -1] == "zoutc zoutc fell with zarmi ( p < 0 . 05 ) ."
+    assert sentence_features(question, anchors, [], np.zeros(0)).shape == (0, len(FEATURES) + 1)
 
 
 @pytest.mark.parametrize(

@@ -29,16 +29,16 @@ from ebm_platform.benchmark.gold import fold, gold_for_spans
 from ebm_platform.code_version import update_digest
 from ebm_platform.corpus import readers, windows
 from ebm_platform.corpus.readers import parse_jats
-from ebm_platform.corpus.windows import flatten, sentence_spans
+from ebm_platform.corpus.windows import flatten, sentence_spans, split_blocks
 from ebm_platform.evaluation.answers import majority, scores
 from ebm_platform.index.embeddings import Encoder
-from ebm_platform.retrieval import evidence_sentences, lexical, questions
-from ebm_platform.retrieval.evidence_sentences import SentenceScorer, cosine_scores, sentence_features
+from ebm_platform.retrieval import evidence_sentences, features, lexical, questions
+from ebm_platform.retrieval.evidence_sentences import TITLE, SentenceScorer, cosine_scores, sentence_features
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import SWAPPED, Arms, VerdictModel, offline_verdict, swapped
 from ebm_platform.vocabulary import Anchors
 
-SENTENCE_PROMPTS = 300  # train prompts the sentence scorer learns from (about 100 articles; 1,200 gave the same validation figures in a trial)
+SENTENCE_PROMPTS = 300  # a sample of train prompts; the sentence scorer learns from every prompt of their articles (258 articles, 807 prompts)
 QUOTED = 3  # sentences an offline answer quotes (answer.compose_offline)
 
 
@@ -66,26 +66,30 @@ def prompt_sentences(
     progress: Callable[[str], None] | None = None,
     articles: int | None = None,
 ) -> list[dict]:
-    """Labelled prompts (a seeded sample of `limit`; of them, those of a seeded sample of `articles`
-    articles) with their question, label, article sentences, which sentences hold evidence, and each
-    sentence's cosine with the question."""
+    """Labelled prompts (every prompt of the articles of a seeded sample of `limit`; of them, those of
+    a seeded sample of `articles` articles) with their question, label, article sentences and their
+    sections (the title, then each block's heading path, split as windows are), which sentences
+    hold evidence, and each sentence's cosine with the question."""
     rows = list(labelled_prompts(datasets_dir, split).iter_rows(named=True))
     if limit and limit < len(rows):
-        rows = [rows[i] for i in sorted(np.random.default_rng(seed).choice(len(rows), limit, replace=False))]
+        sampled = {rows[i]["pmcid"] for i in np.random.default_rng(seed).choice(len(rows), limit, replace=False)}
+        rows = [row for row in rows if row["pmcid"] in sampled]
     pmcids = sorted({row["pmcid"] for row in rows})
     if articles and articles < len(pmcids):
         kept = {pmcids[i] for i in np.random.default_rng(seed).choice(len(pmcids), articles, replace=False)}
         rows = [row for row in rows if row["pmcid"] in kept]
     xml = Path(datasets_dir) / "evidence_inference" / "xml"
-    articles: dict[str, tuple[list[str], np.ndarray]] = {}
+    articles: dict[str, tuple[list[str], list[str], np.ndarray]] = {}
     wanted, started, embedded = len({row["pmcid"] for row in rows}), time.perf_counter(), 0
     out = []
     for row in rows:
         if row["pmcid"] not in articles:
             article = parse_jats((xml / f"{row['pmcid']}.nxml").read_bytes())
-            text = f"{article.title}\n\n{article.markdown}"
-            sentences = [flatten(text[s:e]) for s, e in sentence_spans(text)]
-            articles[row["pmcid"]] = (sentences, encoder.embed(sentences) if sentences else np.zeros((0, encoder.dim)))
+            parts = [(TITLE, article.title), *((block.section, block.text) for block in split_blocks(article.markdown))]
+            located = [(section, flatten(text[s:e])) for section, text in parts for s, e in sentence_spans(text)]
+            sentences = [sentence for _, sentence in located]
+            vectors = encoder.embed(sentences) if sentences else np.zeros((0, encoder.dim))
+            articles[row["pmcid"]] = (sentences, [section for section, _ in located], vectors)
             embedded += len(sentences)
             if progress and (len(articles) % 20 == 0 or len(articles) == wanted):
                 rate = embedded / max(time.perf_counter() - started, 1e-9)
@@ -93,7 +97,7 @@ def prompt_sentences(
                     f"verdict_model: {split} sentences of {len(articles)}/{wanted} articles embedded "
                     f"({embedded} sentences, {rate:.0f}/s)"
                 )
-        sentences, vectors = articles[row["pmcid"]]
+        sentences, sections, vectors = articles[row["pmcid"]]
         if not sentences:
             continue
         inside = {
@@ -109,6 +113,7 @@ def prompt_sentences(
                 ),
                 "label": row["label"],
                 "sentences": sentences,
+                "sections": sections,
                 "evidence": np.array([i in evidence for i in range(len(sentences))]),
                 "cosines": vectors @ encoder.embed([question])[0],
             }
@@ -118,7 +123,11 @@ def prompt_sentences(
 
 def _features(prompt: dict) -> np.ndarray:
     return sentence_features(
-        prompt["question"], question_anchors(prompt["question"]), prompt["sentences"], prompt["cosines"]
+        prompt["question"],
+        question_anchors(prompt["question"]),
+        prompt["sentences"],
+        prompt["cosines"],
+        prompt["sections"],
     )
 
 
@@ -158,6 +167,7 @@ def training_key(datasets_dir: Path, encoder_description: str = "", limit: int |
             Path(__file__),
             Path(__file__).parent.parent / "retrieval" / "verdict.py",
             Path(evidence_sentences.__file__),
+            Path(features.__file__),  # the section patterns the sentence scorer reads
             Path(questions.__file__),  # reads the question's anchors
             Path(evidence_inference.__file__),  # the prompts' order, which the seeded sample is drawn from
             Path(readers.__file__),  # the articles' text (parse_jats)

@@ -262,13 +262,14 @@ def compose_offline(
         sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
         vectors = np.stack([np.asarray(row["vector"]) for row in rows])
     texts, cosines = [s for s, _ in sentences], vectors.astype(np.float32) @ question_vector
+    sections = [rows[n - 1].get("section") for _, n in sentences]
     scorer = verdict_model.sentences if verdict_model else None
     if scorer:
-        scores, how = scorer.scores(sentence_features(question, anchors, texts, cosines)), SELECTED_BY_SCORER
+        features = sentence_features(question, anchors, texts, cosines, sections)
+        scores, how = scorer.scores(features), SELECTED_BY_SCORER
     else:
         scores, how = cosine_scores(texts, cosines), SELECTED_BY_COSINE
     order = np.argsort(-scores, kind="stable")
-    sections = [rows[n - 1].get("section") for _, n in sentences]
     finding = [is_finding(text, section) for text, section in zip(texts, sections)]
     best_per_window: dict[int, str] = {}  # each window's best finding, quoted without its own citation markers
     for i in order:

@@ -31,8 +31,9 @@ import numpy as np
 
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.model_store import load_estimators, save_estimators
-from ebm_platform.retrieval.evidence_sentences import SentenceScorer
-from ebm_platform.retrieval.lexical import stem, stems
+from ebm_platform.retrieval.evidence_sentences import FEATURES as SENTENCE_FEATURES
+from ebm_platform.retrieval.evidence_sentences import SentenceScorer, mark_arms
+from ebm_platform.retrieval.lexical import stems
 from ebm_platform.vocabulary import Anchors
 
 INCREASED, DECREASED, NO_DIFFERENCE, INSUFFICIENT = (
@@ -49,7 +50,6 @@ _CONTROL_ARM = re.compile(
     r"wait-list|untreated)\b",
     re.I,
 )
-_TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 Arms = tuple[str, str, str]  # a question's intervention, comparator and outcome ("" when not stated)
 _NO_DIFFERENCE = re.compile(
     r"\bno (?:statistically )?significant\b|\bnot (?:statistically )?significant(?:ly)?\b|\bnon-?significant|"
@@ -108,19 +108,7 @@ def orientation_text(arms: Arms, sentence: str) -> str:
         *sorted(f"c_{t}" for t in arm_c),
         "|",
     ]
-    for token in _TOKEN.findall(sentence.lower()):
-        key = stem(token)
-        marker = (
-            "zarmi"
-            if key in arm_i - arm_c
-            else "zarmc"
-            if key in arm_c - arm_i
-            else "zoutc"
-            if key in out - arm_i - arm_c
-            else token
-        )
-        if not (marker.startswith("zarm") and words[-1] == marker):
-            words.append(marker)
+    words.extend(mark_arms(sentence, arm_i, arm_c, out))
     return " ".join(words)
 
 
@@ -222,6 +210,8 @@ class VerdictModel:
             return None
         estimators, meta = stored
         sentences = estimators.get("sentences")
+        if getattr(sentences, "n_features_in_", None) != len(SENTENCE_FEATURES) + 1:
+            sentences = None  # a scorer saved by earlier code reads other features: the cosine choice quotes
         return cls(
             estimators.get("pipeline"),
             meta,
