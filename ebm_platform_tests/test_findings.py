@@ -15,6 +15,9 @@ BACKGROUND = [
     "Patients with chronic low back pain are responsible for 80% of the costs paid for the treatment of low back pain.",
     "Therefore, more research is needed to determine the best duration and treatment method to reduce and improve general health in patients with low back pain.",
     "Sixty patients were randomly assigned to Pilates or McKenzie training and compared after six weeks.",
+    # how an outcome was analysed (the demo lake's knee arthroscopy trial, its methods)
+    "The scale was later dichotomized and analyzed as follows: (1) marked worsening, moderate worsening or no "
+    "change from baseline versus (2) moderate improvement, marked improvement or asymptomatic knee.",
     # a definition (the VA/DoD guideline's text, a footnote run into it by the PDF extraction)
     "Structured, clinician-directed exercise programs are those involving organized and progressive k "
     "Recommendations for “patients with low back pain” encompass patient populations with acute, subacute, "

@@ -34,6 +34,7 @@ CONTEXT = re.compile(
     r"\bencompass(?:es)?\b|\bresponsible for\b|\bburden\b|"
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
+    r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
     r"\b(?:more|further|additional) (?:research|studies|trials)\b",
     re.I,
 )
