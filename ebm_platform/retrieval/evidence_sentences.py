@@ -131,6 +131,12 @@ class SentenceScorer:
         self.pipeline = pipeline
 
     @classmethod
+    def stored(cls, pipeline) -> SentenceScorer | None:
+        """The scorer of a stored pipeline; None when it was fitted on another input than
+        `sentence_features` gives (a model saved by earlier code)."""
+        return cls(pipeline) if getattr(pipeline, "n_features_in_", None) == len(FEATURES) + 1 else None
+
+    @classmethod
     def train(cls, features: np.ndarray, evidence: np.ndarray) -> SentenceScorer:
         """Fit on `sentence_features` rows and whether each sentence holds evidence."""
         from sklearn.compose import ColumnTransformer

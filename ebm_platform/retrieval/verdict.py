@@ -31,7 +31,6 @@ import numpy as np
 
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.model_store import load_estimators, save_estimators
-from ebm_platform.retrieval.evidence_sentences import FEATURES as SENTENCE_FEATURES
 from ebm_platform.retrieval.evidence_sentences import SentenceScorer, mark_arms
 from ebm_platform.retrieval.lexical import stems
 from ebm_platform.vocabulary import Anchors
@@ -209,13 +208,10 @@ class VerdictModel:
         if stored is None:
             return None
         estimators, meta = stored
-        sentences = estimators.get("sentences")
-        if getattr(sentences, "n_features_in_", None) != len(SENTENCE_FEATURES) + 1:
-            sentences = None  # a scorer saved by earlier code reads other features: the cosine choice quotes
         return cls(
             estimators.get("pipeline"),
             meta,
-            SentenceScorer(sentences) if sentences is not None else None,
+            SentenceScorer.stored(estimators.get("sentences")),  # None: the cosine choice quotes
             estimators.get("orientation"),
         )
 
