@@ -816,7 +816,9 @@ def test_sentence_features_on_a_hand_computed_example():
         "Pain scores fell with naproxen (p < 0.05).",
         "Patients were enrolled in 2019 and 2020 in two clinics.",
     ]
-    table = sentence_features(question, anchors, sentences, np.array([0.8, 0.4]), ["Abstract > Results", "Methods"])
+    # window sections are heading paths under the article's title; a title's words ("outcomes") flag nothing
+    sections = ["Naproxen outcomes > Abstract > Results", "Naproxen outcomes > Methods"]
+    table = sentence_features(question, anchors, sentences, np.array([0.8, 0.4]), sections)
     rows = {name: column.astype(float) for name, column in zip(FEATURES, table.T)}
     assert rows["cosine, standardised over the candidates"] == pytest.approx([1.0, -1.0], abs=1e-4)
     assert rows["statistics"].tolist() == [1.0, 0.0] and rows["result language"].tolist() == [0.0, 0.0]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ebm_platform.retrieval.features import SECTIONS
+from ebm_platform.retrieval.features import SECTIONS, section_flags
 from ebm_platform.retrieval.lexical import stem, stems
 from ebm_platform.vocabulary import Anchors
 
@@ -76,11 +76,6 @@ def mark_arms(sentence: str, arm_i: set[str], arm_c: set[str], outcome: set[str]
     return words
 
 
-def _section_flags(section: str | None) -> list[bool]:
-    section = section or ""
-    return [section == TITLE, *(bool(pattern.search(section)) for pattern in SECTIONS.values())]
-
-
 def _share(wanted: set[str], found: set[str]) -> float:
     return len(wanted & found) / len(wanted) if wanted else 0.0
 
@@ -116,7 +111,8 @@ def sentence_features(
                 _share(asked, words),
                 np.log1p(len(sentence)),
                 len(_NUMBER.findall(sentence)) / 10,
-                *_section_flags(section),
+                section == TITLE,
+                *(bool(flag) for flag in section_flags(section).values()),
                 " ".join(mark_arms(sentence, intervention, comparator, outcome)),
             ]
         )

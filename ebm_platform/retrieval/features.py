@@ -92,7 +92,8 @@ class QueryView:
     tokens: np.ndarray
 
 
-def _section_flags(section: str | None) -> dict[str, float]:
+def section_flags(section: str | None) -> dict[str, float]:
+    """One flag per SECTIONS name: whether the heading path below the article title names it."""
     path = (section or "").split(" > ", 1)[-1]  # the first element is the article title
     return {f"section_{name}": float(bool(pattern.search(path))) for name, pattern in SECTIONS.items()}
 
@@ -135,7 +136,7 @@ def candidate_features(
             "coverage_i": stats.coverage(anchors.intervention, text) if anchors.intervention else 0.0,
             "coverage_c": stats.coverage(anchors.comparator, text) if anchors.comparator else 0.0,
             "coverage_o": stats.coverage(anchors.outcome, text) if anchors.outcome else 0.0,
-            **_section_flags(row.get("section")),
+            **section_flags(row.get("section")),
             "numbers": len(_NUMBER.findall(text)) / words,
             "p_values": float(len(_P_VALUE.findall(text))),
             "comparison_words": len(_COMPARISON.findall(text)) / words,
