@@ -114,6 +114,27 @@ def test_splits_are_query_grouped_stratified_and_deterministic():
         assert abs(counts["train"] / stratum.height - 0.6) < 0.08
 
 
+def test_splits_give_small_strata_their_test_share():
+    """30 strata of one or two articles each: a per-stratum cut would put none of them in test."""
+    rows = [
+        sources.row(
+            question_id=f"{condition}-{n}",
+            condition=condition,
+            source="generated",
+            question=f"question {condition} {n}",
+            exact_answer="x",
+            split_kind="main",
+            seed_window_id=f"doc{condition}{n}-w1",
+        )
+        for condition in (f"C{k}" for k in range(30))
+        for n in range(1 + int(condition[1:]) % 2)
+    ]
+    counts = make_splits(sources.frame(rows)).group_by("split").len()
+    share = dict(zip(counts["split"], counts["len"]))
+    assert sum(share.values()) == 45
+    assert (share["train"], share["validation"], share["test"]) == (27, 9, 9)
+
+
 def _decide(path, decisions: dict[str, str]) -> None:
     """A reviewer edits the sheet: sets `decision` on the given question ids, saves in place."""
     sheet = pl.read_csv(path, infer_schema_length=0)

@@ -4,8 +4,9 @@ Questions that must not straddle splits form one group across the whole benchmar
 question text (folded) wherever it is filed, and every question about the same source article
 (the seed window's document, else the gold windows' document; prompts about one Evidence
 Inference article share gold windows). A group belongs to the (condition, source) stratum of its
-first question; within each stratum groups are ordered by a seeded hash and cut at 60% and 80%.
-Deterministic."""
+first question; strata in order, and within each stratum groups ordered by a seeded hash, are dealt
+train, train, train, validation, test, the cycle running on across strata (a per-stratum cut at 60%
+and 80% gave strata of one or two groups no test share). Deterministic."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ import polars as pl
 
 RATIOS = (0.6, 0.2, 0.2)
 SPLITS = ("train", "validation", "test")
+# groups are dealt in this cycle, continued from one stratum to the next: any five consecutive groups
+# split 3 / 1 / 1, so strata of one or two groups still give validation and test their share overall
+_CYCLE = tuple(split for split, ratio in zip(SPLITS, RATIOS) for _ in range(round(ratio * 5)))
 
 
 def _text(question: str) -> str:
@@ -48,13 +52,11 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
     strata: dict[tuple[str, str], list[list[str]]] = {}
     for group in question_groups(bench):
         strata.setdefault(stratum_of[group[0]], []).append(group)
-    split_of = {}
-    for groups in strata.values():
-        ordered = sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest())
-        cut_train, cut_val = round(len(ordered) * RATIOS[0]), round(len(ordered) * (RATIOS[0] + RATIOS[1]))
-        for i, group in enumerate(ordered):
-            split = SPLITS[0] if i < cut_train else SPLITS[1] if i < cut_val else SPLITS[2]
-            split_of.update(dict.fromkeys(group, split))
+    split_of, position = {}, 0
+    for _, groups in sorted(strata.items()):
+        for group in sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest()):
+            split_of.update(dict.fromkeys(group, _CYCLE[position % len(_CYCLE)]))
+            position += 1
     return pl.DataFrame(
         [{"question_id": q, "condition": c, "source": s, "split": split_of[q]} for q, (c, s) in stratum_of.items()],
         schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String},
