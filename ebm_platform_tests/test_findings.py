@@ -22,6 +22,8 @@ BACKGROUND = [
     "Structured, clinician-directed exercise programs are those involving organized and progressive k "
     "Recommendations for “patients with low back pain” encompass patient populations with acute, subacute, "
     "or chronic LBP with or without neurological symptoms.",
+    # how common the condition is: no comparison of groups
+    "The prevalence of chronic low back pain increased by 50% over the last decade.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -31,6 +33,11 @@ FINDINGS = [
     # a comparison's result without result words (the demo lake's knee arthroscopy trial, its conclusion)
     "In this controlled trial involving patients with chronic PFPS, the outcome when arthroscopy was used in "
     "addition to a home exercise program was no better than when the home exercise program was used alone.",
+    # Evidence Inference train-split evidence sentences: a trial's incidence is a result when groups are compared
+    "There was no significant difference in the incidence of adverse effects between the LM and ETI groups (8.33 % vs 12.5 %, p > 0.05).",
+    "However, the ventilation scores were comparable between the two devices in all the three positions.",
+    "E-selectin and NO levels were not affected by either diet.",
+    "Generally, AEs were mild-to-moderate in intensity, and their incidence was similar across the three treatment groups.",
 ]
 
 
@@ -45,6 +52,7 @@ def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_
         result, "Ankle sprain trial > Introduction"
     )
     assert is_finding("For adults we suggest exercise therapy.", "Guideline > Background")
+    assert is_finding(result, "Dementia trial > Abstract > Methods and findings")
 
 
 def test_quotes_lose_their_source_citation_markers():

@@ -20,6 +20,7 @@ from ebm_platform.retrieval.lexical import stems
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objectives?|aims?|methods?|materials)\b", re.I)
+RESULTS_SECTION = re.compile(r"\b(?:results?|findings)\b", re.I)  # "Methods and findings" holds results
 _MARKER = r"\[\d+(?:\s*[-–,]\s*\d+)*\]"
 CITATION_MARKER = re.compile(rf"\s*{_MARKER}(?:\s*,\s*{_MARKER})*")
 OTHER_WORK = re.compile(
@@ -30,7 +31,7 @@ OTHER_WORK = re.compile(
 )
 CONTEXT = re.compile(
     r"^\s*although\b|\b(?:is|are) (?:one of )?the (?:most )?(?:common|frequent|prevalent|leading)\b|"
-    r"\bprevalen\w*|\bincidence\b|\bis defined as\b|\b(?:is|are) those (?:involving|with|that|who|which)\b|"
+    r"\bis defined as\b|\b(?:is|are) those (?:involving|with|that|who|which)\b|"
     r"\bencompass(?:es)?\b|\bresponsible for\b|\bburden\b|"
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
@@ -38,9 +39,14 @@ CONTEXT = re.compile(
     r"\b(?:more|further|additional) (?:research|studies|trials)\b",
     re.I,
 )
+# how common a condition is; within a comparison of groups it is a trial's result ("the incidence of
+# vomiting was lower in group P than in group C")
+EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
+GROUPS = re.compile(r"\b(?:groups?|arms?|than|compared|between|versus|vs)\b|\bp\s*[<=>≤≥]", re.I)
 COMPARISON = re.compile(  # a comparison's result stated without RESULT_CUES' words
-    r"\b(?:better|worse|more effective|less effective|no more|no less) than\b|\bdid not differ|\bdiffered\b|"
-    r"\bsimilar (?:to|in|between|for)\b|\bequivalent\b|\bnon-?inferior|\boutperform\w*",
+    r"\b(?:better|worse|more effective|less effective|no more|no less) than\b|\bdid not (?:differ|change)|"
+    r"\bdiffered\b|\bsimilar (?:to|in|between|for|across|among|\()|\bequivalent\b|\bnon-?inferior|\boutperform\w*|\bcomparable\b|"
+    r"\b(?:higher|lower|greater|shorter|longer) than\b|\b(?:not|neither|nor) (?:affected|altered|changed)\b",
     re.I,
 )
 RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
@@ -56,9 +62,12 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     """True when the sentence states a result or a recommendation of its own source."""
     if RECOMMENDATION.search(sentence):
         return True
-    if section and BACKGROUND_SECTION.search(section.split(">")[-1]):
+    heading = section.split(">")[-1] if section else ""
+    if BACKGROUND_SECTION.search(heading) and not RESULTS_SECTION.search(heading):
         return False
     if CITATION_MARKER.search(sentence) or OTHER_WORK.search(sentence) or CONTEXT.search(sentence):
+        return False
+    if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence):
         return False
     return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
 
