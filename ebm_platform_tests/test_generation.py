@@ -26,7 +26,12 @@ def windows(datasets_dir) -> pl.DataFrame:
     doc = read_jats(path.read_bytes(), path.name)
     paragraphs = [p.strip() for p in doc.text.split("\n\n") if len(p.strip()) > 200 and not p.startswith("|")]
     return pl.DataFrame(
-        {"window_id": [f"w{n}" for n in range(len(paragraphs))], "grade": ["B"] * len(paragraphs), "text": paragraphs}
+        {
+            "window_id": [f"w{n}" for n in range(len(paragraphs))],
+            "doc_id": ["doc"] * len(paragraphs),
+            "grade": ["B"] * len(paragraphs),
+            "text": paragraphs,
+        }
     )
 
 
@@ -130,3 +135,15 @@ def test_offline_relation_thresholds():
     assert offline_relation(0.65, 0.6) == "supportive"
     assert offline_relation(0.35, 0.0) == "weakly related"
     assert offline_relation(0.2, 1.0) == "unrelated"
+
+
+def test_sampling_takes_one_window_per_document_before_a_second(windows):
+    """One article's windows and copies of two of them filed as other documents: three picks span all three."""
+    eligible = [w for w, _ in sample_windows(windows, windows.height, 7)]
+    assert len(eligible) >= 3
+    copies = pl.DataFrame(
+        [{**w, "window_id": f"copy{n}-w1", "doc_id": f"copy{n}"} for n, w in enumerate(eligible[:2])],
+        schema=windows.schema,
+    )
+    picked = sample_windows(pl.concat([windows, copies]), 3, 7)
+    assert len({w["doc_id"] for w, _ in picked}) == 3

@@ -140,7 +140,8 @@ class GenerationLog:
 
 
 def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tuple[dict, Extraction]]:
-    """Stage 1 sampling: per grade, windows with an intervention, an outcome and result language."""
+    """Stage 1 sampling: per grade, windows with an intervention, an outcome and result language,
+    from as many documents as the grade has."""
     picked = []
     for grade in "ABCDE":
         pool = []
@@ -151,7 +152,14 @@ def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tup
             if found.names("Intervention") and found.names("Outcome"):
                 pool.append((w, found))
         random.Random(f"{seed}:{grade}").shuffle(pool)
-        picked.extend(pool[:per_grade])
+        # one window per document before a second of any: questions about one document form one
+        # split group, so distinct documents give the splits (and the test set) more independent groups
+        seen: Counter[str] = Counter()
+        turn = []
+        for w, _ in pool:
+            seen[w["doc_id"]] += 1
+            turn.append(seen[w["doc_id"]])
+        picked.extend(pool[i] for i in sorted(range(len(pool)), key=turn.__getitem__)[:per_grade])
     return picked
 
 
