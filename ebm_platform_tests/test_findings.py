@@ -142,3 +142,14 @@ def test_a_bottom_line_that_no_cited_statement_supports_is_downgraded_for_indire
     assert certainty["level"] == "moderate" and certainty["downgraded_for"] == [
         "indirectness: no cited statement that names the question's intervention or comparator supports the bottom line"
     ]
+
+
+def test_graded_findings_that_name_the_question_lead_the_core_and_trials_keep_the_scorers_order():
+    from ebm_platform.retrieval.answer import _core_rank
+
+    anchors = Anchors(intervention="exercise therapy", comparator="usual care", outcome="pain")
+    review = "Exercise therapy reduced pain compared with usual care (moderate certainty)."
+    trial = "Pain fell more in group A than in group B (p = 0.01)."  # names neither arm: kept in score order
+    assert _core_rank("A", review, anchors) < _core_rank("B", review, anchors) < _core_rank("C", review, anchors)
+    assert _core_rank("C", review, anchors) == _core_rank("C", trial, anchors)
+    assert _core_rank("B", trial, anchors) == _core_rank("C", trial, anchors)  # a review about something else

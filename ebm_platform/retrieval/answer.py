@@ -7,8 +7,8 @@ with the question's vector, result and statistics language, the question's outco
 and comparator words), or by cosine plus a small bonus for result language when the lake has no
 scorer; nothing is embedded for this at query time. The best become the core
 answer, each window contributes its best sentence to the graded evidence (findings only: results or
-recommendations, never background, `findings.py`; the best-graded findings that name the question's
-intervention or comparator lead), and the comparison
+recommendations, never background, `findings.py`; guideline and review findings that name the
+question's intervention or comparator lead), and the comparison
 uses the offline PICO rules on question and windows. LLM mode: IRCoT, three rounds of
 reason-then-retrieve, then a JSON answer whose citations must point at retrieved windows.
 """
@@ -213,7 +213,8 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
 
 
 STANCES = ("supports", "contradicts", "neutral")  # a statement's side of the bottom line (bottom_line.take_sides)
-CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings, best grade first
+CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings
+LEADING_GRADES = ("A", "B")  # guideline and systematic-review findings that name the question lead the core
 
 
 def _verdict(
@@ -229,6 +230,11 @@ def _verdict(
         method = f"learned classifier (verdict_model, Evidence Inference train spans{read_with})"
     method += over
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
+
+
+def _core_rank(grade: str, statement: str, anchors: Anchors) -> str:
+    """A core statement's precedence: a grade A or B finding that names the question, by grade; else last."""
+    return grade if grade in LEADING_GRADES and names_question(statement, anchors) else "Z"
 
 
 def compose_offline(
@@ -275,12 +281,12 @@ def compose_offline(
     for i in order:
         if finding[i]:
             best_per_window.setdefault(sentences[i][1], without_markers(sentences[i][0]))
-    # the core: among the CORE_POOL windows whose findings score best, the best-graded three that
-    # name the question's intervention or comparator, then the best-scored of the rest
+    # the core: among the CORE_POOL windows whose findings score best, guideline and review findings
+    # (grades A, B) that name the question's intervention or comparator lead, best grade first; then
+    # the rest by score (a trial's result often names its arms "group A", so naming does not reorder them)
     pool = list(best_per_window.items())[:CORE_POOL]
     ranked = sorted(
-        range(len(pool)),
-        key=lambda r: (rows[pool[r][0] - 1]["grade"] if names_question(pool[r][1], anchors) else "Z", r),
+        range(len(pool)), key=lambda r: (_core_rank(rows[pool[r][0] - 1]["grade"], pool[r][1], anchors), r)
     )[:3]
     selected = [{"statement": pool[r][1], "citations": [pool[r][0]]} for r in ranked]
     if core:
