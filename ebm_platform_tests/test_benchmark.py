@@ -135,6 +135,26 @@ def test_splits_give_small_strata_their_test_share():
     assert (share["train"], share["validation"], share["test"]) == (27, 9, 9)
 
 
+def test_splits_count_questions_not_groups():
+    """One document with 30 questions beside 20 single-question documents: the split shares are of questions."""
+    rows = [
+        sources.row(
+            question_id=f"q{n}",
+            condition="LBP",
+            source="generated",
+            question=f"question {n}",
+            exact_answer="x",
+            split_kind="main",
+            seed_window_id=f"guideline-w{n}" if n < 30 else f"doc{n}-w1",
+        )
+        for n in range(50)
+    ]
+    split = make_splits(sources.frame(rows))
+    assert split.filter(pl.col("question_id").is_in([f"q{n}" for n in range(30)]))["split"].n_unique() == 1
+    counts = dict(split.group_by("split").len().iter_rows())
+    assert (counts["train"], counts["validation"], counts["test"]) == (30, 10, 10)
+
+
 def _decide(path, decisions: dict[str, str]) -> None:
     """A reviewer edits the sheet: sets `decision` on the given question ids, saves in place."""
     sheet = pl.read_csv(path, infer_schema_length=0)

@@ -4,9 +4,10 @@ Questions that must not straddle splits form one group across the whole benchmar
 question text (folded) wherever it is filed, and every question about the same source article
 (the seed window's document, else the gold windows' document; prompts about one Evidence
 Inference article share gold windows). A group belongs to the (condition, source) stratum of its
-first question; strata in order, and within each stratum groups ordered by a seeded hash, are dealt
-train, train, train, validation, test, the cycle running on across strata (a per-stratum cut at 60%
-and 80% gave strata of one or two groups no test share). Deterministic."""
+first question. Groups are dealt one by one, largest first, then by stratum and a seeded hash, to
+the split furthest behind its share of the questions dealt so far: a document with 50 generated
+questions counts as 50, not one, and strata of one or two groups still give validation and test
+their share (a per-stratum cut at 60% and 80% gave them none). Deterministic."""
 
 from __future__ import annotations
 
@@ -18,9 +19,6 @@ import polars as pl
 
 RATIOS = (0.6, 0.2, 0.2)
 SPLITS = ("train", "validation", "test")
-# groups are dealt in this cycle, continued from one stratum to the next: any five consecutive groups
-# split 3 / 1 / 1, so strata of one or two groups still give validation and test their share overall
-_CYCLE = tuple(split for split, ratio in zip(SPLITS, RATIOS) for _ in range(round(ratio * 5)))
 
 
 def _text(question: str) -> str:
@@ -52,11 +50,16 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
     strata: dict[tuple[str, str], list[list[str]]] = {}
     for group in question_groups(bench):
         strata.setdefault(stratum_of[group[0]], []).append(group)
-    split_of, position = {}, 0
-    for _, groups in sorted(strata.items()):
-        for group in sorted(groups, key=lambda g: hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest()):
-            split_of.update(dict.fromkeys(group, _CYCLE[position % len(_CYCLE)]))
-            position += 1
+    ordered = sorted(
+        ((stratum, group) for stratum, groups in strata.items() for group in groups),
+        key=lambda item: (-len(item[1]), item[0], hashlib.sha256(f"{seed}|{item[1][0]}".encode()).hexdigest()),
+    )
+    split_of, dealt = {}, dict.fromkeys(SPLITS, 0)
+    for _, group in ordered:
+        total = sum(dealt.values()) + len(group)
+        split = max(SPLITS, key=lambda s: RATIOS[SPLITS.index(s)] * total - dealt[s])  # furthest behind
+        split_of.update(dict.fromkeys(group, split))
+        dealt[split] += len(group)
     return pl.DataFrame(
         [{"question_id": q, "condition": c, "source": s, "split": split_of[q]} for q, (c, s) in stratum_of.items()],
         schema={"question_id": pl.String, "condition": pl.String, "source": pl.String, "split": pl.String},
