@@ -22,6 +22,8 @@ BACKGROUND = [
     "Structured, clinician-directed exercise programs are those involving organized and progressive k "
     "Recommendations for “patients with low back pain” encompass patient populations with acute, subacute, "
     "or chronic LBP with or without neurological symptoms.",
+    # another study's result, in a trial's discussion (the demo's patellofemoral question quoted it)
+    "They found significant weakness of the hip abductors and external rotators of the patellofemoral pain group.",
     # how common the condition is: no comparison of groups
     "The prevalence of chronic low back pain increased by 50% over the last decade.",
 ]

@@ -26,6 +26,7 @@ CITATION_MARKER = re.compile(rf"\s*{_MARKER}(?:\s*,\s*{_MARKER})*")
 OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated)|"
+    r"they (?:found|showed|demonstrated|concluded)|"
     r"it is (?:well )?known|et al|in their)\b|\(\d{4}\)",
     re.I,
 )
