@@ -47,17 +47,15 @@ def question_groups(bench: pl.DataFrame) -> list[list[str]]:
 def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame:
     """question_id, condition, source, split (train / validation / test)."""
     stratum_of = {qid: (c, s) for qid, c, s in bench.select("question_id", "condition", "source").iter_rows()}
-    strata: dict[tuple[str, str], list[list[str]]] = {}
-    for group in question_groups(bench):
-        strata.setdefault(stratum_of[group[0]], []).append(group)
     ordered = sorted(
-        ((stratum, group) for stratum, groups in strata.items() for group in groups),
-        key=lambda item: (-len(item[1]), item[0], hashlib.sha256(f"{seed}|{item[1][0]}".encode()).hexdigest()),
+        question_groups(bench),
+        key=lambda g: (-len(g), stratum_of[g[0]], hashlib.sha256(f"{seed}|{g[0]}".encode()).hexdigest()),
     )
+    share = dict(zip(SPLITS, RATIOS))
     split_of, dealt = {}, dict.fromkeys(SPLITS, 0)
-    for _, group in ordered:
+    for group in ordered:
         total = sum(dealt.values()) + len(group)
-        split = max(SPLITS, key=lambda s: RATIOS[SPLITS.index(s)] * total - dealt[s])  # furthest behind
+        split = max(SPLITS, key=lambda s: share[s] * total - dealt[s])  # furthest behind its share
         split_of.update(dict.fromkeys(group, split))
         dealt[split] += len(group)
     return pl.DataFrame(
