@@ -1003,3 +1003,23 @@ def test_ask_states_a_verdict_in_the_questions_terms_for_five_question_types(sma
         assert (
             printed[1].startswith(f"Certainty {certainty['level']}: starts from ") and "downgraded for: " in printed[1]
         )
+
+
+def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
+    from ebm_platform.evaluation.answers import evaluate_answers
+
+    retriever = retriever_for(str(small_lake))
+    first = ask(QUESTION, lake=small_lake)
+    cited = first["citations"][1]["window_id"]  # gold at rank 2 of sr_rag's citations
+    items = [
+        {"id": "q1", "question": QUESTION, "label": first["verdict"], "gold": {cited}},
+        {"id": "q2", "question": QUESTION, "label": "no such verdict", "gold": {"not-a-window"}},
+    ]
+    results, records = evaluate_answers(retriever, items, ["sr_rag", "naive"])
+    assert [r["id"] for r in records] == ["q1", "q2"]
+    assert records[0]["sr_rag"]["answer"] == first["verdict"] and records[0]["sr_rag"]["gold_window_rank"] == 2
+    assert records[0]["sr_rag"]["core"] == [c["statement"] for c in first["core_answer"]]
+    assert records[1]["sr_rag"]["gold_window_rank"] is None and records[1]["naive"]["answer"]
+    assert results["sr_rag"]["accuracy"] == 0.5  # q1 right by construction, q2's label is never answered
+    correct = sum(r[s]["answer"] == r["gold"] for r in records for s in ("naive",))
+    assert results["naive"]["accuracy"] == correct / 2

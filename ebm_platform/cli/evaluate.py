@@ -404,6 +404,7 @@ def _answers_on_benchmark(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_answers(args: argparse.Namespace) -> int:
+    from ebm_platform.atomic import write_text_atomic
     from ebm_platform.benchmark.evidence_inference import labelled_prompts
     from ebm_platform.evaluation.answers import evaluate_answers, majority
     from ebm_platform.settings import get_settings, training_limit
@@ -429,7 +430,12 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     readers, oracle = (
         _closed_readers(retriever.verdict_model) if yes_no else (None, _oracle_spans(retriever.verdict_model.meta))
     )
-    results = evaluate_answers(retriever, items, strategies, yes_no=yes_no, progress=_progress, readers=readers)
+    results, records = evaluate_answers(
+        retriever, items, strategies, yes_no=yes_no, progress=_progress, readers=readers
+    )
+    if args.per_question:
+        write_text_atomic(Path(args.per_question), "".join(json.dumps(r) + "\n" for r in records))
+        _progress(f"per-question answers: {args.per_question}")
     summary = {
         **header,
         "labels": dict(Counter(gold).most_common()),
@@ -631,6 +637,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     answers.add_argument("--rebuild", action="store_true", help="rebuild the evaluation lake")
     answers.add_argument("--json", action="store_true")
     answers.add_argument("--phrasing", help=PHRASING_HELP)
+    answers.add_argument(
+        "--per-question",
+        metavar="FILE",
+        help="evidence-inference / pubmedqa: also write one JSON line per question (gold, each strategy's answer, "
+        "the rank of its first cited gold window, the core statements it read)",
+    )
     answers.add_argument(
         "--verdict-reads",
         choices=("question", "sentence"),

@@ -66,12 +66,15 @@ def evaluate_answers(
     k: int = 10,
     progress: Callable[[str], None] | None = None,
     readers: dict[str, ClosedAnswerModel] | None = None,
-) -> dict[str, dict]:
+) -> tuple[dict[str, dict], list[dict]]:
     """Per strategy: accuracy (with a question bootstrap 95% interval), macro-F1, the verdicts'
     spread and R@k of the cited windows; every strategy after the first is paired with the first
     (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses).
-    `readers` (item id -> closed-question reader) replaces the lake's reader question by question."""
+    `readers` (item id -> closed-question reader) replaces the lake's reader question by question.
+    Also returns one record per question: each strategy's answer, the rank of its first cited gold
+    window and the core statements it read."""
     gold = [item["label"] for item in items]
+    records = [{"id": item["id"], "question": item["question"], "gold": item["label"]} for item in items]
     results: dict[str, dict] = {}
     correct: dict[str, np.ndarray] = {}
     first = strategies[0] if strategies else None
@@ -85,6 +88,11 @@ def evaluate_answers(
             predicted.append(yes_no_maybe(answer) if yes_no else answer["verdict"])
             cited = [c["window_id"] for c in answer["citations"]][:k]
             recall += len(item["gold"] & set(cited)) / len(item["gold"])
+            records[n - 1][strategy] = {
+                "answer": predicted[-1],
+                "gold_window_rank": next((r for r, w in enumerate(cited, 1) if w in item["gold"]), None),
+                "core": [c["statement"] for c in answer.get("core_answer", [])],
+            }
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} answers")
         correct[strategy] = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
@@ -105,4 +113,4 @@ def evaluate_answers(
             "mode": answer["mode"] if items else None,
             "sentence_selection": answer.get("sentence_selection") if items else None,
         }
-    return results
+    return results, records
