@@ -26,6 +26,10 @@ BACKGROUND = [
     "They found significant weakness of the hip abductors and external rotators of the patellofemoral pain group.",
     # how common the condition is: no comparison of groups
     "The prevalence of chronic low back pain increased by 50% over the last decade.",
+    # the arms' balance at baseline (an Evidence Inference article; sr_rag's answer quoted it first)
+    "(NRS: Numerical pain rating score; DOA:duration of analgesia) Demographic profile in terms of age, weight and "
+    "sex distribution, as well as duration of surgery, was comparable between both the groups [Table 1].",
+    "Baseline characteristics of the two groups were comparable.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -40,6 +44,7 @@ FINDINGS = [
     "However, the ventilation scores were comparable between the two devices in all the three positions.",
     "E-selectin and NO levels were not affected by either diet.",
     "Generally, AEs were mild-to-moderate in intensity, and their incidence was similar across the three treatment groups.",
+    "Difference of BIS from baseline was not significant between two groups at most time points.",
 ]
 
 

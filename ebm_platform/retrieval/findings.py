@@ -7,7 +7,7 @@ study set out to do. A **finding** states a result or a recommendation: result o
 language (`evidence_sentences.RESULT_CUES`, `STATISTICS`), a comparison's result ("no better than",
 "did not differ", "similar to", `COMPARISON`) or a guideline's "we recommend / we
 suggest" or stated strength, outside an introduction, background or methods section, and not
-framed as context or as another study's result.
+framed as context (the arms' balance at baseline among it) or as another study's result.
 """
 
 from __future__ import annotations
@@ -43,6 +43,18 @@ CONTEXT = re.compile(
 # how common a condition is; within a comparison of groups it is a trial's result ("the incidence of
 # vomiting was lower in group P than in group C")
 EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
+# the arms' balance at baseline ("Baseline characteristics of the two groups were comparable") is the
+# trial's set-up, not its result
+BASELINE = re.compile(
+    r"\bdemographic\w*|\bbaseline (?:characteristics|demographics|data|variables|features|profiles?|values)\b|"
+    r"\bclinical characteristics\b",
+    re.I,
+)
+BALANCED = re.compile(
+    r"\bcomparable\b|\bsimilar\b|\bdid not differ|\bno (?:statistically )?(?:significant )?differences?\b|"
+    r"\bbalanced\b|\bwell matched\b|\bhomogeneous\b|\bnot (?:statistically )?(?:significantly )?different\b",
+    re.I,
+)
 GROUPS = re.compile(r"\b(?:groups?|arms?|than|compared|between|versus|vs)\b|\bp\s*[<=>≤≥]", re.I)
 COMPARISON = re.compile(  # a comparison's result stated without RESULT_CUES' words
     r"\b(?:better|worse|more effective|less effective|no more|no less) than\b|\bdid not (?:differ|change)|"
@@ -69,6 +81,8 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     if CITATION_MARKER.search(sentence) or OTHER_WORK.search(sentence) or CONTEXT.search(sentence):
         return False
     if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence):
+        return False
+    if BASELINE.search(sentence) and BALANCED.search(sentence):
         return False
     return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
 
