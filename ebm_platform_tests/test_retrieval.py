@@ -1023,3 +1023,14 @@ def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
     assert results["sr_rag"]["accuracy"] == 0.5  # q1 right by construction, q2's label is never answered
     correct = sum(r[s]["answer"] == r["gold"] for r in records for s in ("naive",))
     assert results["naive"]["accuracy"] == correct / 2
+
+
+def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):
+    from ebm_platform.retrieval.reranker_data import candidate_rows
+
+    retriever = retriever_for(str(small_lake))
+    questions = [QUESTION, "Does hip strengthening reduce knee pain?", "Is taping better than exercise for PFP?"]
+    items = [{"id": f"q{n}", "question": q, "gold": set()} for n, q in enumerate(questions)]
+    one = candidate_rows(retriever, items, "test", threads=1)
+    assert one.height and one["question_id"].unique(maintain_order=True).to_list() == ["q0", "q1", "q2"]
+    assert candidate_rows(retriever, items, "test", threads=3).equals(one)
