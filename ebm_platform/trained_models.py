@@ -15,7 +15,8 @@ from pathlib import Path
 from ebm_platform.evaluation import verdict_training
 from ebm_platform.evaluation.verdict_training import train_verdict_model
 from ebm_platform.index.embeddings import Encoder, export_dir
-from ebm_platform.pico.tagger import cache_path, copy_tagger, read_meta
+from ebm_platform.pico.finetuned import FineTuneParams
+from ebm_platform.pico.tagger import TaggerParams, cache_path, copy_tagger, read_meta
 from ebm_platform.pico.training import train_and_validate, training_key
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
@@ -28,14 +29,15 @@ def ensure_tagger(
     encoder: Encoder,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
+    params: FineTuneParams | TaggerParams = FineTuneParams(),
 ) -> tuple[dict, str]:
     """The tagger in `folder` for these inputs: kept when its key matches, else copied from the
     environment's cache (trained by another lake from the same inputs), else trained and, when it
     beats the rules, cached for the environment's other lakes. Returns its meta and where it came
     from ("reused from this lake", "copied from ...", "trained")."""
-    key = training_key(datasets_dir, encoder.description, limit)
+    key = training_key(datasets_dir, encoder.description, limit, params)
     with training_lock("pico_tagger", key):
-        return _tagger_in(folder, key, datasets_dir, encoder, limit, progress)
+        return _tagger_in(folder, key, datasets_dir, encoder, limit, progress, params)
 
 
 def _tagger_in(
@@ -45,6 +47,7 @@ def _tagger_in(
     encoder: Encoder,
     limit: int | None,
     progress: Callable[[str], None] | None,
+    params: FineTuneParams | TaggerParams,
 ) -> tuple[dict, str]:
     """`ensure_tagger` under its training lock."""
     cached = cache_path(key)
@@ -55,7 +58,7 @@ def _tagger_in(
     meta = read_meta(folder)
     if meta.get("key") == key:
         return meta, source
-    tagger, report = train_and_validate(datasets_dir, encoder, limit=limit, progress=progress)
+    tagger, report = train_and_validate(folder, datasets_dir, encoder, params, limit, progress)
     meta = {
         "key": key,
         "validation": report,

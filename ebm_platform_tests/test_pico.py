@@ -12,6 +12,7 @@ import pytest
 from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
+from ebm_platform.pico.finetuned import FineTunedTagger, load_tagger, runs_of, usable_tagger, word_probabilities
 from ebm_platform.pico.names import abbreviations, entity_name
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
@@ -182,6 +183,27 @@ def test_entity_selection_marks_kept_names_wherever_they_occur_and_learns_which_
     assert selector.report["classes"]["I"]["selected_f1_out_of_fold"] == 1.0
 
 
+def test_fine_tuned_runs_cut_at_word_starts_and_mark_each_words_first_piece():
+    from transformers import AutoTokenizer
+
+    from ebm_platform.bundled_model import BUNDLED, model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path(BUNDLED))
+    words = Words.of(TEXT + " Electroacupuncture and hydrotherapy " * 60)
+    runs = runs_of(tokenizer, words, chunk_words=50)
+    assert len(runs) > 1
+    marked = np.concatenate([r.words[r.words >= 0] for r in runs])
+    assert marked.tolist() == list(range(len(words)))  # every word once, in order, by its first piece
+    for run in runs:
+        assert run.ids[0] == tokenizer.cls_token_id and run.ids[-1] == tokenizer.sep_token_id
+        assert (run.words >= 0).sum() <= 50 and len(run.ids) <= 256
+        assert run.words[1] >= 0  # a run opens on a word's first piece
+    # a word's class comes from its first piece's logits; a word without a piece stays "none"
+    logits = [np.tile(np.array([0.0, 0.0, 9.0, 0.0], np.float32), (len(r.ids), 1)) for r in runs]
+    probs = word_probabilities(logits, runs, len(words) + 1, np.zeros(len(CLASSES), np.float32))
+    assert (probs[:-1].argmax(1) == CLASSES.index("I")).all() and probs[-1].argmax() == 0
+
+
 @pytest.fixture(scope="module")
 def trained_lake(tmp_path_factory, datasets_dir):
     """A lake whose pico_tagger was trained through Dagster on 40 articles per split."""
@@ -223,14 +245,13 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     )
     (mat,) = [m.event_specific_data.materialization for m in again.get_asset_materialization_events()]
     assert mat.metadata["reused"].value is True
-    tagger = PicoTagger.load(tagger_path(lake))
-    assert meta["selection"]["classes"].keys() == {"I", "O"}
-    assert (tagger.selector is not None) == meta["selection"]["kept"] == (meta["selection"]["out_of_fold_gain"] > 0)
-    # the head alone, reported beside the selection, learned something (the majority class scores 0)
-    assert report["learned_word_labels"]["macro_f1"] > report["majority_class"]["macro_f1"]
-    from ebm_platform.index.embeddings import get_encoder
-
-    (entities,) = tagger.tag([TEXT], get_encoder())
+    # the default model: MiniLM fine-tuned end to end, its weights stored as safetensors (no pickle)
+    tagger = load_tagger(tagger_path(lake))
+    assert isinstance(tagger, FineTunedTagger) and meta["params"]["head"] == report["model"] == "finetuned"
+    assert (tagger_path(lake) / "model.safetensors").is_file() and not list(tagger_path(lake).glob("*.pt"))
+    assert report["learned"]["macro_f1"] > report["majority_class"]["macro_f1"]
+    assert len(meta["curve"]) == meta["epochs"] and len(meta["class_bias"]) == len(CLASSES)
+    (entities,) = tagger.tag([TEXT])
     for e in entities:
         assert TEXT[e["start"] : e["end"]] == e["text"] and e["type"] in {
             "Population",
@@ -241,7 +262,8 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
 
 
 def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeypatch):
-    """A head that marks nothing scores below the rules: the check fails and extraction falls back to the rules."""
+    """A head that marks nothing scores below the rules: the check fails and extraction falls back to the
+    rules (the BiLSTM head over the embedder's token vectors, `model: lstm`)."""
     from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
     from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.pico import tagger as tagger_module
@@ -266,7 +288,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
         [pico_tagger, pico_tagger_beats_rules],
         resources=resources,
         raise_on_error=False,
-        run_config=dg.RunConfig(ops={"pico_tagger": {"config": {"article_limit": 12}}}),
+        run_config=dg.RunConfig(ops={"pico_tagger": {"config": {"article_limit": 12, "model": "lstm"}}}),
         instance=dg.DagsterInstance.ephemeral(),
     )
     (check,) = [
@@ -274,7 +296,7 @@ def test_blocking_check_keeps_a_worse_tagger_out(tmp_path, datasets_dir, monkeyp
     ]
     assert not check.passed
     assert read_meta(tagger_path(lake))["beats_rules"] is False
-    assert PicoTagger.usable(tagger_path(lake)) is None
+    assert usable_tagger(tagger_path(lake)) is None
 
 
 def test_pico_tag_cli_reads_and_writes_json_lines(trained_lake):
@@ -353,3 +375,17 @@ def test_llm_extractor_locates_the_models_names(server, tmp_path, monkeypatch):
     assert ("Outcome", "Pain intensity") in {(e["type"], e["text"]) for e in spans}
     with pytest.raises(ValueError, match="EBM_LLM_MODEL"):
         llm_extractor(Settings(llm_model="offline", lake=tmp_path))
+
+
+def test_fine_tuned_tagger_tags_lake_windows_after_their_title_and_section(trained_lake):
+    """pico_extractions' path: spans within each window's own text, named, from the fine-tuned tagger."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.pico.windows import tag_windows
+
+    lake, *_ = trained_lake
+    title, body = TEXT.split(". Abstract. ")
+    windows = [{"window_id": "w1", "doc_id": "d1", "title": title, "section": "Abstract", "text": body}]
+    tagged = tag_windows(windows, load_tagger(tagger_path(lake)), get_encoder())
+    assert tagged["w1"], "the tagger found nothing in a trial abstract"
+    for e in tagged["w1"]:
+        assert body[e["start"] : e["end"]] == e["text"] and e["name"]

@@ -24,9 +24,8 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
     from ebm_platform.evaluation.pico_eval import evaluate, previous_tagger, token_evaluation
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.pico.extractors import llm_extractor
-    from ebm_platform.pico.tagger import tagger_path
+    from ebm_platform.pico.tagger import read_meta, tagger_path
     from ebm_platform.settings import get_settings
-    from ebm_platform.trained_models import TRAINING_DATA
 
     settings = get_settings()
     datasets = settings.require_datasets_dir()
@@ -37,7 +36,7 @@ def cmd_eval_pico(args: argparse.Namespace) -> int:
         args.benchmark,
         args.limit,
         dict([llm_extractor(settings)]) if args.llm else None,
-        previous_tagger(TRAINING_DATA),
+        previous_tagger(read_meta(tagger_path(settings.lake))),
         _progress,
     )
     result = {"token_level": tokens}

@@ -82,13 +82,14 @@ def cmd_graph_load_edges(args: argparse.Namespace) -> int:
 def _pico_extractor(choice: str):
     """(name, texts -> spans) of the chosen extractor; default: the lake's tagger when usable."""
     from ebm_platform.pico.extractors import llm_extractor, rule_entities
-    from ebm_platform.pico.tagger import PicoTagger, tagger_path
+    from ebm_platform.pico.finetuned import load_tagger, usable_tagger
+    from ebm_platform.pico.tagger import tagger_path
     from ebm_platform.settings import get_settings
 
     settings = get_settings()
     if choice in ("default", "learned"):
         folder = tagger_path(settings.lake)
-        tagger = PicoTagger.usable(folder) if choice == "default" else PicoTagger.load(folder)
+        tagger = usable_tagger(folder) if choice == "default" else load_tagger(folder)
         if tagger is not None:
             from ebm_platform.index.embeddings import get_encoder
 

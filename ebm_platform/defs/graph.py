@@ -14,7 +14,8 @@ from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
-from ebm_platform.pico.tagger import PicoTagger, tagger_path
+from ebm_platform.pico.finetuned import FineTuneParams, usable_tagger
+from ebm_platform.pico.tagger import TaggerParams, tagger_path
 from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import tag_windows
 from ebm_platform.settings import training_limit
@@ -28,6 +29,8 @@ class TaggerConfig(dg.Config):
 
     # at most this many EBM-NLP abstracts and EI articles per split (unset: EBM_TRAINING_LIMIT)
     article_limit: int | None = None
+    # "finetuned": MiniLM fine-tuned end to end; "lstm": a BiLSTM head over the embedder's token vectors
+    model: str = "finetuned"
 
 
 @dg.asset(group_name="graph", kinds={"pytorch"}, pool="lake_writer")
@@ -38,15 +41,18 @@ def pico_tagger(
     embedder: EmbedderResource,
     benchmark: BenchmarkResource,
 ) -> dg.Output[pl.DataFrame]:
-    """The learned PICO span tagger (a BiLSTM head over MiniLM token vectors and an entity selector),
-    trained on EBM-NLP's crowd-labelled abstracts and scored beside the offline rules on their
+    """The learned PICO span tagger (MiniLM fine-tuned end to end as a token classifier, or with
+    `model: lstm` a BiLSTM head over the embedder's token vectors), trained on EBM-NLP's crowd-labelled abstracts and scored beside the offline rules on their
     held-out dev tenth (P, I, O), and on Evidence Inference's projected validation gold; kept in
     <lake>/models/pico_tagger. Reused while its inputs are unchanged, also from another lake of
     this environment (a passing tagger is kept beside the converted embedder, keyed by data, code,
     encoder and parameters)."""
     folder = tagger_path(lake.path)
     limit = config.article_limit if config.article_limit is not None else training_limit()
-    meta, source = ensure_tagger(folder, benchmark.root(), embedder.encoder(), limit, reporter(context))
+    if config.model not in ("finetuned", "lstm"):
+        raise ValueError(f"pico_tagger model {config.model!r}: choose finetuned or lstm")
+    params = FineTuneParams() if config.model == "finetuned" else TaggerParams()
+    meta, source = ensure_tagger(folder, benchmark.root(), embedder.encoder(), limit, reporter(context), params)
     report, reused = meta["validation"], source != "trained"
     rows = [
         {"extractor": extractor, "class": c, **{k: float(v) for k, v in scores.items()}}
@@ -68,6 +74,7 @@ def pico_tagger(
             "macro_f1_learned_evidence_inference": dg.MetadataValue.float(
                 report["evidence_inference"]["learned"]["macro_f1"]
             ),
+            "model": dg.MetadataValue.text(report.get("model", "lstm")),
             "validation_articles": dg.MetadataValue.int(report["articles"]),
             "train_articles": dg.MetadataValue.int(report["train_articles"]),
             "encoder": dg.MetadataValue.text(report["encoder"]),
@@ -119,7 +126,7 @@ def pico_extractions(
     extractor = Extractor(schema, client, condition_names)
     windows = evidence_windows.to_dicts()
     learned = client.offline and graph.pico_extractor == "learned"
-    tagger = PicoTagger.usable(tagger_path(lake.path)) if learned else None
+    tagger = usable_tagger(tagger_path(lake.path)) if learned else None
     tagged = (
         tag_windows(windows, tagger, embedder.encoder(), WindowIndex(LakeLayout(lake.root).lancedb), reporter(context))
         if tagger

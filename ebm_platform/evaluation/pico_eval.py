@@ -22,8 +22,9 @@ from ebm_platform.corpus.windows import WindowParams, build_windows
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico import ebm_nlp
+from ebm_platform.pico.finetuned import FineTunedTagger, load_tagger
 from ebm_platform.pico.tagger import PicoTagger, read_meta
-from ebm_platform.pico.training import encode_examples, evidence_inference_report, validation_report
+from ebm_platform.pico.training import evidence_inference_report, validation_report
 
 FIELD_TYPES = {
     "intervention": ("Intervention", "Arm"),
@@ -139,16 +140,21 @@ def evaluate(
     }
 
 
-def previous_tagger(training_data: str) -> PicoTagger | None:
-    """The tagger this environment keeps that passed its check, was trained on other data than
-    `training_data` (the Evidence Inference projection's, once EBM-NLP's replaced it) and on the most
-    texts (tests cache small taggers too), the newest of those."""
+def previous_tagger(current: dict) -> FineTunedTagger | PicoTagger | None:
+    """The tagger this environment keeps that passed its check and differs from the `current`
+    tagger's meta in its model or its training data (the head over the encoder's token vectors,
+    once the fine-tuned encoder replaced it; the Evidence Inference projection's before that),
+    trained on the most texts (tests cache small taggers too), the newest of those."""
+
+    def kind(meta: dict) -> tuple:
+        return meta.get("training_data"), meta.get("params", {}).get("head", "conv")
+
     kept = [read_meta(folder) | {"folder": folder} for folder in sorted((export_dir() / "pico_tagger").glob("*"))]
-    others = [m for m in kept if m.get("beats_rules") and m.get("training_data", training_data) != training_data]
+    others = [m for m in kept if m.get("beats_rules") and kind(m) != kind(current)]
     best = max(
         others, key=lambda m: (m.get("validation", {}).get("train_articles", 0), m.get("trained_at", "")), default=None
     )
-    return PicoTagger.load(best["folder"]) if best else None
+    return load_tagger(best["folder"]) if best else None
 
 
 def token_evaluation(
@@ -158,18 +164,18 @@ def token_evaluation(
     benchmark: str = "ebm-nlp",
     limit: int | None = None,
     others: dict[str, Callable[[str], list[dict]]] | None = None,
-    previous: PicoTagger | None = None,
+    previous: FineTunedTagger | PicoTagger | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
     """`ebm eval pico`: the tagger saved in `tagger_folder`, the rules, the `previous` tagger and any
     `others` at token level; on EBM-NLP's dev tenth (with the Evidence Inference projection figure
     beside it) or on Evidence Inference's validation split alone."""
-    tagger = PicoTagger.load(tagger_folder)
+    tagger = load_tagger(tagger_folder)
     if benchmark == "ebm-nlp":
         examples = ebm_nlp.read_examples(datasets_dir, limit)
         dev = [examples[i] for i in ebm_nlp.dev_indices(len(examples))[0]]
         report = {
-            **validation_report(tagger, dev, encode_examples(dev, encoder, progress), others=others, previous=previous),
+            **validation_report(tagger, dev, encoder, others=others, previous=previous, progress=progress),
             "split": "EBM-NLP dev tenth",
         }
         report["evidence_inference"] = evidence_inference_report(
@@ -187,6 +193,8 @@ def token_evaluation(
             "tagger_trained_at": meta.get("trained_at"),
             "tagger_training_data": meta.get("training_data"),
             "previous_tagger_trained_at": previous.meta.get("trained_at") if previous else None,
+            "tagger_model": meta.get("params", {}).get("head", "conv"),
+            "previous_tagger_model": previous.meta.get("params", {}).get("head", "conv") if previous else None,
             "encoder": encoder.description,
         }
     )

@@ -393,27 +393,6 @@ class PicoTagger:
             for w, x, p in zip(words, xs, probs)
         ]
 
-    @staticmethod
-    def entities(words: Words, labels: np.ndarray, start_char: int = 0) -> list[dict]:
-        """Typed spans of a text's word labels, with character offsets; only spans that start at
-        or after `start_char` (a window's text after its title/section prefix), shifted by it."""
-        found = []
-        for i, j, c in runs(labels):
-            i, j = trim(words, i, j)
-            if i >= j or words.starts[i] < start_char:
-                continue
-            start, end = int(words.starts[i]), int(words.ends[j - 1])
-            text = words.text[start:end]
-            letter = CLASSES[c]
-            type_ = {"P": "Population", "O": "Outcome"}.get(letter, "Intervention")
-            if letter == "I" and (
-                pico_rules.COMPARATOR_TERMS.search(text)
-                or _BEFORE_COMPARATOR.search(words.text[max(0, start - 30) : start])
-            ):
-                type_ = "Comparator"
-            found.append({"type": type_, "text": text, "start": start - start_char, "end": end - start_char})
-        return found
-
     def tag_encoded(self, items: Sequence[tuple[str, np.ndarray, np.ndarray, int]]) -> list[list[dict]]:
         """Entities of texts whose piece vectors are known: (text, tokens, offsets, start_char)."""
         words = [Words.of(text) for text, _, _, _ in items]
@@ -421,7 +400,7 @@ class PicoTagger:
             features(w, tokens, offsets, self.rarity, bool(self.params.word_dim))
             for w, (_, tokens, offsets, _) in zip(words, items)
         ]
-        return [self.entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(words, xs), items)]
+        return [entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(words, xs), items)]
 
     def tag(self, texts: Sequence[str], encoder: Encoder) -> list[list[dict]]:
         """Entities of raw texts (one forward pass of the embedder each)."""
@@ -477,6 +456,27 @@ class PicoTagger:
         return cls(net, params, meta, rarity, selector)
 
 
+def entities(words: Words, labels: np.ndarray, start_char: int = 0) -> list[dict]:
+    """Typed spans of a text's word labels, with character offsets; only spans that start at
+    or after `start_char` (a window's text after its title/section prefix), shifted by it."""
+    found = []
+    for i, j, c in runs(labels):
+        i, j = trim(words, i, j)
+        if i >= j or words.starts[i] < start_char:
+            continue
+        start, end = int(words.starts[i]), int(words.ends[j - 1])
+        text = words.text[start:end]
+        letter = CLASSES[c]
+        type_ = {"P": "Population", "O": "Outcome"}.get(letter, "Intervention")
+        if letter == "I" and (
+            pico_rules.COMPARATOR_TERMS.search(text)
+            or _BEFORE_COMPARATOR.search(words.text[max(0, start - 30) : start])
+        ):
+            type_ = "Comparator"
+        found.append({"type": type_, "text": text, "start": start - start_char, "end": end - start_char})
+    return found
+
+
 def read_meta(folder: Path) -> dict:
     """A saved tagger's meta.json, or {} when there is none."""
     path = Path(folder) / META_FILE
@@ -485,12 +485,13 @@ def read_meta(folder: Path) -> dict:
 
 def copy_tagger(source: Path, target: Path) -> None:
     """Copy a saved tagger's files (each replaced atomically; meta.json last, so a reader that sees
-    the new key sees the new weights)."""
+    the new key sees the new weights); files of another tagger kind left in `target` are removed."""
     target.mkdir(parents=True, exist_ok=True)
-    for name in (MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE):
-        if not (source / name).is_file():
-            (target / name).unlink(missing_ok=True)
-            continue
+    names = {path.name for path in source.iterdir() if path.is_file()}
+    for path in target.iterdir():
+        if path.is_file() and path.name not in names:
+            path.unlink()
+    for name in sorted(names - {META_FILE}) + [META_FILE]:
         with atomic_path(target / name) as tmp:
             shutil.copyfile(source / name, tmp)
 

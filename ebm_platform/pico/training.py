@@ -24,12 +24,16 @@ from ebm_platform.intervals import unit_interval
 from ebm_platform.pico import ebm_nlp
 from ebm_platform.pico.distant import Example, Projector, split_examples
 from ebm_platform.pico.extractors import entity_labels, rule_entities
+from ebm_platform.pico.finetuned import FineTunedTagger, FineTuneParams
 from ebm_platform.pico.spans import CLASSES, token_scores
 from ebm_platform.pico.tagger import PicoTagger, Rarity, TaggerParams, features
+
+Tagger = FineTunedTagger | PicoTagger
 
 HEADLINE = ("P", "I", "O")
 EI_HEADLINE = ("I", "O")
 EBM_NLP_GOLD = "EBM-NLP crowd-aggregated P/I/O token labels (training split; a seeded tenth held out as dev)"
+TAGGING_ONLY = {"windows.py", "names.py"}  # apply a trained tagger to a lake's windows; training never reads them
 EI_GOLD = "I and O projected from Evidence Inference's doctor-written prompts; P a pattern proxy"
 
 
@@ -83,33 +87,38 @@ def pooled_macro_f1(counts: np.ndarray) -> float:
     return float(np.mean(2 * tp / np.maximum(predicted + gold, 1.0)))
 
 
+def predictions(
+    tagger: Tagger, examples: list[Example], encoder: Encoder, progress: Callable[[str], None] | None = None
+) -> dict[str, list[np.ndarray]]:
+    """The tagger's word labels per example ("learned"); for a head over the encoder's token vectors
+    also its labels before the entity selector ("learned_word_labels")."""
+    if isinstance(tagger, FineTunedTagger):
+        return {"learned": tagger.label_words(examples)}
+    xs = example_features(
+        examples, encode_examples(examples, encoder, progress), tagger.rarity, bool(tagger.params.word_dim)
+    )
+    words = [e.words for e in examples]
+    return {"learned": tagger.predict(words, xs), "learned_word_labels": tagger.predict(words, xs, select=False)}
+
+
 def validation_report(
-    tagger: PicoTagger,
+    tagger: Tagger,
     examples: list[Example],
-    encoded: list[WindowEncoding],
+    encoder: Encoder,
     headline: Sequence[str] = HEADLINE,
     gold_note: str = EBM_NLP_GOLD,
     others: dict[str, Callable[[str], list[dict]]] | None = None,
-    previous: PicoTagger | None = None,
+    previous: Tagger | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Learned tagger (with its entity selector, and its head's word labels alone) vs rules vs the
-    majority class (no entity anywhere) on the same texts, plus the `previous` tagger and any
+    """Learned tagger (and, for a head with an entity selector, its word labels alone) vs rules vs
+    the majority class (no entity anywhere) on the same texts, plus the `previous` tagger and any
     `others` (name -> text-to-spans extractor, e.g. an LLM); each headline macro F1 with a text
     bootstrap 95% interval, and the learned tagger minus the rules paired over the same resamples."""
-    gold, words = [e.labels for e in examples], [e.words for e in examples]
-    xs = example_features(examples, encoded, tagger.rarity, bool(tagger.params.word_dim))
+    gold = [e.labels for e in examples]
     predicted = {
-        "learned": tagger.predict(words, xs),
-        "learned_word_labels": tagger.predict(words, xs, select=False),
-        **(
-            {
-                "previous_tagger": previous.predict(
-                    words, example_features(examples, encoded, previous.rarity, bool(previous.params.word_dim))
-                )
-            }
-            if previous
-            else {}
-        ),
+        **predictions(tagger, examples, encoder, progress),
+        **({"previous_tagger": predictions(previous, examples, encoder, progress)["learned"]} if previous else {}),
         **{
             name: [entity_labels(e.words, spans(e.words.text)) for e in examples]
             for name, spans in {"rules": rule_entities, **(others or {})}.items()
@@ -140,11 +149,11 @@ def validation_report(
 
 
 def evidence_inference_report(
-    tagger: PicoTagger,
+    tagger: Tagger,
     datasets_dir: Path,
     encoder: Encoder,
     limit: int | None = None,
-    previous: PicoTagger | None = None,
+    previous: Tagger | None = None,
     others: dict[str, Callable[[str], list[dict]]] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
@@ -154,9 +163,8 @@ def evidence_inference_report(
     valid, _ = split_examples(datasets_dir, "validation", projector, limit=limit, progress=progress)
     if not valid:
         raise ValueError("no Evidence Inference articles with prompts in the validation split")
-    encoded = encode_examples(valid, encoder, progress)
     return {
-        **validation_report(tagger, valid, encoded, EI_HEADLINE, EI_GOLD, others, previous),
+        **validation_report(tagger, valid, encoder, EI_HEADLINE, EI_GOLD, others, previous, progress),
         "split": "validation",
     }
 
@@ -168,30 +176,37 @@ def rarity_of(examples: Sequence[Example]) -> Rarity:
 
 
 def train_and_validate(
+    folder: Path,
     datasets_dir: Path,
     encoder: Encoder,
-    params: TaggerParams = TaggerParams(),
+    params: FineTuneParams | TaggerParams = FineTuneParams(),
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> tuple[PicoTagger, dict]:
-    """Train on EBM-NLP's abstracts but the dev tenth (which picks the epoch and fits the entity
-    selector), report on that tenth, and on Evidence Inference's projected validation gold."""
+) -> tuple[Tagger, dict]:
+    """Train on EBM-NLP's abstracts but the dev tenth, report on that tenth and on Evidence
+    Inference's projected validation gold. `params` picks the model: MiniLM fine-tuned end to end
+    (`FineTuneParams`, the default; its weights are written to `folder`) or a head over the
+    encoder's token vectors (`TaggerParams`; the dev tenth picks its epoch and entity selector)."""
     started = time.perf_counter()
     examples = ebm_nlp.read_examples(datasets_dir, limit)
     dev, fit = ebm_nlp.dev_indices(len(examples))
     if not fit:
         raise ValueError(f"too few EBM-NLP abstracts to train on ({len(examples)})")
-    rarity = rarity_of([examples[i] for i in fit])
-    encoded = encode_examples(examples, encoder, progress)
-    xs = example_features(examples, encoded, rarity, bool(params.word_dim))
-    ys = [e.labels for e in examples]
-    tagger = PicoTagger.train([e.words for e in examples], xs, ys, rarity, params, progress, dev=dev)
-    report = validation_report(tagger, [examples[i] for i in dev], [encoded[i] for i in dev])
+    if isinstance(params, FineTuneParams):
+        tagger: Tagger = FineTunedTagger.train(Path(folder), examples, dev, params, progress)
+    else:
+        rarity = rarity_of([examples[i] for i in fit])
+        xs = example_features(examples, encode_examples(examples, encoder, progress), rarity, bool(params.word_dim))
+        tagger = PicoTagger.train(
+            [e.words for e in examples], xs, [e.labels for e in examples], rarity, params, progress, dev=dev
+        )
+    report = validation_report(tagger, [examples[i] for i in dev], encoder, progress=progress)
     report["evidence_inference"] = evidence_inference_report(tagger, datasets_dir, encoder, limit, progress=progress)
-    labels = np.concatenate([ys[i] for i in fit])
+    labels = np.concatenate([examples[i].labels for i in fit])
     report.update(
         {
             "split": "EBM-NLP dev tenth",
+            "model": params.head,
             "train_articles": len(fit),
             "train_tokens": int(labels.size),
             "train_label_share": {c: round(float((labels == i).mean()), 4) for i, c in enumerate(CLASSES)},
@@ -203,15 +218,20 @@ def train_and_validate(
 
 
 def training_key(
-    datasets_dir: Path, encoder_description: str, limit: int | None = None, params: TaggerParams = TaggerParams()
+    datasets_dir: Path,
+    encoder_description: str,
+    limit: int | None = None,
+    params: FineTuneParams | TaggerParams = FineTuneParams(),
 ) -> str:
     """Hash of what a trained tagger and its report depend on: the EBM-NLP subset, the Evidence
-    Inference prompts, splits and article files (its second figure), the tagger and rules code,
-    the encoder and the training parameters."""
+    Inference prompts, splits and article files (its second figure), the tagger and rules code
+    (not the modules that only apply a trained tagger: `TAGGING_ONLY`), the encoder and the
+    training parameters."""
     package = Path(__file__).resolve().parent.parent
     root = Path(datasets_dir) / "evidence_inference"
     digest = hashlib.sha256(json.dumps([encoder_description, limit, asdict(params)]).encode())
-    sources = sorted((package / "pico").glob("*.py")) + [package / "graph" / "pico_rules.py"]
+    sources = [p for p in sorted((package / "pico").glob("*.py")) if p.name not in TAGGING_ONLY]
+    sources += [package / "graph" / "pico_rules.py", package / "bundled_model.py"]
     data = [ebm_nlp.path(datasets_dir), root / "prompts_merged.csv", *sorted((root / "splits").glob("*.txt"))]
     update_digest(digest, [*sources, *data])
     for path in sorted((root / "xml").glob("*.nxml")):
