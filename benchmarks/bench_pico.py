@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ebm_platform.evaluation.pico_eval import previous_tagger
+from ebm_platform.evaluation.pico_eval import previous_tagger, tagger_model
 from ebm_platform.graph import pico_rules
 from ebm_platform.graph.normalise import normalise
 from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
@@ -84,7 +84,7 @@ def run() -> None:
         tag_windows(sample[:8], model, encoder, index)  # compiled and warm before timing
         started = time.perf_counter()
         tag_windows(sample, model, encoder, index)
-        head = model.meta.get("params", {}).get("head", "conv")
+        head = tagger_model(model.meta)
         how = "reads each window" if head == "finetuned" else "stored token vectors"
         rates[f"{name} ({head}, {how})"] = len(sample) / (time.perf_counter() - started)
     started = time.perf_counter()

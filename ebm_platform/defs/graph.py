@@ -9,6 +9,7 @@ from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
+from ebm_platform.evaluation.pico_eval import tagger_model
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
@@ -42,8 +43,8 @@ def pico_tagger(
     benchmark: BenchmarkResource,
 ) -> dg.Output[pl.DataFrame]:
     """The learned PICO span tagger (MiniLM fine-tuned end to end as a token classifier, or with
-    `model: lstm` a BiLSTM head over the embedder's token vectors), trained on EBM-NLP's crowd-labelled abstracts and scored beside the offline rules on their
-    held-out dev tenth (P, I, O), and on Evidence Inference's projected validation gold; kept in
+    `model: lstm` a BiLSTM head over the embedder's token vectors), trained on EBM-NLP's
+    crowd-labelled abstracts and scored beside the offline rules on their held-out dev tenth (P, I, O), and on Evidence Inference's projected validation gold; kept in
     <lake>/models/pico_tagger. Reused while its inputs are unchanged, also from another lake of
     this environment (a passing tagger is kept beside the converted embedder, keyed by data, code,
     encoder and parameters)."""
@@ -74,7 +75,7 @@ def pico_tagger(
             "macro_f1_learned_evidence_inference": dg.MetadataValue.float(
                 report["evidence_inference"]["learned"]["macro_f1"]
             ),
-            "model": dg.MetadataValue.text(report.get("model", "lstm")),
+            "model": dg.MetadataValue.text(tagger_model(meta)),
             "validation_articles": dg.MetadataValue.int(report["articles"]),
             "train_articles": dg.MetadataValue.int(report["train_articles"]),
             "encoder": dg.MetadataValue.text(report["encoder"]),

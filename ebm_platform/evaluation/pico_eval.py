@@ -140,6 +140,12 @@ def evaluate(
     }
 
 
+def tagger_model(meta: dict) -> str:
+    """A saved tagger's model, from its meta: "finetuned" or "lstm" ("conv": saved before the head
+    was recorded)."""
+    return meta.get("params", {}).get("head", "conv")
+
+
 def previous_tagger(current: dict) -> FineTunedTagger | PicoTagger | None:
     """The tagger this environment keeps that passed its check and differs from the `current`
     tagger's meta in its model or its training data (the head over the encoder's token vectors,
@@ -147,7 +153,7 @@ def previous_tagger(current: dict) -> FineTunedTagger | PicoTagger | None:
     trained on the most texts (tests cache small taggers too), the newest of those."""
 
     def kind(meta: dict) -> tuple:
-        return meta.get("training_data"), meta.get("params", {}).get("head", "conv")
+        return meta.get("training_data"), tagger_model(meta)
 
     kept = [read_meta(folder) | {"folder": folder} for folder in sorted((export_dir() / "pico_tagger").glob("*"))]
     others = [m for m in kept if m.get("beats_rules") and kind(m) != kind(current)]
@@ -193,8 +199,8 @@ def token_evaluation(
             "tagger_trained_at": meta.get("trained_at"),
             "tagger_training_data": meta.get("training_data"),
             "previous_tagger_trained_at": previous.meta.get("trained_at") if previous else None,
-            "tagger_model": meta.get("params", {}).get("head", "conv"),
-            "previous_tagger_model": previous.meta.get("params", {}).get("head", "conv") if previous else None,
+            "tagger_model": tagger_model(meta),
+            "previous_tagger_model": tagger_model(previous.meta) if previous else None,
             "encoder": encoder.description,
         }
     )
