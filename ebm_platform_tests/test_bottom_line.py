@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ebm_platform.retrieval.bottom_line import as_closed_answer, bottom_line, question_direction, question_type
+from ebm_platform.retrieval.findings import arm_words
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
 
@@ -41,13 +42,15 @@ AGAINST_OPIOIDS = (
 )
 
 
-def _answer(verdict: str, statements: list[tuple[str, int]], grades: dict[int, str]) -> dict:
+def _answer(
+    verdict: str, statements: list[tuple[str, int]], grades: dict[int, str], titles: dict[int, str] | None = None
+) -> dict:
     return {
         "verdict": verdict,
         "certainty": {"level": "moderate"},
         "core_answer": [{"statement": s, "citations": [n]} for s, n in statements],
         "evidence_by_grade": [],
-        "citations": [{"n": n, "grade": g} for n, g in grades.items()],
+        "citations": [{"n": n, "grade": g, "title": (titles or {}).get(n)} for n, g in grades.items()],
     }
 
 
@@ -92,12 +95,52 @@ def test_a_comparative_question_states_the_effect_and_insufficient_evidence_clai
     line = bottom_line(
         question,
         question_anchors(question),
-        _answer(NO_DIFFERENCE, [("There was no significant difference in pain (p = 0.6).", 1)], {1: "C"}),
+        _answer(
+            NO_DIFFERENCE,
+            [("There was no significant difference in pain (p = 0.6).", 1)],
+            {1: "C"},
+            {1: "Naproxen for acute low back pain: a randomised placebo-controlled trial"},  # names the arms
+        ),
         _rules,
     )
     assert line["text"] == "No significant difference in pain between naproxen and placebo."
+    assert line["support"] == {"C": 1}
     empty = bottom_line(question, question_anchors(question), _answer(INSUFFICIENT, [], {}), _rules)
     assert empty["text"] == "Insufficient evidence to answer." and empty["support"] == {}
+
+
+def test_findings_about_other_interventions_leave_the_question_unanswered() -> None:
+    """The demo's question compares hip strengthening added to knee exercise with knee exercise
+    alone; findings of knee osteoarthritis trials name knee exercise (both arms) but not what tells
+    the arms apart, so they answer nothing, whatever they say."""
+    question = (
+        "In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
+        "more than knee exercise alone?"
+    )
+    anchors = question_anchors(question)
+    assert arm_words(anchors) == ["hip", "strengthening"]
+    knee_oa = _answer(
+        NO_DIFFERENCE,
+        [
+            ("There was no significant difference in pain between NMES plus exercise and exercise alone.", 1),
+            ("Knee pain did not differ between tDCS and sham added to exercise (p = 0.3).", 2),
+        ],
+        {1: "C", 2: "C"},
+        {1: "Electrical stimulation with knee exercise in knee osteoarthritis", 2: "tDCS in knee osteoarthritis"},
+    )
+    line = bottom_line(question, anchors, knee_oa, _rules)
+    assert line["question_type"] == "comparative" and line["answer"] == INSUFFICIENT
+    assert line["text"] == (
+        "Insufficient evidence: no cited finding (nor the title of its source) mentions 'hip' or 'strengthening'."
+    )
+    assert line["support"] == {} and line["contradict"] == {}
+    named = _answer(
+        DECREASED,
+        [("Pain decreased more with the combined programme than with knee exercise (p = 0.01).", 1)],
+        {1: "C"},
+        {1: "Hip and knee strengthening versus knee strengthening for patellofemoral pain"},
+    )
+    assert bottom_line(question, anchors, named, _rules)["support"] == {"C": 1}
 
 
 def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:

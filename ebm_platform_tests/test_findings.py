@@ -75,6 +75,17 @@ def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or
     assert names_question(FINDINGS[1], anchors)
     assert not names_question("For patients with chronic low back pain, we suggest spinal mobilization.", anchors)
     assert names_question("anything at all", Anchors(outcome="pain"))  # the question names no I or C
+    # a trial's result names its arms "group A"; its title names them
+    assert not names_question("Pain fell more in group A (p = 0.01).", anchors)
+    assert names_question("Pain fell more in group A (p = 0.01).", anchors, "Exercise therapy for neck pain")
+
+
+def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
+    anchors = Anchors(intervention="hip strengthening added to knee exercise", comparator="knee exercise alone")
+    assert not names_question("Knee exercise reduced pain compared with rest (p < 0.01).", anchors)
+    assert names_question("Hip strengthening reduced pain (p < 0.01).", anchors)
+    usual_care = Anchors(intervention="exercise therapy", comparator="usual care")
+    assert names_question("Usual care did not reduce pain (p = 0.4).", usual_care)
 
 
 def _answer(
@@ -157,6 +168,9 @@ def test_graded_findings_that_name_the_question_lead_the_core_and_trials_keep_th
     anchors = Anchors(intervention="exercise therapy", comparator="usual care", outcome="pain")
     review = "Exercise therapy reduced pain compared with usual care (moderate certainty)."
     trial = "Pain fell more in group A than in group B (p = 0.01)."  # names neither arm: kept in score order
-    assert _core_rank("A", review, anchors) < _core_rank("B", review, anchors) < _core_rank("C", review, anchors)
-    assert _core_rank("C", review, anchors) == _core_rank("C", trial, anchors)
-    assert _core_rank("B", trial, anchors) == _core_rank("C", trial, anchors)  # a review about something else
+    a, b, c = ({"grade": g, "title": "A study"} for g in "ABC")
+    assert _core_rank(a, review, anchors) < _core_rank(b, review, anchors) < _core_rank(c, review, anchors)
+    assert _core_rank(c, review, anchors) == _core_rank(c, trial, anchors)
+    assert _core_rank(b, trial, anchors) == _core_rank(c, trial, anchors)  # a review about something else
+    titled = {"grade": "B", "title": "Exercise therapy for chronic low back pain"}
+    assert _core_rank(titled, trial, anchors) < _core_rank(c, trial, anchors)  # its title names the arms

@@ -71,8 +71,8 @@ def evaluate_answers(
     spread and R@k of the cited windows; every strategy after the first is paired with the first
     (its accuracy minus this one's over the same questions, with the interval and wins/ties/losses).
     `readers` (item id -> closed-question reader) replaces the lake's reader question by question.
-    Also returns one record per question: each strategy's answer, the rank of its first cited gold
-    window and the core statements it read."""
+    Also returns one record per question: each strategy's answer, its bottom line, the rank of its
+    first cited gold window and the core statements it read."""
     gold = [item["label"] for item in items]
     records = [{"id": item["id"], "question": item["question"], "gold": item["label"]} for item in items]
     results: dict[str, dict] = {}
@@ -90,6 +90,7 @@ def evaluate_answers(
             recall += len(item["gold"] & set(cited)) / len(item["gold"])
             records[n - 1][strategy] = {
                 "answer": predicted[-1],
+                "bottom_line": answer.get("bottom_line", {}).get("summary"),
                 "gold_window_rank": next((r for r, w in enumerate(cited, 1) if w in item["gold"]), None),
                 "core": [c["statement"] for c in answer.get("core_answer", [])],
             }

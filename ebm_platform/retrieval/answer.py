@@ -232,9 +232,11 @@ def _verdict(
     return {"verdict": verdict, "verdict_basis": {"method": method, "statement": basis}}
 
 
-def _core_rank(grade: str, statement: str, anchors: Anchors) -> str:
-    """A core statement's precedence: a grade A or B finding that names the question, by grade; else last."""
-    return grade if grade in LEADING_GRADES and names_question(statement, anchors) else "Z"
+def _core_rank(row: dict, statement: str, anchors: Anchors) -> str:
+    """A core statement's precedence: a grade A or B finding that (or whose source's title) names the
+    question's arms, by grade; else last."""
+    named = names_question(statement, anchors, row.get("title") or "")
+    return row["grade"] if row["grade"] in LEADING_GRADES and named else "Z"
 
 
 def compose_offline(
@@ -285,9 +287,7 @@ def compose_offline(
     # (grades A, B) that name the question's intervention or comparator lead, best grade first; then
     # the rest by score (a trial's result often names its arms "group A", so naming does not reorder them)
     pool = list(best_per_window.items())[:CORE_POOL]
-    ranked = sorted(
-        range(len(pool)), key=lambda r: (_core_rank(rows[pool[r][0] - 1]["grade"], pool[r][1], anchors), r)
-    )[:3]
+    ranked = sorted(range(len(pool)), key=lambda r: (_core_rank(rows[pool[r][0] - 1], pool[r][1], anchors), r))[:3]
     selected = [{"statement": pool[r][1], "citations": [pool[r][0]]} for r in ranked]
     if core:
         number = {row["window_id"]: n for n, row in enumerate(rows, 1)}

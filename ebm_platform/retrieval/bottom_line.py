@@ -9,6 +9,8 @@ where the verdict's direction is read against the question's own direction ("Doe
 answered "significantly decreased" is yes, "significantly increased" is no; a question with no
 direction, "Is I effective?", is yes for any significant effect). A guideline's recommendation
 counts by its stated strength (for: yes; against: no; neither / no recommendation: uncertain).
+Findings about other interventions answer nothing: when no cited finding, nor its source's title,
+names a word that tells the question's arms apart, the answer is insufficient evidence.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from ebm_platform.retrieval.findings import STRENGTH, names_question
+from ebm_platform.retrieval.findings import STRENGTH, arm_words, names_question
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -141,7 +143,9 @@ def bottom_line(
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
     grade that support or contradict it (each source counted once, by its first statement that names
-    the question's intervention or comparator; a source about something else counts neither way). A closed
+    a word telling the question's arms apart, `findings.arm_words`, in itself or in its source's title;
+    a source about something else counts neither way). When no cited source names them, the answer is
+    insufficient evidence (uncertain for a closed question) whatever the quoted findings say. A closed
     question is answered as the best-graded cited sources answer it (a guideline recommendation by its
     strength), which may overrule the verdict of the core statements; a comparative or open question
     states that verdict. `read_source(n)`, when given, is the closed-question reader's yes / no /
@@ -161,11 +165,14 @@ def bottom_line(
         for s in group.get("statements", [])
         for n in s.get("citations", [])
     ]
-    first: dict[int, str] = {}  # each source's first statement, when it names the question's I or C
+    titles = {c["n"]: c.get("title") or "" for c in answer.get("citations", [])}
+    first: dict[int, str] = {}  # each source's first statement, when it (or its title) names the question's arms
     for statement, n in statements:
-        if n in grade and names_question(statement, anchors):
+        if n in grade and names_question(statement, anchors, titles[n]):
             first.setdefault(n, statement)
     closed = kind in ("yes/no", "effect")
+    if grade and not first and arm_words(anchors):  # the findings cited are about other interventions
+        return _line(kind, UNCERTAIN if closed else INSUFFICIENT, unnamed(anchors, closed), answer, {}, grade)
     reader = read_source if closed else None
     if closed:
         neutral = UNCERTAIN
@@ -233,6 +240,15 @@ def bottom_line(
             else "the verdict read against the question's direction"
         )
     return line
+
+
+def unnamed(anchors: Anchors, closed: bool) -> str:
+    """The bottom line when no cited finding, nor its source's title, names a word that tells the
+    question's arms apart: whatever the quoted findings say, they are about something else."""
+    words = [f"'{w}'" for w in arm_words(anchors)]
+    named = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+    verdict = "Uncertain" if closed else "Insufficient evidence"
+    return f"{verdict}: no cited finding (nor the title of its source) mentions {named}"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:

@@ -16,7 +16,7 @@ import re
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS
-from ebm_platform.retrieval.lexical import stems
+from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objectives?|aims?|methods?|materials)\b", re.I)
@@ -87,8 +87,37 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
 
 
-def names_question(statement: str, anchors: Anchors) -> bool:
-    """True when the statement names the question's intervention or comparator (a word of either),
-    or the question names neither: only such statements answer it."""
-    named = stems(" ".join(a for a in (anchors.intervention, anchors.comparator) if a))
-    return not named or bool(named & stems(statement))
+# Words that join or qualify a question's arms without naming either ("adding hip strengthening to knee
+# exercise" vs "knee exercise alone")
+ARM_QUALIFIERS = frozenset(stems("add adding added addition plus alone only combined sole solely"))
+
+
+def _position(word: str, text: str) -> int:
+    """Where a term (`lexical.terms`) first occurs in the text, as a whole word."""
+    match = re.search(rf"\b{re.escape(word)}\b", text.lower())
+    return match.start() if match else len(text)
+
+
+def arm_words(anchors: Anchors) -> list[str]:
+    """The words that tell the question's arms apart, in the question's order: those of the
+    intervention or of the comparator but not of both ("hip strengthening" in "hip strengthening to
+    knee exercise" vs "knee exercise alone"), qualifiers and single letters left out; every word of
+    the arms when neither has a word of its own; none when the question names no arm."""
+    arms = [a for a in (anchors.intervention, anchors.comparator) if a]
+    own = stems(arms[0]) ^ stems(arms[1]) if len(arms) == 2 else set()
+    words = [
+        w
+        for a in arms
+        for w in sorted(terms(a), key=lambda w: _position(w, a))
+        if len(w) > 1 and stem(w) not in ARM_QUALIFIERS
+    ]
+    chosen = [w for w in words if stem(w) in own] or words
+    return list(dict.fromkeys(chosen))
+
+
+def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
+    """True when the statement, or the title of the source it comes from, names a word that tells the
+    question's arms apart (`arm_words`; a trial's result often calls its arms "group A", its title
+    names them), or the question names no arm: only such statements answer it."""
+    named = {stem(w) for w in arm_words(anchors)}
+    return not named or bool(named & (stems(statement) | stems(title)))
