@@ -4,7 +4,7 @@ certainty with every downgrade named. Sentences are quoted from the demo lake's 
 from __future__ import annotations
 
 from ebm_platform.retrieval.answer import assess_certainty
-from ebm_platform.retrieval.findings import is_finding, names_question, without_markers
+from ebm_platform.retrieval.findings import arm_words, is_finding, names_question, without_markers
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND = [
@@ -86,6 +86,9 @@ def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
     assert names_question("Hip strengthening reduced pain (p < 0.01).", anchors)
     usual_care = Anchors(intervention="exercise therapy", comparator="usual care")
     assert names_question("Usual care did not reduce pain (p = 0.4).", usual_care)
+    # arms that differ by a qualifier only are named by what they share
+    gabapentin = Anchors(intervention="With gabapentin", comparator="Without gabapentin")
+    assert arm_words(gabapentin) == ["gabapentin"]
 
 
 def _answer(

@@ -88,8 +88,8 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
 
 
 # Words that join or qualify a question's arms without naming either ("adding hip strengthening to knee
-# exercise" vs "knee exercise alone")
-ARM_QUALIFIERS = frozenset(stems("add adding added addition plus alone only combined sole solely"))
+# exercise" vs "knee exercise alone"; "with gabapentin" vs "without gabapentin")
+ARM_QUALIFIERS = frozenset(stems("add adding added addition plus alone only combined sole solely without no non"))
 
 
 def _position(word: str, text: str) -> int:
