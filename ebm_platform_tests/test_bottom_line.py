@@ -50,7 +50,9 @@ def _answer(
         "certainty": {"level": "moderate"},
         "core_answer": [{"statement": s, "citations": [n]} for s, n in statements],
         "evidence_by_grade": [],
-        "citations": [{"n": n, "grade": g, "title": (titles or {}).get(n)} for n, g in grades.items()],
+        "citations": [
+            {"n": n, "grade": g, "title": (titles or {}).get(n), "window_id": f"w{n}"} for n, g in grades.items()
+        ],
     }
 
 
@@ -134,6 +136,20 @@ def test_findings_about_other_interventions_leave_the_question_unanswered() -> N
         "Insufficient evidence: no cited finding (nor the title of its source) mentions 'hip' or 'strengthening'."
     )
     assert line["support"] == {} and line["contradict"] == {}
+    # a knee-OA trial whose title names quadriceps strengthening names a word of the arms, but its
+    # windows are not the question's condition's (patellofemoral pain): it takes no side either
+    tdcs = _answer(
+        NO_DIFFERENCE,
+        [("Pain did not differ between tDCS and sham added to exercise (p = 0.3).", 1)],
+        {1: "C"},
+        {
+            1: "Addition of transcranial direct current stimulation to quadriceps strengthening exercise in knee osteoarthritis"
+        },
+    )
+    assert bottom_line(question, anchors, tdcs, _rules)["support"] == {"C": 1}  # no condition: it counts
+    line = bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition=set())
+    assert line["answer"] == INSUFFICIENT and line["support"] == {}
+    assert line["text"].startswith("Insufficient evidence: no cited PFP finding (nor the title of its source) mentions")
     named = _answer(
         DECREASED,
         [("Pain decreased more with the combined programme than with knee exercise (p = 0.01).", 1)],
@@ -141,6 +157,25 @@ def test_findings_about_other_interventions_leave_the_question_unanswered() -> N
         {1: "Hip and knee strengthening versus knee strengthening for patellofemoral pain"},
     )
     assert bottom_line(question, anchors, named, _rules)["support"] == {"C": 1}
+    assert bottom_line(question, anchors, named, _rules, condition="PFP", in_condition={"w1"})["support"] == {"C": 1}
+
+
+def test_a_comparative_verdict_no_source_of_the_arms_supports_gives_way_to_those_that_name_them() -> None:
+    """The core's verdict came from an acupuncture trial; the only source that names exercise
+    therapy, a Cochrane review, finds a decrease: that is the bottom line, supported by it."""
+    question = "Is exercise therapy better than usual care for chronic low back pain?"
+    answer = _answer(
+        NO_DIFFERENCE,
+        [
+            ("Exercise therapy appears to be effective at decreasing pain in chronic low back pain.", 11),
+            ("Individualized acupuncture was not superior to standardized acupuncture (p = 0.4).", 8),
+        ],
+        {8: "C", 11: "B"},
+        {8: "Standardized versus individualized acupuncture", 11: "Exercise therapy for chronic low back pain"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == DECREASED and line["text"].startswith("Exercise therapy decreased")
+    assert line["support"] == {"B": 1} and line["contradict"] == {}
 
 
 def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:

@@ -91,6 +91,7 @@ def evaluate_answers(
             records[n - 1][strategy] = {
                 "answer": predicted[-1],
                 "bottom_line": answer.get("bottom_line", {}).get("summary"),
+                "bottom_line_answer": answer.get("bottom_line", {}).get("answer"),
                 "gold_window_rank": next((r for r, w in enumerate(cited, 1) if w in item["gold"]), None),
                 "core": [c["statement"] for c in answer.get("core_answer", [])],
             }

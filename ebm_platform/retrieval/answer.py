@@ -139,7 +139,9 @@ START = {
 }
 
 
-def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]) -> None:
+def assess_certainty(
+    answer: dict, condition: str | None, in_condition: set[str], unanswered: str | None = None
+) -> None:
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
     design of the best-graded evidence that supports the bottom line (the statements `take_sides`
     marked; without any, what the core answer cites): randomised evidence high, observational low, a
@@ -148,16 +150,21 @@ def assess_certainty(answer: dict, condition: str | None, in_condition: set[str]
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's; no cited statement that names the question's arms supports the bottom
     line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
-    rests on a single study). Sets answer["certainty"]."""
+    rests on a single study). A bottom line that no cited finding answers (`unanswered`: why) is very
+    low. Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
     cited = [by_n[n] for s in core for n in s.get("citations", []) if n in by_n]
-    if not cited:
+    if not cited or unanswered:
         answer["certainty"] = {
             "level": CERTAINTY_LEVELS[0],
             "starts_from": "no cited finding",
-            "downgraded_for": ["no cited window states a result about the question"],
+            "downgraded_for": [
+                f"indirectness: {unanswered.split(': ', 1)[-1]}"
+                if unanswered
+                else "no cited window states a result about the question"
+            ],
         }
         return
     shown = core + [s for group in answer.get("evidence_by_grade", []) for s in group.get("statements", [])]

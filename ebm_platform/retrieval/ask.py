@@ -149,10 +149,12 @@ def answer_from(
             answer,
             lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
             source_reader(retriever, text, rows, answer),
+            condition,
+            in_condition,
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
-    assess_certainty(answer, condition, in_condition)
+    assess_certainty(answer, condition, in_condition, line.get("unanswered"))
     line = with_certainty(line, answer["certainty"]["level"])
     retrieval.timings["answer"] = time.perf_counter() - t0
     score = {row["window_id"]: row["score"] for row in rows}

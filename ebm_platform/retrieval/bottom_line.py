@@ -9,8 +9,9 @@ where the verdict's direction is read against the question's own direction ("Doe
 answered "significantly decreased" is yes, "significantly increased" is no; a question with no
 direction, "Is I effective?", is yes for any significant effect). A guideline's recommendation
 counts by its stated strength (for: yes; against: no; neither / no recommendation: uncertain).
-Findings about other interventions answer nothing: when no cited finding, nor its source's title,
-names a word that tells the question's arms apart, the answer is insufficient evidence.
+Findings about other interventions or other conditions answer nothing: when no cited finding of the
+question's condition, nor its source's title, names a word that tells the question's arms apart,
+the answer is insufficient evidence.
 """
 
 from __future__ import annotations
@@ -139,16 +140,21 @@ def bottom_line(
     answer: dict,
     verdict_of: Callable[[str], str],
     read_source: Callable[[int], str] | None = None,
+    condition: str | None = None,
+    in_condition: frozenset[str] | set[str] = frozenset(),
 ) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
     grade that support or contradict it (each source counted once, by its first statement that names
     a word telling the question's arms apart, `findings.arm_words`, in itself or in its source's title;
-    a source about something else counts neither way). When no cited source names them, the answer is
-    insufficient evidence (uncertain for a closed question) whatever the quoted findings say. A closed
+    a source about something else counts neither way, and so does, when the question has a `condition`,
+    a source whose cited window is not among that condition's windows `in_condition`: GRADE's
+    population indirectness). When no cited source is left, the answer is insufficient evidence
+    (uncertain for a closed question) whatever the quoted findings say. A closed
     question is answered as the best-graded cited sources answer it (a guideline recommendation by its
     strength), which may overrule the verdict of the core statements; a comparative or open question
-    states that verdict. `read_source(n)`, when given, is the closed-question reader's yes / no /
+    states that verdict when a source that names the arms supports it, else what the best-graded
+    such sources find (a verdict read from trials of other arms does not answer it). `read_source(n)`, when given, is the closed-question reader's yes / no /
     uncertain for cited study n (not a guideline) read with the question: then the top-ranked study's
     reading answers a closed question (the ranking already weighs grade), each study's reading gives
     its side, and a yes to a question asking about one direction becomes no when the study's verdict is
@@ -166,13 +172,15 @@ def bottom_line(
         for n in s.get("citations", [])
     ]
     titles = {c["n"]: c.get("title") or "" for c in answer.get("citations", [])}
-    first: dict[int, str] = {}  # each source's first statement, when it (or its title) names the question's arms
+    direct = {c["n"] for c in answer.get("citations", []) if not condition or c["window_id"] in in_condition}
+    first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
     for statement, n in statements:
-        if n in grade and names_question(statement, anchors, titles[n]):
+        if n in direct and names_question(statement, anchors, titles[n]):
             first.setdefault(n, statement)
     closed = kind in ("yes/no", "effect")
-    if grade and not first and arm_words(anchors):  # the findings cited are about other interventions
-        return _line(kind, UNCERTAIN if closed else INSUFFICIENT, unnamed(anchors, closed), answer, {}, grade)
+    if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
+        text = unnamed(anchors, closed, condition)
+        return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": text}
     reader = read_source if closed else None
     if closed:
         neutral = UNCERTAIN
@@ -223,10 +231,12 @@ def bottom_line(
                 }[best]
                 target = best
         text = f"{target.capitalize()}: {basis}"
-    else:
+    else:  # the core's verdict, unless no source that names the arms supports it: then the best-graded ones decide
         stances = {n: verdict_of(s) for n, s in first.items()}
-        target, neutral = verdict, INSUFFICIENT
-        text = _phrase(verdict, anchors)
+        neutral = INSUFFICIENT
+        best = _best_grade_answer(stances, grade, neutral)
+        target = verdict if best is None or verdict in stances.values() else best
+        text = _phrase(target, anchors)
         text = text[0].upper() + text[1:]
     sides = {
         n: "neutral" if target == neutral or st == neutral else "supports" if st == target else "contradicts"
@@ -242,13 +252,17 @@ def bottom_line(
     return line
 
 
-def unnamed(anchors: Anchors, closed: bool) -> str:
-    """The bottom line when no cited finding, nor its source's title, names a word that tells the
-    question's arms apart: whatever the quoted findings say, they are about something else."""
+def unnamed(anchors: Anchors, closed: bool, condition: str | None = None) -> str:
+    """The bottom line when no cited finding (of the question's condition, when it has one) names,
+    in itself or its source's title, a word that tells the question's arms apart: whatever the
+    quoted findings say, they are about something else."""
     words = [f"'{w}'" for w in arm_words(anchors)]
     named = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
     verdict = "Uncertain" if closed else "Insufficient evidence"
-    return f"{verdict}: no cited finding (nor the title of its source) mentions {named}"
+    finding = f"{condition} finding" if condition else "finding"
+    if not named:
+        return f"{verdict}: no cited finding comes from {condition}"
+    return f"{verdict}: no cited {finding} (nor the title of its source) mentions {named}"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
