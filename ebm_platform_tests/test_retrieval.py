@@ -1022,6 +1022,10 @@ def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
     assert records[1]["sr_rag"]["gold_window_rank"] is None and records[1]["naive"]["answer"]
     assert results["sr_rag"]["accuracy"] == 0.5  # q1 right by construction, q2's label is never answered
     assert results["naive"]["accuracy"] == sum(r["naive"]["answer"] == r["gold"] for r in records) / 2
+    # the bottom line's answer is scored beside the verdict, from the same records
+    assert records[0]["sr_rag"]["bottom_line_answer"] == first["bottom_line"]["answer"]
+    lines = sum(r["sr_rag"]["bottom_line_answer"] == r["gold"] for r in records) / 2
+    assert results["sr_rag"]["bottom_line_accuracy"] == lines
 
 
 def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):

@@ -486,6 +486,9 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         _say(f"sentences quoted by: {next(iter(results.values()))['sentence_selection']}")
         if yes_no:
             _say(f"{first} confusion (gold -> answered): {results[first]['confusion']}")
+        else:
+            lines = ", ".join(f"{name} {m['bottom_line_accuracy']:.3f}" for name, m in results.items())
+            _say(f"the bottom line's answer (what `ebm ask` states first) equals the label: {lines}")
     return 0
 
 

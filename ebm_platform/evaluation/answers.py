@@ -7,7 +7,10 @@ cross-validation fold models). Accuracy and
 macro-F1 over the gold classes, per strategy, beside the majority class (the most frequent label
 of the Evidence Inference *train* split; PubMedQA here has no train split, so the majority of the
 evaluated questions' own labels, an optimistic constant) in the same run. R@10 of the cited
-windows is reported on the same questions."""
+windows is reported on the same questions. Beside an Evidence Inference accuracy,
+`bottom_line_accuracy`: how often the bottom line's answer (what `ebm ask` states first; it may say
+insufficient evidence, or follow the sources that name the question's arms, where the verdict of the
+core statements says otherwise) equals the label."""
 
 from __future__ import annotations
 
@@ -98,6 +101,7 @@ def evaluate_answers(
             if progress and n % 50 == 0:
                 progress(f"{strategy}: {n}/{len(items)} answers")
         correct[strategy] = np.array([p == g for p, g in zip(predicted, gold)], dtype=float)
+        lines = np.array([r[strategy]["bottom_line_answer"] == g for r, g in zip(records, gold)], dtype=float)
         paired = (
             {}
             if strategy == first
@@ -107,6 +111,7 @@ def evaluate_answers(
             **scores(gold, predicted),
             **({"confusion": confusion(gold, predicted)} if yes_no else {}),
             "accuracy_interval_95": [round(v, 4) for v in interval(correct[strategy])],
+            **({} if yes_no else {"bottom_line_accuracy": round(float(lines.mean()), 4) if len(lines) else 0.0}),
             **paired,
             f"R@{k}": round(recall / max(len(items), 1), 4),
             "verdicts": dict(Counter(predicted).most_common()),

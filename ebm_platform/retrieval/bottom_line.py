@@ -147,9 +147,9 @@ def bottom_line(
     certainty): the question type, one sentence in the question's terms, and the cited sources by
     grade that support or contradict it (each source counted once, by its first statement that names
     a word telling the question's arms apart, `findings.arm_words`, in itself or in its source's title;
-    a source about something else counts neither way, and so does, when the question has a `condition`,
-    a source whose cited window is not among that condition's windows `in_condition`: GRADE's
-    population indirectness). When no cited source is left, the answer is insufficient evidence
+    a source about something else counts neither way, and so does, when the question has a `condition`
+    and some cited windows are that condition's (`in_condition`), a source whose cited window is not:
+    GRADE's population indirectness). When no cited source is left, the answer is insufficient evidence
     (uncertain for a closed question) whatever the quoted findings say. A closed
     question is answered as the best-graded cited sources answer it (a guideline recommendation by its
     strength), which may overrule the verdict of the core statements; a comparative or open question
@@ -172,7 +172,10 @@ def bottom_line(
         for n in s.get("citations", [])
     ]
     titles = {c["n"]: c.get("title") or "" for c in answer.get("citations", [])}
-    direct = {c["n"] for c in answer.get("citations", []) if not condition or c["window_id"] in in_condition}
+    # with a condition whose windows are among the cited, the other conditions' sources are indirect
+    cited = answer.get("citations", [])
+    of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
+    direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
     for statement, n in statements:
         if n in direct and names_question(statement, anchors, titles[n]):
