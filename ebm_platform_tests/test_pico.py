@@ -13,7 +13,7 @@ from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.finetuned import FineTunedTagger, load_tagger, runs_of, usable_tagger, word_probabilities
-from ebm_platform.pico.names import abbreviations, entity_name
+from ebm_platform.pico.names import abbreviations, entities, entity_name, sentence_parts
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.tagger import (
@@ -26,6 +26,7 @@ from ebm_platform.pico.tagger import (
     shape_flags,
     tagger_path,
 )
+from ebm_platform.pico.windows import tag_texts
 
 TEXT = (
     "Hip strengthening in women with patellofemoral pain. Abstract. Forty women with patellofemoral pain were "
@@ -224,6 +225,23 @@ def trained_lake(tmp_path_factory, datasets_dir):
     return lake, resources, config, result
 
 
+def test_no_span_crosses_a_sentence_end():
+    """Two arms tagged I with the full stop between them are two spans, not one Comparator "usual care.
+    Balance training"; an abbreviation's full stop inside an arm ("vs. placebo") does not cut it."""
+    text = "Participants received balance training or usual care. Balance training improved gait vs. placebo."
+    words = Words.of(text)
+    labels = np.zeros(len(words), dtype=np.int64)
+    i_class = CLASSES.index("I")
+    first = words.tokens.index("balance")
+    labels[first : words.tokens.index("improved")] = i_class  # "balance training or usual care . Balance training"
+    vs = words.tokens.index("vs")
+    labels[vs : len(words) - 1] = i_class  # "vs . placebo"
+    spans = entities(words, labels)
+    assert [e["text"] for e in spans] == ["balance training or usual care", "Balance training", "vs. placebo"]
+    assert all(text[e["start"] : e["end"]] == e["text"] for e in spans)
+    assert sentence_parts(words, vs, len(words) - 1) == [(vs, len(words) - 1)]
+
+
 def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     from ebm_platform.defs.graph import pico_tagger, pico_tagger_beats_rules
 
@@ -251,8 +269,8 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     assert (tagger_path(lake) / "model.safetensors").is_file() and not list(tagger_path(lake).glob("*.pt"))
     assert report["learned"]["macro_f1"] > report["majority_class"]["macro_f1"]
     assert len(meta["curve"]) == meta["epochs"] and len(meta["class_bias"]) == len(CLASSES)
-    (entities,) = tagger.tag([TEXT])
-    for e in entities:
+    (spans,) = tag_texts(tagger, [TEXT], None)
+    for e in spans:
         assert TEXT[e["start"] : e["end"]] == e["text"] and e["type"] in {
             "Population",
             "Intervention",

@@ -92,9 +92,10 @@ def _pico_extractor(choice: str):
         tagger = usable_tagger(folder) if choice == "default" else load_tagger(folder)
         if tagger is not None:
             from ebm_platform.index.embeddings import get_encoder
+            from ebm_platform.pico.windows import tag_texts
 
             encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
-            return "learned", lambda texts: tagger.tag(texts, encoder)
+            return "learned", lambda texts: tag_texts(tagger, texts, encoder)
         _progress(f"no usable PICO tagger at {folder} (materialise pico_tagger: make demo); the rules extract")
     if choice == "llm":
         try:

@@ -109,22 +109,26 @@ def export_dir() -> Path:
 
 def _transformer(spec: ModelSpec):
     _offline()
-    import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(spec.path).eval()
+    return output_module(AutoModel.from_pretrained(spec.path), "last_hidden_state")
 
-    class HiddenStates(torch.nn.Module):
+
+def output_module(model, output: str):
+    """A transformers model as a module of (input_ids, attention_mask, token_type_ids) that returns
+    one of its outputs (`last_hidden_state`, `logits`): what OpenVINO converts."""
+    import torch
+
+    class Output(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.model = model
+            self.model = model.eval()
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return getattr(out, output)
 
-    return HiddenStates().eval()
+    return Output().eval()
 
 
 @contextmanager

@@ -27,10 +27,17 @@ import numpy as np
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.bundled_model import BUNDLED, model_path
-from ebm_platform.index.embeddings import Encoder, OpenVinoForward, convert_openvino, export_dir, forward_batched
+from ebm_platform.index.embeddings import (
+    Encoder,
+    OpenVinoForward,
+    convert_openvino,
+    export_dir,
+    forward_batched,
+    output_module,
+)
 from ebm_platform.pico.distant import Example
 from ebm_platform.pico.spans import CLASSES, Words
-from ebm_platform.pico.tagger import META_FILE, PicoTagger, class_bias, entities, macro_f1, piece_words, read_meta
+from ebm_platform.pico.tagger import META_FILE, PicoTagger, class_bias, macro_f1, piece_words, read_meta
 
 HEAD = "finetuned"
 WEIGHTS_FILE = "model.safetensors"
@@ -149,8 +156,8 @@ class _Logits:
 
 
 class FineTunedTagger:
-    """Fine-tuned MiniLM weights with their tokenizer and provenance; `tag` turns texts into typed
-    character spans (as `PicoTagger.tag` does)."""
+    """Fine-tuned MiniLM weights with their tokenizer and provenance; `label_texts` gives the word
+    labels of texts (as `PicoTagger.label_texts` does)."""
 
     def __init__(self, folder: Path, meta: dict, forward=None, tokenizer=None) -> None:
         from transformers import AutoTokenizer
@@ -173,7 +180,9 @@ class FineTunedTagger:
                     digest.update(block)
             target = export_dir() / "pico_tagger_openvino" / f"{digest.hexdigest()[:16]}-ov{ov.__version__}"
             with _quiet():
-                self._forward = OpenVinoForward(convert_openvino(target, lambda: _logits_module(str(self.folder))))
+                self._forward = OpenVinoForward(
+                    convert_openvino(target, lambda: output_module(_token_classifier(str(self.folder)), "logits"))
+                )
         return self._forward
 
     # ---- training --------------------------------------------------------------------------
@@ -246,7 +255,7 @@ class FineTunedTagger:
                     )
             model.eval()
             tagger = cls(folder, {"params": asdict(params)}, _Logits(model), tokenizer)
-            macro = macro_f1([e.labels for e in dev_examples], tagger.label_words(dev_examples))
+            macro = macro_f1([e.labels for e in dev_examples], tagger.label_words([e.words for e in dev_examples]))
             curve.append(
                 {"epoch": epoch, "dev_macro_f1": round(macro, 4), "seconds": round(time.perf_counter() - started, 1)}
             )
@@ -255,7 +264,7 @@ class FineTunedTagger:
                     f"pico tagger epoch {epoch}/{epochs}: dev macro F1 {macro:.3f} "
                     f"({time.perf_counter() - started:.0f} s)"
                 )
-        probabilities = tagger.probabilities(dev_examples)
+        probabilities = tagger.probabilities([e.words for e in dev_examples])
         bias = class_bias(probabilities, [e.labels for e in dev_examples])
         meta = {
             "params": asdict(params),
@@ -276,9 +285,8 @@ class FineTunedTagger:
         return cls(folder, meta, _Logits(model), tokenizer)
 
     # ---- inference -------------------------------------------------------------------------
-    def probabilities(self, examples: Sequence[Example] | Sequence[Words]) -> list[np.ndarray]:
+    def probabilities(self, words: Sequence[Words]) -> list[np.ndarray]:
         """(n_words, len(CLASSES)) class probabilities (after the class bias) per text."""
-        words = [e.words if isinstance(e, Example) else e for e in examples]
         runs = [runs_of(self.tokenizer, w, self.params.chunk_words) for w in words]
         flat = [run.ids for text in runs for run in text]
         logits = iter(forward_batched(self.forward, flat, self.tokenizer.pad_token_id) if flat else [])
@@ -286,19 +294,15 @@ class FineTunedTagger:
             word_probabilities([next(logits) for _ in text], text, len(w), self.bias) for w, text in zip(words, runs)
         ]
 
-    def label_words(self, examples: Sequence[Example]) -> list[np.ndarray]:
-        """Each example's word labels (indices into CLASSES)."""
-        return [p.argmax(1) for p in self.probabilities(examples)]
+    def label_words(self, words: Sequence[Words]) -> list[np.ndarray]:
+        """Each text's word labels (indices into CLASSES)."""
+        return [p.argmax(1) for p in self.probabilities(words)]
 
-    def tag_texts(self, items: Sequence[tuple[str, int]]) -> list[list[dict]]:
-        """Entities of (text, start_char) pairs: spans at or after start_char, shifted by it."""
-        words = [Words.of(text) for text, _ in items]
-        return [entities(w, p.argmax(1), start) for w, p, (_, start) in zip(words, self.probabilities(words), items)]
-
-    def tag(self, texts: Sequence[str], encoder: Encoder | None = None) -> list[list[dict]]:
-        """Entities of raw texts (`encoder` unused: the tagger reads the text itself, as
-        `PicoTagger.tag` is called)."""
-        return self.tag_texts([(t, 0) for t in texts])
+    def label_texts(self, texts: Sequence[str], encoder: Encoder | None = None) -> list[tuple[Words, np.ndarray]]:
+        """The words and word labels of raw texts (`encoder` unused: the tagger reads the text itself,
+        as `PicoTagger.label_texts` is called)."""
+        words = [Words.of(text) for text in texts]
+        return list(zip(words, self.label_words(words)))
 
     def save(self, folder: Path, meta: dict) -> None:
         """meta.json with `meta` added (the weights were saved where training ran: `folder`)."""
@@ -312,23 +316,6 @@ class FineTunedTagger:
         if not (Path(folder) / WEIGHTS_FILE).is_file():
             raise FileNotFoundError(f"no fine-tuned PICO tagger weights at {folder}")
         return cls(Path(folder), read_meta(folder))
-
-
-def _logits_module(folder: str):
-    """The token classifier as a module whose output is its logits (what OpenVINO converts)."""
-    import torch
-
-    model = _token_classifier(folder).eval()
-
-    class Logits(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
-
-    return Logits().eval()
 
 
 def load_tagger(folder: Path) -> FineTunedTagger | PicoTagger:

@@ -14,6 +14,7 @@ import numpy as np
 
 CLASSES = ("none", "P", "I", "O")
 TYPE_CLASS = {"Population": "P", "Intervention": "I", "Comparator": "I", "Arm": "I", "Outcome": "O"}
+SENTENCE_END = {".", "?", "!"}  # a word that ends a sentence (when a capital follows, in `entities`)
 _WORD = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 # words a span may contain but never start or end with
 INNER = {

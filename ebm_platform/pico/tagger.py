@@ -40,16 +40,14 @@ from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.distant import Projector
 from ebm_platform.pico.selection import EntitySelector
-from ebm_platform.pico.spans import CLASSES, INNER, Words, name_spans, runs, token_scores, trim
+from ebm_platform.pico.spans import CLASSES, INNER, SENTENCE_END, Words, name_spans, token_scores
 
 RULE_CLASSES = {"Intervention": 0, "Arm": 0, "Comparator": 1, "Outcome": 2, "Condition": 3, "Timepoint": 4}
 SHAPES = 4
 SALIENCE = 8
 WORD_DROPOUT = 0.1
 _RESULT = re.compile(r"signific|\bp\s*[<=>]|\d\s*%|\bci\b|differ", re.I)
-_SENTENCE_END = {".", "?", "!"}
 MODEL_FILE, RARITY_FILE, SELECTOR_FILE, META_FILE = "model.pt", "rarity.json", "selector.json", "meta.json"
-_BEFORE_COMPARATOR = re.compile(r"(?:versus|vs\.?|compared (?:with|to)|than|or)\s*(?:a |an |the |with )?$", re.I)
 
 
 @dataclass(frozen=True)
@@ -134,7 +132,7 @@ def salience(words: Words, rarity: Rarity) -> np.ndarray:
     and its idf over the training articles."""
     lower = [t.lower() for t in words.tokens]
     n = len(lower)
-    sentence = np.cumsum([0] + [t in _SENTENCE_END for t in words.tokens[:-1]]).tolist() if n else []
+    sentence = np.cumsum([0] + [t in SENTENCE_END for t in words.tokens[:-1]]).tolist() if n else []
     first, last = {}, {}
     for i, k in enumerate(sentence):
         first.setdefault(k, i)
@@ -393,19 +391,19 @@ class PicoTagger:
             for w, x, p in zip(words, xs, probs)
         ]
 
-    def tag_encoded(self, items: Sequence[tuple[str, np.ndarray, np.ndarray, int]]) -> list[list[dict]]:
-        """Entities of texts whose piece vectors are known: (text, tokens, offsets, start_char)."""
-        words = [Words.of(text) for text, _, _, _ in items]
+    def label_encoded(self, items: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> list[tuple[Words, np.ndarray]]:
+        """The words and word labels of texts whose piece vectors are known: (text, tokens, offsets)."""
+        words = [Words.of(text) for text, _, _ in items]
         xs = [
             features(w, tokens, offsets, self.rarity, bool(self.params.word_dim))
-            for w, (_, tokens, offsets, _) in zip(words, items)
+            for w, (_, tokens, offsets) in zip(words, items)
         ]
-        return [entities(w, labels, item[3]) for w, labels, item in zip(words, self.predict(words, xs), items)]
+        return list(zip(words, self.predict(words, xs)))
 
-    def tag(self, texts: Sequence[str], encoder: Encoder) -> list[list[dict]]:
-        """Entities of raw texts (one forward pass of the embedder each)."""
+    def label_texts(self, texts: Sequence[str], encoder: Encoder) -> list[tuple[Words, np.ndarray]]:
+        """The words and word labels of raw texts (one forward pass of the embedder each)."""
         encoded = encoder.encode_windows(list(texts))
-        return self.tag_encoded([(t, e.tokens, e.offsets, 0) for t, e in zip(texts, encoded)])
+        return self.label_encoded([(t, e.tokens, e.offsets) for t, e in zip(texts, encoded)])
 
     # ---- persistence -----------------------------------------------------------------------
     def save(self, folder: Path, meta: dict) -> None:
@@ -454,27 +452,6 @@ class PicoTagger:
         selector_path = Path(folder) / SELECTOR_FILE
         selector = EntitySelector.load(selector_path) if selector_path.is_file() else None
         return cls(net, params, meta, rarity, selector)
-
-
-def entities(words: Words, labels: np.ndarray, start_char: int = 0) -> list[dict]:
-    """Typed spans of a text's word labels, with character offsets; only spans that start at
-    or after `start_char` (a window's text after its title/section prefix), shifted by it."""
-    found = []
-    for i, j, c in runs(labels):
-        i, j = trim(words, i, j)
-        if i >= j or words.starts[i] < start_char:
-            continue
-        start, end = int(words.starts[i]), int(words.ends[j - 1])
-        text = words.text[start:end]
-        letter = CLASSES[c]
-        type_ = {"P": "Population", "O": "Outcome"}.get(letter, "Intervention")
-        if letter == "I" and (
-            pico_rules.COMPARATOR_TERMS.search(text)
-            or _BEFORE_COMPARATOR.search(words.text[max(0, start - 30) : start])
-        ):
-            type_ = "Comparator"
-        found.append({"type": type_, "text": text, "start": start - start_char, "end": end - start_char})
-    return found
 
 
 def read_meta(folder: Path) -> dict:

@@ -93,7 +93,7 @@ def predictions(
     """The tagger's word labels per example ("learned"); for a head over the encoder's token vectors
     also its labels before the entity selector ("learned_word_labels")."""
     if isinstance(tagger, FineTunedTagger):
-        return {"learned": tagger.label_words(examples)}
+        return {"learned": tagger.label_words([e.words for e in examples])}
     xs = example_features(
         examples, encode_examples(examples, encoder, progress), tagger.rarity, bool(tagger.params.word_dim)
     )

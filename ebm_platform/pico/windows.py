@@ -2,8 +2,9 @@
 
 The fine-tuned tagger reads each window's text itself. A head over the encoder's token vectors
 reuses the window index's stored MiniLM token embeddings and re-runs only the tokenizer for the
-offsets; a window the index lacks (or encoded by another model) is encoded here. Entity names are
-normalised with the abbreviations its document defines in any of its windows.
+offsets; a window the index lacks (or encoded by another model) is encoded here. The word labels
+become typed spans (`names.entities`), named with the abbreviations the window's document defines in
+any of its windows.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from ebm_platform.index.embeddings import Encoder
 from ebm_platform.index.window_index import WindowIndex, index_text
 from ebm_platform.pico.finetuned import FineTunedTagger
-from ebm_platform.pico.names import abbreviations, entity_name
+from ebm_platform.pico.names import abbreviations, entities, entity_name
+from ebm_platform.pico.spans import Words
 from ebm_platform.pico.tagger import PicoTagger
 
 BATCH = 256
@@ -37,24 +39,30 @@ def tag_windows(
         batch = windows[start : start + BATCH]
         texts = [index_text(r["title"], r["section"], r["text"]) for r in batch]
         if isinstance(tagger, FineTunedTagger):
-            tagged, missing = tagger.tag_texts(texts), []
+            labelled, missing = tagger.label_texts([t for t, _ in texts]), []
         else:
-            tagged, missing = _tag_with_stored_tokens(batch, texts, tagger, encoder, index)
-        for row, entities in zip(batch, tagged):
-            for entity in entities:
+            labelled, missing = _label_with_stored_tokens(batch, texts, tagger, encoder, index)
+        for row, (words, labels), (_, prefix) in zip(batch, labelled, texts):
+            spans = entities(words, labels, prefix)
+            for entity in spans:
                 entity["name"] = entity_name(entity["text"], entity["type"], known[row["doc_id"]])
-            out[row["window_id"]] = [e for e in entities if e["name"]]
+            out[row["window_id"]] = [e for e in spans if e["name"]]
         if progress:
             encoded = f" ({len(missing)} of this batch encoded here)" if missing else ""
             progress(f"tagged {min(start + BATCH, len(windows))}/{len(windows)} windows{encoded}")
     return out
 
 
-def _tag_with_stored_tokens(
+def tag_texts(tagger: FineTunedTagger | PicoTagger, texts: list[str], encoder: Encoder) -> list[list[dict]]:
+    """Typed spans (type, text, start, end) of raw texts."""
+    return [entities(words, labels) for words, labels in tagger.label_texts(texts, encoder)]
+
+
+def _label_with_stored_tokens(
     batch: list[dict], texts: list[tuple[str, int]], tagger: PicoTagger, encoder: Encoder, index: WindowIndex | None
-) -> tuple[list[list[dict]], list[int]]:
-    """A head's entities of a batch from the index's token vectors (encoding the windows it lacks),
-    and which of the batch were encoded here."""
+) -> tuple[list[tuple[Words, np.ndarray]], list[int]]:
+    """A head's words and word labels of a batch from the index's token vectors (encoding the
+    windows it lacks), and which of the batch were encoded here."""
     stored = index.late_interaction([r["window_id"] for r in batch]) if index is not None and index.exists() else {}
     offsets = encoder.tokenizer(
         [t for t, _ in texts], add_special_tokens=False, return_offsets_mapping=True, verbose=False
@@ -69,10 +77,7 @@ def _tag_with_stored_tokens(
         missing, encoder.encode_windows([items[k][0] for k in missing], prefixes=[items[k][3] for k in missing])
     ):
         items[k][1], items[k][2] = encoding.tokens, encoding.offsets
-    tagged = tagger.tag_encoded(
-        [
-            (full, tokens, np.asarray(spans, dtype=np.int64).reshape(-1, 2), prefix)
-            for full, tokens, spans, prefix in items
-        ]
+    labelled = tagger.label_encoded(
+        [(full, tokens, np.asarray(spans, dtype=np.int64).reshape(-1, 2)) for full, tokens, spans, _ in items]
     )
-    return tagged, missing
+    return labelled, missing
