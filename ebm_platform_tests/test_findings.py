@@ -181,7 +181,7 @@ def test_graded_findings_that_name_the_question_lead_the_core_and_trials_keep_th
 
 def test_an_unanswered_bottom_line_is_very_low_and_names_why():
     unanswered = _answer([(1, "neutral")], {1: "C"}, {1: "a"})
-    reason = "Insufficient evidence: no cited PFP finding (nor the title of its source) mentions 'hip'"
+    reason = "no cited PFP finding (nor the title of its source) mentions 'hip'"
     assess_certainty(unanswered, "PFP", {"w1"}, reason)
     assert unanswered["certainty"]["level"] == "very low"
     assert unanswered["certainty"]["downgraded_for"] == [

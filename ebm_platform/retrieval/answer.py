@@ -150,8 +150,8 @@ def assess_certainty(
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's; no cited statement that names the question's arms supports the bottom
     line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
-    rests on a single study). A bottom line that no cited finding answers (`unanswered`: why) is very
-    low. Sets answer["certainty"]."""
+    rests on a single study). A bottom line that no cited finding answers (`unanswered`: why,
+    `bottom_line.unnamed`) is very low. Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
@@ -161,9 +161,7 @@ def assess_certainty(
             "level": CERTAINTY_LEVELS[0],
             "starts_from": "no cited finding",
             "downgraded_for": [
-                f"indirectness: {unanswered.split(': ', 1)[-1]}"
-                if unanswered
-                else "no cited window states a result about the question"
+                f"indirectness: {unanswered}" if unanswered else "no cited window states a result about the question"
             ],
         }
         return

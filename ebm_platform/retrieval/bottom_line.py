@@ -171,9 +171,9 @@ def bottom_line(
         for s in group.get("statements", [])
         for n in s.get("citations", [])
     ]
-    titles = {c["n"]: c.get("title") or "" for c in answer.get("citations", [])}
-    # with a condition whose windows are among the cited, the other conditions' sources are indirect
     cited = answer.get("citations", [])
+    titles = {c["n"]: c.get("title") or "" for c in cited}
+    # with a condition whose windows are among the cited, the other conditions' sources are indirect
     of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
     direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
@@ -182,8 +182,9 @@ def bottom_line(
             first.setdefault(n, statement)
     closed = kind in ("yes/no", "effect")
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
-        text = unnamed(anchors, closed, condition)
-        return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": text}
+        reason = unnamed(anchors, condition)
+        text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
+        return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
     reader = read_source if closed else None
     if closed:
         neutral = UNCERTAIN
@@ -255,17 +256,15 @@ def bottom_line(
     return line
 
 
-def unnamed(anchors: Anchors, closed: bool, condition: str | None = None) -> str:
-    """The bottom line when no cited finding (of the question's condition, when it has one) names,
-    in itself or its source's title, a word that tells the question's arms apart: whatever the
-    quoted findings say, they are about something else."""
+def unnamed(anchors: Anchors, condition: str | None = None) -> str:
+    """Why no cited finding answers the question: none (of the question's condition, when it has
+    one) names, in itself or its source's title, a word that tells the question's arms apart."""
     words = [f"'{w}'" for w in arm_words(anchors)]
     named = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-    verdict = "Uncertain" if closed else "Insufficient evidence"
-    finding = f"{condition} finding" if condition else "finding"
     if not named:
-        return f"{verdict}: no cited finding comes from {condition}"
-    return f"{verdict}: no cited {finding} (nor the title of its source) mentions {named}"
+        return f"no cited finding comes from {condition}"
+    finding = f"{condition} finding" if condition else "finding"
+    return f"no cited {finding} (nor the title of its source) mentions {named}"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
