@@ -14,8 +14,9 @@ from ebm_platform.corpus.graded import GUIDELINE_SOURCES, cochrane_reviews, read
 from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.corpus.landing import read_landing_file
 from ebm_platform.corpus.model import DocumentError
-from ebm_platform.corpus.pdf_text import join_split_words, recommendations, remove_furniture
-from ebm_platform.corpus.windows import WindowParams, build_windows
+from ebm_platform.corpus.pdf_text import guideline_markdown, join_split_words, recommendations, remove_furniture
+from ebm_platform.corpus.windows import WindowParams, build_windows, sentence_spans
+from ebm_platform.retrieval.findings import STRENGTH
 from ebm_platform.settings import DEFAULT_CATALOGUE
 
 WORDS = frozenset({"diagnosis", "imaging", "recommendation", "strong", "take", "addition", "evaluation"})
@@ -61,6 +62,29 @@ def test_recommendations_keep_their_strength_and_drop_templates_and_repeats() ->
     ]
     assert found[1].statement == "For patients with low back pain, we suggest a structured exercise program."
     assert found[2].statement.endswith("may be offered as part of care to adults with CPLBP.")
+
+
+def test_a_recommendation_repeated_in_the_discussion_keeps_its_strength_in_its_sentence() -> None:
+    text = (
+        "9. For patients with low back pain, we suggest a structured exercise program (e.g., Pilates, tai chi). "
+        "Weak for Reviewed, "
+        "New-replaced The Work Group decided upon a Weak for recommendation. Recommendation 9.For patients "
+        "with low back pain, we suggest a structured exercise program (e.g., Pilates, tai chi).k (Weak for | "
+        "Reviewed, New-replaced ) Discussion Evidence suggests exercise improves pain in patients with LBP."
+    )
+    assert [r.repeat for r in recommendations(text, repeats=True)] == [False, True]
+    markdown, found = guideline_markdown("Guideline", text, frozenset())
+    assert found == 1 and markdown.count("## Recommendation") == 1
+    assert "decided upon a Weak for recommendation" in markdown  # a strength named in passing stays as written
+    running = markdown.rsplit("## Text", 1)[1]
+    sentences = [running[a:b].strip() for a, b in sentence_spans(running)]
+    quoted = next(s for s in sentences if "tai chi" in s)
+    assert quoted == (
+        "For patients with low back pain, we suggest a structured exercise program (e.g., Pilates, tai chi) "
+        "(Strength of recommendation: Weak for; New-replaced)."
+    )
+    assert STRENGTH.search(quoted).group(1) == "Weak for"
+    assert "Discussion Evidence suggests exercise improves pain" in running and ") )" not in running
 
 
 def _cochrane_sets(root: Path) -> Path:

@@ -124,18 +124,24 @@ class Recommendation:
     strength: str
     start: int
     end: int
+    repeat: bool = False  # a later copy of a recommendation stated before (a discussion repeats the table)
 
     def markdown(self) -> str:
         return f"{self.statement} ({STRENGTH_LABEL}: {self.strength}.)"
 
+    def inline(self) -> str:
+        """The statement with its strength inside the sentence, for running text: one quotable
+        sentence that carries the strength the answer reads back."""
+        return f"{self.statement.rstrip('.')} ({STRENGTH_LABEL}: {self.strength})."
 
-def recommendations(text: str) -> list[Recommendation]:
+
+def recommendations(text: str, repeats: bool = False) -> list[Recommendation]:
     """Recommendations stated with a strength: the statement runs from the last recommendation
     number before the strength ("9. For patients", "Recommendation 9.", "B.1") to the strength, and
     is kept when it uses recommending language (we recommend / suggest, may / should be offered or
     used, insufficient evidence to recommend), is not a template ("We suggest ..."), and was not
     stated before (a guideline's summary table and its discussion repeat each recommendation; the
-    first is kept). Spans are in `text`."""
+    first is kept, and with `repeats` the later copies come too, marked `repeat`). Spans are in `text`."""
     found: list[Recommendation] = []
     seen: set[str] = set()
     previous = 0
@@ -148,7 +154,10 @@ def recommendations(text: str) -> list[Recommendation]:
         statement = FOOTNOTE_TAIL.sub("", _fold(text[begin : match.start()])) + "."
         first = re.split(r"\.(?=\s|[A-Z]|$)", statement, maxsplit=1)[0]
         key = re.sub(r"[^a-z]+", "", first.lower())  # the first sentence's letters: copies differ in spacing
-        if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement) or key in seen:
+        if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement):
+            continue
+        repeat = key in seen
+        if repeat and not repeats:
             continue
         seen.add(key)
         if match.group("paren"):
@@ -157,7 +166,11 @@ def recommendations(text: str) -> list[Recommendation]:
             strength = _fold(match.group("strength"))
             if match.group("category"):
                 strength += f"; {_fold(match.group('category'))}"
-        found.append(Recommendation(statement, strength, begin, match.end()))
+        end = match.end()
+        closing = re.match(r"\s*\)", text[end:])  # "(Weak for | Reviewed, New-replaced )": the strength's own brackets
+        if closing and text[: match.start()].rstrip().endswith("("):
+            end += closing.end()
+        found.append(Recommendation(statement, strength, begin, end, repeat))
     return found
 
 
@@ -192,18 +205,23 @@ def guideline_markdown(
 ) -> tuple[str, int]:
     """A guideline's cleaned text, without its appendices and reference list, as markdown with each
     recommendation in a section of its own, in reading order between the paragraphs around it;
-    returns (markdown, recommendations)."""
+    returns (markdown, recommendations). A recommendation repeated in the discussion stays in its
+    running text, rewritten with its strength inside the sentence (`Recommendation.inline`)."""
     clean = without_back_matter(join_split_words(remove_furniture(text, running_title), vocabulary))
-    found = recommendations(clean)
-    parts, last, number = [f"# {title}"], 0, 0
-    for rec in found:
-        body = paragraphs(clean[last : rec.start])
+    parts, running, last, number = [f"# {title}"], "", 0, 0
+    for rec in recommendations(clean, repeats=True):
+        running += clean[last : rec.start]
+        last = rec.end
+        if rec.repeat:
+            running += f" {rec.inline()} "
+            continue
+        body = paragraphs(running)
         if body:
             parts += ["## Text", *body]
         number += 1
         parts += [f"## Recommendation {number}", rec.markdown()]
-        last = rec.end
-    rest = paragraphs(clean[last:])
+        running = ""
+    rest = paragraphs(running + clean[last:])
     if rest:
         parts += ["## Text", *rest]
-    return "\n\n".join(parts) + "\n", len(found)
+    return "\n\n".join(parts) + "\n", number
