@@ -16,6 +16,7 @@ from ebm_platform.defs.graph import knowledge_graph, pico_extractions
 from ebm_platform.defs.index import window_index
 from ebm_platform.retrieval.answer import missing_terms, pico_comparison
 from ebm_platform.retrieval.ask import ask, retriever_for
+from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 from ebm_platform.retrieval.evidence_sentences import FEATURES, SentenceScorer, sentence_features
 from ebm_platform.retrieval.features import maxsim
 from ebm_platform.retrieval.fusion import rrf, top
@@ -1003,6 +1004,17 @@ def test_ask_states_a_verdict_in_the_questions_terms_for_five_question_types(sma
         assert (
             printed[1].startswith(f"Certainty {certainty['level']}: starts from ") and "downgraded for: " in printed[1]
         )
+        core = next(p for p in printed if p.startswith("1. Core answer"))
+        assert (NEAREST_FINDINGS in core) == bool(line.get("unanswered")), question
+
+
+def test_the_core_of_an_unanswered_bottom_line_is_named_the_nearest_findings(small_lake, capsys):
+    from ebm_platform.cli.query import _print_answer
+
+    result = ask("In adults with patellofemoral pain, does dry needling reduce pain more than taping?", lake=small_lake)
+    assert result["bottom_line"].get("unanswered"), result["bottom_line"]
+    _print_answer(result)
+    assert f"1. Core answer ({NEAREST_FINDINGS})" in capsys.readouterr().out
 
 
 def test_answer_evaluation_reports_each_question_per_strategy(small_lake):

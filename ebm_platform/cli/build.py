@@ -111,10 +111,44 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return 1 if outcome.failed_partitions else 0
 
 
-EXAMPLE_QUESTION = (
+# the demo report's example answers: a comparison the demo's corpus holds no trial of, and a question a
+# guideline and a systematic review answer
+EXAMPLE_QUESTIONS = (
     "In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain "
-    "more than knee exercise alone?"
+    "more than knee exercise alone?",
+    "Is exercise therapy effective for chronic low back pain?",
 )
+
+
+def _example_answer(question: str, lake: Path) -> list[str]:
+    """One `ebm ask` answer as the demo report's markdown: bottom line, certainty, core, citations."""
+    from ebm_platform.retrieval.ask import ask
+    from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
+
+    answer = ask(question, lake=lake)
+    line, certainty = answer["bottom_line"], answer.get("certainty", {})
+    downgrades = "; ".join(certainty.get("downgraded_for", [])) or "none"
+    lines = [
+        f"**Q:** {question}",
+        "",
+        f"_{answer['mode']}_",
+        "",
+        f"**Bottom line ({line['question_type']} question):** {line['summary']}",
+        "",
+        f"Certainty {certainty.get('level')}: starts from {certainty.get('starts_from')}; downgraded for: {downgrades}",
+        "",
+    ]
+    if line.get("unanswered"):
+        lines += [f"_{NEAREST_FINDINGS[0].upper()}{NEAREST_FINDINGS[1:]}:_", ""]
+    lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
+    return (
+        lines
+        + [""]
+        + [
+            f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
+            for c in answer["citations"]
+        ]
+    )
 
 
 def _tagger_line(lake: Path) -> str:
@@ -166,7 +200,6 @@ def write_demo_report(lake: Path) -> Path:
 
     from ebm_platform.atomic import write_text_atomic
     from ebm_platform.graph.stats import graph_summary
-    from ebm_platform.retrieval.ask import ask
 
     corpus = pl.read_csv(LakeLayout(lake).reports / "corpus_by_condition.csv")
     lines = [
@@ -201,23 +234,9 @@ def write_demo_report(lake: Path) -> Path:
         "|---|---|---|",
     ]
     lines += [f"| {t} | {graph['core_mix'][t]:.1%} | {p:.1%} |" for t, p in graph["core_mix_paper"].items()]
-    answer = ask(EXAMPLE_QUESTION, lake=lake)
-    lines += [
-        "",
-        "## Example answer (`ebm ask`, offline)",
-        "",
-        f"**Q:** {EXAMPLE_QUESTION}",
-        "",
-        f"_{answer['mode']}_",
-        "",
-        f"**Bottom line ({answer['bottom_line']['question_type']} question):** {answer['bottom_line']['summary']}",
-        "",
-    ]
-    lines += [f"- {c['statement']} " + "".join(f"[{n}]" for n in c["citations"]) for c in answer["core_answer"]]
-    lines += [""] + [
-        f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
-        for c in answer["citations"]
-    ]
+    lines += ["", "## Example answers (`ebm ask`, offline)"]
+    for question in EXAMPLE_QUESTIONS:
+        lines += ["", *_example_answer(question, lake)]
     evaluation = LakeLayout(lake).reports / "evaluation.md"
     if evaluation.exists():
         lines += ["", evaluation.read_text(encoding="utf-8").replace("# ", "## ", 1).replace("\n## ", "\n### ")]

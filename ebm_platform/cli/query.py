@@ -149,6 +149,8 @@ def _stance_note(item: dict) -> str:
 
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
+    from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
+
     line = result["bottom_line"]
     _say(f"Bottom line ({line['question_type']} question): {line['summary']}")
     certainty = result.get("certainty", {})
@@ -161,7 +163,7 @@ def _print_answer(result: dict) -> None:
         _say(f"closed answer: {line['read_by']}")
     if result.get("message"):
         _say(result["message"])
-    _say("\n1. Core answer")
+    _say("\n1. Core answer" + (f" ({NEAREST_FINDINGS})" if line.get("unanswered") else ""))
     for item in result["core_answer"]:
         _say(f"   - {item['statement']} {''.join(f'[{n}]' for n in item['citations'])}{_stance_note(item)}")
     _say("\n2. Guideline and supporting evidence, by grade")

@@ -40,6 +40,8 @@ UP_WORDS = re.compile(
 )
 EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
+# what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
+NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
 
 
