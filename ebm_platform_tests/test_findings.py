@@ -184,6 +184,7 @@ def test_an_unanswered_bottom_line_is_very_low_and_names_why():
     reason = "no cited PFP finding (nor the title of its source) mentions 'hip'"
     assess_certainty(unanswered, "PFP", {"w1"}, reason)
     assert unanswered["certainty"]["level"] == "very low"
+    assert unanswered["certainty"]["starts_from"] == "no cited finding about the question"
     assert unanswered["certainty"]["downgraded_for"] == [
         "indirectness: no cited PFP finding (nor the title of its source) mentions 'hip'"
     ]

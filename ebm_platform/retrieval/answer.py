@@ -159,7 +159,7 @@ def assess_certainty(
     if not cited or unanswered:
         answer["certainty"] = {
             "level": CERTAINTY_LEVELS[0],
-            "starts_from": "no cited finding",
+            "starts_from": "no cited finding about the question" if unanswered else "no cited finding",
             "downgraded_for": [
                 f"indirectness: {unanswered}" if unanswered else "no cited window states a result about the question"
             ],
