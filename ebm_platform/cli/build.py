@@ -122,12 +122,12 @@ EXAMPLE_QUESTIONS = (
 
 def _example_answer(question: str, lake: Path) -> list[str]:
     """One `ebm ask` answer as the demo report's markdown: bottom line, certainty, core, citations."""
+    from ebm_platform.retrieval.answer import certainty_line
     from ebm_platform.retrieval.ask import ask
     from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 
     answer = ask(question, lake=lake)
-    line, certainty = answer["bottom_line"], answer.get("certainty", {})
-    downgrades = "; ".join(certainty.get("downgraded_for", [])) or "none"
+    line = answer["bottom_line"]
     lines = [
         f"**Q:** {question}",
         "",
@@ -135,7 +135,7 @@ def _example_answer(question: str, lake: Path) -> list[str]:
         "",
         f"**Bottom line ({line['question_type']} question):** {line['summary']}",
         "",
-        f"Certainty {certainty.get('level')}: starts from {certainty.get('starts_from')}; downgraded for: {downgrades}",
+        certainty_line(answer.get("certainty", {})),
         "",
     ]
     if line.get("unanswered"):

@@ -149,14 +149,14 @@ def _stance_note(item: dict) -> str:
 
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
+    from ebm_platform.retrieval.answer import certainty_line
     from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 
     line = result["bottom_line"]
     _say(f"Bottom line ({line['question_type']} question): {line['summary']}")
     certainty = result.get("certainty", {})
     if certainty:
-        downgrades = "; ".join(certainty.get("downgraded_for", [])) or "none"
-        _say(f"Certainty {certainty['level']}: starts from {certainty['starts_from']}; downgraded for: {downgrades}")
+        _say(certainty_line(certainty))
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
     _say(result["ranking"])
     if line.get("read_by"):

@@ -222,6 +222,14 @@ CORE_POOL = 6  # the core answer's three statements come from this many best-sco
 LEADING_GRADES = ("A", "B")  # guideline and systematic-review findings that name the question lead the core
 
 
+def certainty_line(certainty: dict) -> str:
+    """The certainty as one line: its level, what it starts from and every downgrade (or none)."""
+    downgrades = "; ".join(certainty.get("downgraded_for", [])) or "none"
+    return (
+        f"Certainty {certainty.get('level')}: starts from {certainty.get('starts_from')}; downgraded for: {downgrades}"
+    )
+
+
 def _verdict(
     statements: list[str], model: VerdictModel | None = None, anchors: Anchors | None = None, over: str = ""
 ) -> dict:
