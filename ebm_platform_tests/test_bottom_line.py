@@ -84,6 +84,44 @@ def test_a_closed_question_answered_by_a_guideline_and_counted_by_grade() -> Non
     )
 
 
+def test_a_guidelines_recommendation_about_the_question_decides_not_its_discussion_or_other_recommendations() -> None:
+    """The demo's VA/DoD answer once said "No: the guideline recommends against it": discussion sentences
+    read as no difference outvoted the recommendation, and one about spinal manipulation lent its
+    strength. A recommendation about the question's arms decides, read from its words when its
+    strength is in another sentence."""
+    question = "Should clinicians suggest a structured exercise program for patients with low back pain?"
+    anchors = question_anchors(question)
+    assert anchors.intervention == "structured exercise program"
+    answer = _answer(
+        INSUFFICIENT,
+        [
+            ("For patients with low back pain, we suggest a structured clinician-directed exercise program.", 1),
+            ("Studies found no differences between structured exercise programs and placebo (p = 0.3).", 2),
+            ("Exercise programs did not differ from a credible placebo intervention in pain.", 3),
+            (
+                "For patients with chronic low back pain, we suggest spinal mobilization/manipulation "
+                "(Strength of recommendation: Weak for; New-replaced).",
+                4,
+            ),
+            ("For patients with acute low back pain, we suggest against bed rest.", 5),
+        ],
+        {1: "A", 2: "A", 3: "A", 4: "A", 5: "A"},
+    )
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "yes" and line["text"] == "Yes: the guideline recommends it."
+    assert line["read_by"].startswith("the cited guideline's recommendation")
+    assert line["contradict"] == {"A": 2}  # the discussion's no-difference sentences, shown as such
+    # two recommendations about the question that disagree leave it uncertain
+    answer["core_answer"].append(
+        {
+            "statement": "We suggest against a structured exercise program for patients with low back pain.",
+            "citations": [6],
+        }
+    )
+    answer["citations"].append({"n": 6, "grade": "A", "title": None, "window_id": "w6"})
+    assert bottom_line(question, anchors, answer, _rules)["answer"] == "uncertain"
+
+
 def test_direction_decides_a_closed_answer_without_a_guideline() -> None:
     question = "Does bracing increase re-injury in ankle sprain?"
     answer = _answer(DECREASED, [("Bracing reduced re-injury compared with no brace (p = 0.02).", 1)], {1: "B"})
@@ -202,7 +240,10 @@ def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdic
     assert line["support"] == {"A": 2} and line["contradict"] == {"C": 1}
     split = _answer(
         INCREASED,
-        [("Pain increased with opioids (p < 0.01).", 1), ("There was no significant difference in pain (p = 0.5).", 2)],
+        [
+            ("Pain increased with opioids (p < 0.01).", 1),
+            ("There was no significant difference in pain between opioids and placebo (p = 0.5).", 2),
+        ],
         {1: "B", 2: "B"},
     )
     assert bottom_line(question, question_anchors(question), split, _rules)["answer"] == "uncertain"  # a tie in B

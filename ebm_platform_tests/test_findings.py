@@ -68,6 +68,15 @@ def test_quotes_lose_their_source_citation_markers():
         == "up to 7% of patients develop chronic pain."
     )
     assert without_markers("as reported [3-5], [7] before") == "as reported before"
+    # a guideline's reference numbers: a list anywhere, a number or range that opens the sentence
+    assert without_markers("(105, 106, 120) While some studies found no differences.") == (
+        "While some studies found no differences."
+    )
+    assert without_markers("(121- 128) Exercise helped.") == "Exercise helped."
+    assert without_markers("Based on SRs ( 94-96, 100, 101) and RCTs.") == "Based on SRs and RCTs."
+    # a scale, a year list, a percentage and a single number inside the sentence stay
+    kept = "Pain (0-10) fell in 12 (40%) patients (2019, 2020) of group (1)."
+    assert without_markers(kept) == kept
 
 
 def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or_comparator():

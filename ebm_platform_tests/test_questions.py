@@ -94,6 +94,24 @@ CASES = [
         None,
         None,
     ),
+    # a guideline's question: the recommender and the verb frame it
+    (
+        "Should clinicians suggest a structured exercise program for patients with low back pain?",
+        "structured exercise program",
+        None,
+        None,
+        "patients with low back pain",
+        None,
+    ),
+    # the population as the closed question's subject
+    (
+        "Should patients with chronic low back pain take opioids?",
+        "opioids",
+        None,
+        None,
+        "patients with chronic low back pain",
+        None,
+    ),
 ]
 
 

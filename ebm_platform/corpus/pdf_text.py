@@ -126,12 +126,9 @@ class Recommendation:
     end: int
     repeat: bool = False  # a later copy of a recommendation stated before (a discussion repeats the table)
 
-    def markdown(self) -> str:
-        return f"{self.statement} ({STRENGTH_LABEL}: {self.strength}.)"
-
     def inline(self) -> str:
-        """The statement with its strength inside the sentence, for running text: one quotable
-        sentence that carries the strength the answer reads back."""
+        """The statement with its strength inside its last sentence: one quotable sentence that
+        carries the strength the answer reads back (in a section of its own or in running text)."""
         return f"{self.statement.rstrip('.')} ({STRENGTH_LABEL}: {self.strength})."
 
 
@@ -200,6 +197,9 @@ def without_back_matter(text: str) -> str:
     return text
 
 
+DISCUSSION_HEADING = re.compile(r"\s*Discussion\s+(?=[A-Z])")  # the heading the PDF text runs into its first sentence
+
+
 def guideline_markdown(
     title: str, text: str, vocabulary: frozenset[str] | set[str], running_title: str = ""
 ) -> tuple[str, int]:
@@ -211,7 +211,8 @@ def guideline_markdown(
     parts, running, last, number = [f"# {title}"], "", 0, 0
     for rec in recommendations(clean, repeats=True):
         running += clean[last : rec.start]
-        last = rec.end
+        heading = DISCUSSION_HEADING.match(clean, rec.end)  # would open the next quoted sentence
+        last = heading.end() if heading else rec.end
         if rec.repeat:
             running += f" {rec.inline()} "
             continue
@@ -219,7 +220,7 @@ def guideline_markdown(
         if body:
             parts += ["## Text", *body]
         number += 1
-        parts += [f"## Recommendation {number}", rec.markdown()]
+        parts += [f"## Recommendation {number}", rec.inline()]
         running = ""
     rest = paragraphs(running + clean[last:])
     if rest:

@@ -26,7 +26,14 @@ from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
-from ebm_platform.retrieval.findings import STRENGTH, is_finding, names_question, without_markers
+from ebm_platform.retrieval.findings import (
+    STRENGTH,
+    about_arms,
+    is_finding,
+    names_question,
+    recommends,
+    without_markers,
+)
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, arms_of, read_verdict
 from ebm_platform.vocabulary import Anchors
@@ -246,8 +253,11 @@ def _verdict(
 
 
 def _core_rank(row: dict, statement: str, anchors: Anchors) -> str:
-    """A core statement's precedence: a grade A or B finding that (or whose source's title) names the
-    question's arms, by grade; else last."""
+    """A core statement's precedence: a guideline's recommendation about the question's arms first
+    (`findings.about_arms`), then a grade A or B finding that (or whose source's title) names them, by
+    grade; else last."""
+    if row["grade"] == "A" and recommends(statement) and about_arms(statement, anchors):
+        return "0"
     named = names_question(statement, anchors, row.get("title") or "")
     return row["grade"] if row["grade"] in LEADING_GRADES and named else "Z"
 
@@ -296,10 +306,16 @@ def compose_offline(
     for i in order:
         if finding[i]:
             best_per_window.setdefault(sentences[i][1], without_markers(sentences[i][0]))
-    # the core: among the CORE_POOL windows whose findings score best, guideline and review findings
-    # (grades A, B) that name the question's intervention or comparator lead, best grade first; then
-    # the rest by score (a trial's result often names its arms "group A", so naming does not reorder them)
-    pool = list(best_per_window.items())[:CORE_POOL]
+    # the core: among the CORE_POOL windows whose findings score best, and every guideline recommendation
+    # about the question's arms (a recommendation states no result, so the sentence scorer ranks it low),
+    # the recommendations lead, then guideline and review findings (grades A, B) that name the question's
+    # intervention or comparator, best grade first; then the rest by score (a trial's result often names
+    # its arms "group A", so naming does not reorder them)
+    pool = [
+        (n, statement)
+        for r, (n, statement) in enumerate(best_per_window.items())
+        if r < CORE_POOL or _core_rank(rows[n - 1], statement, anchors) == "0"
+    ]
     ranked = sorted(range(len(pool)), key=lambda r: (_core_rank(rows[pool[r][0] - 1], pool[r][1], anchors), r))[:3]
     selected = [{"statement": pool[r][1], "citations": [pool[r][0]]} for r in ranked]
     if core:

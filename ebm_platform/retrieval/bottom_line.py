@@ -20,7 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from ebm_platform.retrieval.findings import STRENGTH, arm_words, names_question
+from ebm_platform.retrieval.findings import about_arms, arm_words, names_question, recommendation_stance, recommends
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -74,18 +74,6 @@ def question_direction(question: str) -> str | None:
     return "down" if down > up else "up" if up > down else None
 
 
-def recommendation_stance(statement: str) -> str | None:
-    """A guideline statement's stance from its stated strength: for, against, neither; None when it
-    states no strength."""
-    match = STRENGTH.search(statement)
-    if not match:
-        return None
-    strength = match.group(1).lower()
-    if "neither" in strength or "no recommendation" in strength:
-        return "neither"
-    return "against" if "against" in strength else "for"
-
-
 def as_closed_answer(verdict: str, direction: str | None) -> str:
     """yes / no / uncertain for a closed question, from a verdict read against its direction."""
     if verdict == NO_DIFFERENCE:
@@ -136,6 +124,20 @@ def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: 
     return None
 
 
+def _recommended(stances: dict[int, str], first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> str | None:
+    """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer: the majority of their yes / no / uncertain, a tie uncertain; None
+    when no cited recommendation is about them."""
+    votes = Counter(
+        stance
+        for n, stance in stances.items()
+        if grade[n] == GUIDELINE and recommends(first[n]) and about_arms(first[n], anchors)
+    )
+    if not votes:
+        return None
+    (top, count), *rest = votes.most_common()
+    return UNCERTAIN if rest and rest[0][1] == count else top
+
+
 def bottom_line(
     question: str,
     anchors: Anchors,
@@ -179,9 +181,10 @@ def bottom_line(
     of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
     direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
-    for statement, n in statements:
+    for statement, n in statements:  # a guideline's recommendation before its other statements
         if n in direct and names_question(statement, anchors, titles[n]):
-            first.setdefault(n, statement)
+            if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
+                first[n] = statement
     closed = kind in ("yes/no", "effect")
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         reason = unnamed(anchors, condition)
@@ -217,19 +220,20 @@ def bottom_line(
             if kind == "effect" and as_closed_answer(verdict, direction) == target
             else generic
         )
-        if best is not None:
+        recommended = _recommended(stances, first, grade, anchors)
+        if recommended is not None:  # the guideline's own recommendations decide, not its discussion
+            basis = (
+                "the guideline "
+                + {
+                    YES: "recommends it",
+                    NO: "recommends against it",
+                    UNCERTAIN: "recommends neither for nor against it",
+                }[recommended]
+            )
+            target = recommended
+        elif best is not None:
             g = min(grade[n] for n, st in stances.items() if st != neutral)
-            if any(recommendation_stance(first[n]) for n in stances if grade[n] == g):
-                basis = (
-                    "the guideline "
-                    + {
-                        YES: "recommends it",
-                        NO: "recommends against it",
-                        UNCERTAIN: "recommends neither for nor against it",
-                    }[best]
-                )
-                target = best
-            elif best != target and (not readers_answer or g == GUIDELINE):
+            if best != target and (not readers_answer or g == GUIDELINE):
                 basis = {
                     YES: f"the grade {g} evidence supports it",
                     NO: f"the grade {g} evidence speaks against it",
@@ -251,7 +255,9 @@ def bottom_line(
     line = _line(kind, target, text, answer, sides, grade)
     if closed:
         line["read_by"] = (
-            "closed-question reader (closed_answer_model, PubMedQA-trained: the top-ranked study read with the question)"
+            "the cited guideline's recommendation about the question (its stated strength or recommending words)"
+            if recommended is not None
+            else "closed-question reader (closed_answer_model, PubMedQA-trained: the top-ranked study read with the question)"
             if reader
             else "the verdict read against the question's direction"
         )

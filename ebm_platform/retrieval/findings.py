@@ -66,9 +66,17 @@ RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", 
 STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)  # a guideline statement's stated strength
 
 
+# a guideline's reference numbers in parentheses: a list anywhere ("LBP.(96, 116)", "(94-96, 100)"), or a
+# number or range that opens the sentence (the previous sentence's, cut off by the sentence split)
+REFERENCE_LIST = re.compile(
+    r"^\s*\(\s*\d{1,3}(?:\s*[-–,]\s*\d{1,3})*\s*\)\s*|\s*\(\s*\d{1,3}(?:\s*[-–]\s*\d{1,3})?(?:\s*,\s*\d{1,3}(?:\s*[-–]\s*\d{1,3})?)+\s*\)"
+)
+
+
 def without_markers(sentence: str) -> str:
-    """The sentence without the in-text citation markers of its source ("[1]", "[3-5]")."""
-    return CITATION_MARKER.sub("", sentence).strip()
+    """The sentence without the in-text citation markers of its source ("[1]", "[3-5]", a guideline's
+    "(105, 106, 120)")."""
+    return REFERENCE_LIST.sub("", CITATION_MARKER.sub("", sentence)).strip()
 
 
 def is_finding(sentence: str, section: str | None = None) -> bool:
@@ -121,3 +129,38 @@ def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     names them), or the question names no arm: only such statements answer it."""
     named = {stem(w) for w in arm_words(anchors)}
     return not named or bool(named & (stems(statement) | stems(title)))
+
+
+RECOMMENDS = re.compile(
+    r"\bwe (?:recommend|suggest)(?P<against> against)?\b|\b(?P<neither>insufficient evidence to recommend|"
+    r"neither for nor against|no recommendation)\b",
+    re.I,
+)
+
+
+def recommendation_stance(statement: str) -> str | None:
+    """A guideline statement's stance: for, against or neither, from its stated strength, else from
+    its recommending words ("we suggest against", "insufficient evidence to recommend for or
+    against", "we recommend"); None when it recommends nothing."""
+    match = STRENGTH.search(statement)
+    if match:
+        strength = match.group(1).lower()
+        if "neither" in strength or "no recommendation" in strength:
+            return "neither"
+        return "against" if "against" in strength else "for"
+    words = RECOMMENDS.search(statement)
+    if not words:
+        return None
+    return "neither" if words.group("neither") else "against" if words.group("against") else "for"
+
+
+def recommends(statement: str) -> bool:
+    """Whether a statement is a recommendation (`recommendation_stance`)."""
+    return recommendation_stance(statement) is not None
+
+
+def about_arms(statement: str, anchors: Anchors) -> bool:
+    """Whether a statement names at least half of the words that tell the question's arms apart
+    (`arm_words`): a recommendation about the question, not one that shares a word with it."""
+    named = {stem(w) for w in arm_words(anchors)}
+    return 2 * len(named & stems(statement)) >= len(named)

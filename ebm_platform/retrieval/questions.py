@@ -4,10 +4,12 @@ Clinicians phrase one question many ways ("Does I improve O compared with C?", "
 C for O?", "Compared with C, does I change O?", "Is there a difference in O between I and C?").
 The parser reads them in steps:
 
-1. the timepoint ("at 12 weeks", "at 3-month follow-up") and the population ("in adults with ...")
-   are taken out first, so they never end up inside another field;
+1. the timepoint ("at 12 weeks", "at 3-month follow-up") and the population ("in adults with ...", or
+   the subject of "Should patients with ... take ...") are taken out first, so they never end up inside
+   another field;
 2. a fronted clause ("Compared with C, ...", "For O, ...") gives the comparator or the outcome;
-3. the question frame ("What is the effect of", "Does", "How does") is dropped;
+3. the question frame ("What is the effect of", "Does", "How does", a guideline's "Should clinicians
+   suggest") is dropped;
 4. the rest is cut at the comparison cue (compared with, versus, than, ...): on the left the
    intervention, on the right the comparator; an effect verb ("improve", "result in greater")
    or an outcome preposition ("on", "for") on either side starts the outcome;
@@ -40,6 +42,15 @@ _POPULATION = re.compile(
     rf"(?:\s+(?:with|after|who|aged|following|undergoing|receiving|without|from|in)\s+.{{2,120}}?)?){_STOP_CLAUSE}",
     re.I,
 )
+# the population as the subject of a closed question: "Should patients with LBP take opioids?", "Do athletes
+# with ankle sprain benefit from bracing?"; the question keeps its frame, the subject's verb goes with it
+_SUBJECT_POPULATION = re.compile(
+    rf"^(?P<frame>should|do|does|can|could|would|will|must|may)\s+"
+    rf"(?P<population>(?:[\w-]+\s){{0,3}}?(?:{_PERSONS})(?:\s+(?:with|after|who have|aged|following|undergoing)\s+.{{2,120}}?)?)\s+"
+    r"(?:take|use|receive|get|wear|undergo|try|start|avoid|be (?:given|offered|treated with|prescribed)|"
+    r"benefit from)\s+",
+    re.I,
+)
 _FOLLOW_UP_AT = re.compile(
     r"\b(?:at|after)\s+(?:the\s+)?\d+(?:\.\d+)?[- ](?:day|week|month|year)s?(?:[- ]follow[- ]?up)?\b"
     r"|\bin the (?:short|medium|long)[- ]term\b|\bat (?:short|medium|long)[- ]term follow[- ]?up\b",
@@ -53,7 +64,16 @@ _FRAME = re.compile(
     r"|how (?:does|do|did|is|are)|(?:does|do|did|is|are|was|were|can|could|should|will|would|may|might))\s+",
     re.I,
 )
-_LEAD = re.compile(r"^(?:(?:the|a|an)\s+)?(?:(?:use|addition|application) of\s+|adding\s+|using\s+|giving\s+)?", re.I)
+# a guideline's question asks whether its readers should recommend I ("Should clinicians suggest I for P?"):
+# the recommender and the verb frame the question, I follows them
+_RECOMMENDER = (
+    r"(?:(?:clinicians?|physicians?|doctors?|therapists?|physiotherapists?|providers?|practitioners?|we|you)\s+)?"
+    r"(?:suggest|recommend|offer|prescribe|advise)\s+"
+)
+_LEAD = re.compile(
+    rf"^(?:{_RECOMMENDER})?(?:(?:the|a|an)\s+)?(?:(?:use|addition|application) of\s+|adding\s+|using\s+|giving\s+)?",
+    re.I,
+)
 _BETWEEN = re.compile(r"\b(?:difference|differences)\s+(?:in|of)\s+(.+?)\s+between\s+(.+?)\s+and\s+(.+)$", re.I)
 _COMPARABLE = re.compile(
     r"^(.+?)\s+and\s+(.+?)\s+(?:have|has|show|produce|yield)\s+(?:comparable|similar|different|"
@@ -216,6 +236,10 @@ def question_anchors(question: str, condition_names: tuple[str, ...] = ()) -> An
     anchors.timepoint = _name(time.group(0)) if time else None
     pop, text = _take(_POPULATION, text)
     anchors.population = _name(pop.group(1)) if pop else None
+    subject = _SUBJECT_POPULATION.match(text) if pop is None else None
+    if subject:
+        anchors.population = _name(subject.group("population"))
+        text = f"{subject.group('frame')} {text[subject.end() :]}"
     intervention, comparator, outcome = _arms_and_outcome(re.sub(r"\s+,", ",", text).strip(" ,"))
     anchors.intervention, anchors.comparator, anchors.outcome = (
         _name(intervention),
