@@ -48,8 +48,9 @@ def test_rrf_arithmetic_and_ranks():
 def test_maxsim_is_sum_of_best_token_matches():
     q = np.array([[1, 0], [0, 1]], dtype=np.float32)
     d = np.array([[1, 0], [0.6, 0.8]], dtype=np.float32)
-    assert maxsim(q, d) == pytest.approx(1.0 + 0.8)
-    assert maxsim(q, np.zeros((0, 2), dtype=np.float32)) == 0.0
+    empty = np.zeros((0, 2), dtype=np.float32)
+    assert maxsim(q, [d, empty, d[:1]]) == pytest.approx([1.0 + 0.8, 0.0, 1.0 + 0.0])
+    assert maxsim(q, [empty]).tolist() == [0.0] and maxsim(empty, [d]).tolist() == [0.0]
 
 
 def test_betr_scoring_and_round_trip(tmp_path):

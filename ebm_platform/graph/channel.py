@@ -84,6 +84,10 @@ class GraphChannel:
             else entities.with_columns(pl.col("partition").cast(pl.List(pl.String)))
         )
         self.entities = entities.select("id", "partition", "name", "norm", "type")
+        # read per question: kept as lists once (converting them each time cost about a tenth of an ask)
+        self.ids, self.names, self.norms, self.types = (
+            self.entities[c].to_list() for c in ("id", "name", "norm", "type")
+        )
         self.vectors = (
             np.asarray(entities["vector"].to_list(), dtype=np.float32)
             if entities.height
@@ -100,8 +104,7 @@ class GraphChannel:
             if not partitions
             else self.entities["partition"].list.eval(pl.element().is_in(partitions)).list.any().to_numpy()
         )
-        ids, names, norms = (self.entities[c].to_list() for c in ("id", "name", "norm"))
-        types = self.entities["type"].to_list()
+        ids, names, norms, types = self.ids, self.names, self.norms, self.types
         sims = self.embed(texts) @ self.vectors.T
         matched: dict[str, tuple[float, str]] = {}
         for a, text in enumerate(texts):

@@ -74,11 +74,21 @@ FEATURES = (
 )
 
 
-def maxsim(query_tokens: np.ndarray, doc_tokens: np.ndarray) -> float:
-    """ColBERT MaxSim: sum over query tokens of the best cosine with any document token (rows L2-normalised)."""
-    if not len(query_tokens) or not len(doc_tokens):
-        return 0.0
-    return float((query_tokens @ doc_tokens.T).max(axis=1).sum())
+def maxsim(query_tokens: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
+    """ColBERT MaxSim of each document: the sum over query tokens of the best cosine with any of its
+    tokens (rows L2-normalised); 0 for an empty side. One matrix product for all documents (one per
+    document cost 27% of the pipeline), in torch."""
+    sizes = np.array([len(d) for d in docs], dtype=np.int64)
+    out = np.zeros(len(docs), dtype=np.float32)
+    if not len(query_tokens) or not sizes.sum():
+        return out
+    import torch  # float16 -> float32 vectorised (numpy's conversion took 37 ms of a question's 86)
+
+    stacked = torch.from_numpy(np.concatenate([d for d in docs if len(d)])).float()
+    similarity = (stacked @ torch.from_numpy(np.asarray(query_tokens, dtype=np.float32)).T).numpy()
+    starts = np.cumsum(sizes)[sizes > 0] - sizes[sizes > 0]  # (all document tokens, query tokens) rows per document
+    out[sizes > 0] = np.maximum.reduceat(similarity, starts, axis=0).sum(axis=1)
+    return out
 
 
 @dataclass
@@ -110,10 +120,11 @@ def candidate_features(
     """One row of FEATURES per candidate (rows carry `vector`, `tokens`, `sentence_vectors`, text, title, section,
     doc_id). Without `late_interaction` (the no-ColBERT ablation) MaxSim is not computed and reads as missing."""
     q_tokens = query.tokens.astype(np.float32)
+    late = maxsim(q_tokens, [row["tokens"] for row in rows]) / max(len(q_tokens), 1) if late_interaction else None
     best_bm25 = max([b for b in bm25 if b is not None], default=0.0) or 1.0
     anchors = query.anchors
     out = []
-    for row, ranks, rrf, score in zip(rows, channel_ranks, fused, bm25):
+    for i, (row, ranks, rrf, score) in enumerate(zip(rows, channel_ranks, fused, bm25)):
         vector = np.asarray(row["vector"], dtype=np.float32)
         sentences = row.get("sentence_vectors")
         text = row["text"]
@@ -125,9 +136,7 @@ def candidate_features(
             "hyde_cosine": float(vector @ query.hyde_vector),
             "bm25": score or 0.0,
             "bm25_rel": (score or 0.0) / best_bm25,
-            "maxsim": maxsim(q_tokens, np.asarray(row["tokens"], dtype=np.float32)) / max(len(q_tokens), 1)
-            if late_interaction
-            else math.nan,
+            "maxsim": float(late[i]) if late is not None else math.nan,
             "best_sentence_cosine": float((np.asarray(sentences, dtype=np.float32) @ query.vector).max())
             if sentences is not None and len(sentences)
             else 0.0,

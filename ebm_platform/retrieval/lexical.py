@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 LEXICAL_WEIGHT = 0.4  # weight of coverage in the hand-set fine scorer cos + 0.4 * coverage (retrieval/rerank.py)
 _TERM = re.compile(r"[a-z0-9]+")
@@ -21,9 +22,11 @@ STOPWORDS = frozenset(
 )
 
 
-def terms(text: str) -> set[str]:
-    """Lower-cased word terms without stopwords."""
-    return {t for t in _TERM.findall(text.lower()) if t not in STOPWORDS}
+@lru_cache(maxsize=16384)
+def terms(text: str) -> frozenset[str]:
+    """Lower-cased word terms without stopwords (cached: the fine scorer's features read each
+    candidate window's terms five times, and the same windows recur across questions)."""
+    return frozenset(t for t in _TERM.findall(text.lower()) if t not in STOPWORDS)
 
 
 def stem(term: str) -> str:
@@ -31,9 +34,9 @@ def stem(term: str) -> str:
     return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
 
 
-def stems(text: str) -> set[str]:
+def stems(text: str) -> frozenset[str]:
     """The content terms of `text`, plural-folded."""
-    return {stem(t) for t in terms(text)}
+    return frozenset(stem(t) for t in terms(text))
 
 
 class TermStatistics:
