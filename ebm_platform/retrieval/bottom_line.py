@@ -7,8 +7,9 @@ the question's words: for a comparative or effect question which way the evidenc
 outcome (or no difference, or insufficient evidence); for a closed question yes / no / uncertain,
 where the verdict's direction is read against the question's own direction ("Does I reduce O?"
 answered "significantly decreased" is yes, "significantly increased" is no; a question with no
-direction, "Is I effective?", is yes for any significant effect). A guideline's recommendation
-counts by its stated strength (for: yes; against: no; neither / no recommendation: uncertain).
+direction, "Is I effective?", is yes for any significant effect). A cited guideline recommendation
+about the question's arms answers a closed question by its stance (for: yes; against: no; neither /
+no recommendation: uncertain), read from its stated strength or its recommending words.
 Findings about other interventions or other conditions answer nothing: when no cited finding of the
 question's condition, nor its source's title, names a word that tells the question's arms apart,
 the answer is insufficient evidence.
@@ -114,28 +115,27 @@ def _phrase(verdict: str, anchors: Anchors) -> str:
     return "insufficient evidence to answer"
 
 
+def _majority(votes: Counter, tie: str) -> str | None:
+    """The most common vote, `tie` when two lead equally; None without votes."""
+    if not votes:
+        return None
+    (top, count), *rest = votes.most_common()
+    return tie if rest and rest[0][1] == count else top
+
+
 def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: str) -> str | None:
     """The answer the best-graded sources with a stance give (the majority within that grade; a tie
     is `neutral`); None when no source takes a stance."""
     for g in sorted({grade[n] for n, stance in stances.items() if stance != neutral}):
-        votes = Counter(stance for n, stance in stances.items() if grade[n] == g and stance != neutral)
-        (first, count), *rest = votes.most_common()
-        return neutral if rest and rest[0][1] == count else first
+        return _majority(Counter(st for n, st in stances.items() if grade[n] == g and st != neutral), neutral)
     return None
 
 
 def _recommended(stances: dict[int, str], first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> str | None:
-    """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer: the majority of their yes / no / uncertain, a tie uncertain; None
-    when no cited recommendation is about them."""
-    votes = Counter(
-        stance
-        for n, stance in stances.items()
-        if grade[n] == GUIDELINE and recommends(first[n]) and about_arms(first[n], anchors)
-    )
-    if not votes:
-        return None
-    (top, count), *rest = votes.most_common()
-    return UNCERTAIN if rest and rest[0][1] == count else top
+    """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer:
+    the majority of their yes / no / uncertain, a tie uncertain; None when none is about them."""
+    about = [n for n in stances if grade[n] == GUIDELINE and recommends(first[n]) and about_arms(first[n], anchors)]
+    return _majority(Counter(stances[n] for n in about), UNCERTAIN)
 
 
 def bottom_line(
@@ -163,7 +163,7 @@ def bottom_line(
     reading answers a closed question (the ranking already weighs grade), each study's reading gives
     its side, and a yes to a question asking about one direction becomes no when the study's verdict is
     a significant effect the other way; guideline evidence (grade A), when it takes a side, still
-    decides."""
+    decides, and before anything else the cited recommendations about the question's arms do."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
     verdict = answer.get("verdict", INSUFFICIENT)
@@ -196,7 +196,7 @@ def bottom_line(
 
         def read(n: int, statement: str) -> bool:
             """Whether the reader answers for source n: a study, not a guideline (grade A)."""
-            return reader is not None and grade[n] != GUIDELINE and recommendation_stance(statement) is None
+            return reader is not None and grade[n] != GUIDELINE and not recommends(statement)
 
         stances = {
             n: directed(reader(n), verdict_of(s), direction)
