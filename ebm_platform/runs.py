@@ -365,11 +365,23 @@ def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
     return [r for r in ranges if r]
 
 
+def evaluation_requests(
+    keys: list[str], skipped: list[str], workers: int, landing: Path
+) -> list[str | tuple[str, str]]:
+    """The evaluation_report runs for `keys` less `skipped`: with several workers one run per
+    partition, largest first (each worker opens the lake once and keeps it for its runs); with one,
+    one run per range of partitions with no skipped one between them (the lake is opened once per run)."""
+    if workers > 1:
+        return list(largest_first([code for code in keys if code not in skipped], landing))
+    return [
+        chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]) for chosen in unblocked_ranges(keys, set(skipped))
+    ]
+
+
 def run_evaluation(codes: list[str] | None = None) -> list[str]:
-    """evaluation_report for the partitions (one run per range of partitions with no blocked
-    benchmark between them: the lake is opened once per run; a partition whose benchmark failed
-    its blocking check is reported and skipped), then evaluation_summary; returns the partitions
-    left without a report."""
+    """evaluation_report for the partitions (see `evaluation_requests`; a partition whose benchmark
+    failed its blocking check is reported and skipped), then evaluation_summary; returns the
+    partitions left without a report."""
     from ebm_platform.definitions import conditions_partitions
     from ebm_platform.defs.benchmark import structure_verdicts
     from ebm_platform.defs.progress import print_progress
@@ -394,16 +406,22 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
     for code in skipped:
         _say(f"        {code:<7} no evaluation report: {verdicts[code]} (see benchmark_qa's check in the UI)")
     order = conditions_partitions.get_partition_keys()
-    for chosen in unblocked_ranges(order, set(order) - set(keys) | set(skipped)):
-        started = time.perf_counter()
-        result = _execute("evaluation_job", instance, chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]))
-        if not result.success:
+    workers = _run_workers()
+    requests = evaluation_requests(order, sorted(set(order) - set(keys) | set(skipped)), workers, settings.landing_dir)
+    if workers > 1 and len(requests) > 1:
+        _say(f"{workers} evaluation runs at a time, largest first")
+    for partition, outcome in run_many("evaluation_job", [(request, None) for request in requests], workers):
+        chosen = (
+            [partition]
+            if isinstance(partition, str)
+            else order[order.index(partition[0]) : order.index(partition[1]) + 1]
+        )
+        if not outcome["success"]:
             skipped += chosen
             _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")
             continue
         _say(
-            f"        evaluation reports for {len(chosen)} partition(s) {chosen[0]}..{chosen[-1]} "
-            f"({time.perf_counter() - started:.1f}s)"
+            f"        evaluation report for {chosen[0]}{'..' + chosen[-1] if len(chosen) > 1 else ''} ({outcome['seconds']:.1f}s)"
         )
     if not _execute("evaluation_summary_job", instance).success:
         raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")

@@ -147,6 +147,33 @@ def test_models_are_stored_without_pickle_and_untrusted_types_are_refused(tmp_pa
     assert load_estimators(tmp_path / "none.skops") is None
 
 
+def test_text_vectorizers_vocabularies_are_stored_as_one_json_list_and_read_back(tmp_path):
+    """A vocabulary in skops' schema is one node per term (seconds to load a large one); stored as a
+    JSON list it gives the same transform, and the fitted model being saved keeps its own."""
+    import zipfile
+
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from ebm_platform.model_store import load_estimators, save_estimators
+
+    texts = ["pain fell with exercise", "no change in pain", "exercise improved function", "function did not change"]
+    inner = ColumnTransformer([("words", TfidfVectorizer(ngram_range=(1, 2)), 0)])
+    fitted = make_pipeline(inner, LogisticRegression()).fit([[t] for t in texts], [1, 0, 1, 0])
+    vocabulary = dict(inner.transformers_[0][1].vocabulary_)
+    save_estimators(tmp_path / "m.skops", {"model": fitted}, {})
+    assert inner.transformers_[0][1].vocabulary_ == vocabulary  # the live model is left whole
+    schema = zipfile.ZipFile(tmp_path / "m.skops").read("schema.json").decode()
+    assert '"exercise improved"' not in schema  # the terms are not schema nodes
+    estimators, _ = load_estimators(tmp_path / "m.skops")
+    restored = estimators["model"]
+    assert restored.steps[0][1].transformers_[0][1].vocabulary_ == vocabulary
+    probe = [["exercise improved pain"], ["no change"]]
+    assert restored.predict_proba(probe).tolist() == fitted.predict_proba(probe).tolist()
+
+
 @pytest.mark.parametrize("dependency", ["readers.py", "windows.py", "lexical.py"])
 def test_the_verdict_key_covers_the_code_that_reads_its_training_text(datasets_dir, monkeypatch, dependency):
     from ebm_platform import code_version

@@ -483,13 +483,24 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     assert ("evaluation_summary", None) in requested
 
 
-def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run():
-    from ebm_platform.runs import unblocked_ranges
+def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run(tmp_path):
+    from ebm_platform.runs import evaluation_requests, unblocked_ranges
 
     codes = ["A", "B", "C", "D", "E", "F"]
     assert unblocked_ranges(codes, set()) == [codes]
     assert unblocked_ranges(codes, {"A", "C", "D"}) == [["B"], ["E", "F"]]
     assert unblocked_ranges(codes, set(codes)) == []
+    assert evaluation_requests(codes, ["A", "C", "D"], 1, tmp_path) == ["B", ("E", "F")]
+
+
+def test_with_several_workers_the_demo_evaluates_each_unblocked_partition_largest_first(tmp_path):
+    """Runs in parallel worker processes: one per partition, the largest landing folder first."""
+    from ebm_platform.runs import evaluation_requests
+
+    for code, size in {"B": 10, "E": 30, "F": 20}.items():
+        (tmp_path / code).mkdir()
+        (tmp_path / code / "doc.json").write_text("x" * size)
+    assert evaluation_requests(["A", "B", "C", "D", "E", "F"], ["A", "C", "D"], 2, tmp_path) == ["E", "F", "B"]
 
 
 def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
