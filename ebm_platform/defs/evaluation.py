@@ -105,8 +105,9 @@ def evaluation_report(
     EBM_EVAL_MAX_QUESTIONS; the strategies in EBM_EVAL_FULL_STRATEGIES also on every other test
     question with gold windows, so their paired comparison rests on all of them): one row per
     (question, strategy) with the ranked windows, the answer, its verdict and every metric. A run
-    over a range of partitions (as `ebm demo` launches it) opens the lake once and writes one file
-    per partition; it runs only when no partition in it is blocked."""
+    over a range of partitions opens the lake once and writes one file per partition; it runs only
+    when no partition in it is blocked (`ebm demo` runs one per partition in its workers, which
+    keep the lake open from run to run)."""
     codes = context.partition_keys
     blocked = {code: why for code, why in structure_verdicts(context.instance, codes).items() if why}
     if blocked:
