@@ -14,7 +14,13 @@ from ebm_platform.corpus.graded import GUIDELINE_SOURCES, cochrane_reviews, read
 from ebm_platform.corpus.importers import import_dataset
 from ebm_platform.corpus.landing import read_landing_file
 from ebm_platform.corpus.model import DocumentError
-from ebm_platform.corpus.pdf_text import guideline_markdown, join_split_words, recommendations, remove_furniture
+from ebm_platform.corpus.pdf_text import (
+    guideline_markdown,
+    join_split_words,
+    recommendations,
+    remove_furniture,
+    separate_glued_cells,
+)
 from ebm_platform.corpus.windows import WindowParams, build_windows, sentence_spans
 from ebm_platform.retrieval.findings import STRENGTH
 from ebm_platform.settings import DEFAULT_CATALOGUE
@@ -178,3 +184,21 @@ def test_the_va_dod_guideline_keeps_each_recommendation_with_its_strength_in_one
     quotable = [text[a:b] for a, b in sentence_spans(text)]  # the sentence an answer quotes carries the strength
     assert any(exercise in s and s.endswith("(Strength of recommendation: Weak for; New-replaced).") for s in quotable)
     assert sum("> Recommendation" in w["section"] for w in windows) >= 40
+
+
+def test_table_cells_run_together_by_the_pdf_extraction_are_separated():
+    """The WHO guideline's table runs its intervention column into its recommendation column."""
+    glued = (
+        "B.1 Structured exercise therapies or programmesA structured exercise therapy may be offered. "
+        "B.2 Needling therapies (dry needling modalities)Needling therapies such as acupuncture may be offered. "
+        "C.3 Cognitive therapyThe balance between the benefits and harms is uncertain. "
+        "Opioid analgesicsOpioid analgesics should not be used."
+    )
+    assert separate_glued_cells(glued) == (
+        "B.1 Structured exercise therapies or programmes. A structured exercise therapy may be offered. "
+        "B.2 Needling therapies (dry needling modalities). Needling therapies such as acupuncture may be offered. "
+        "C.3 Cognitive therapy. The balance between the benefits and harms is uncertain. "
+        "Opioid analgesics. Opioid analgesics should not be used."
+    )
+    kept = "McKenzie and IgA levels, HbA1c, mmHg and pH; a CD000335 review. A trial (n = 40). The end."
+    assert separate_glued_cells(kept) == kept

@@ -197,6 +197,18 @@ def without_back_matter(text: str) -> str:
     return text
 
 
+# A table's cells run together in the extracted text ("programmesA structured exercise ...",
+# "modalities)Needling therapies ...", "analgesicsOpioid analgesics ..."): a run of three lowercase
+# letters, or a closing parenthesis, directly followed by a capitalised word (or the article "A").
+GLUED_CELLS = re.compile(r"(?:(?<=[a-z]{3})|(?<=[a-z]\)))(?=[A-Z][a-z]|A\s)")
+
+
+def separate_glued_cells(text: str) -> str:
+    """Put a sentence break between table cells the PDF extraction ran together, so that a
+    recommendation in a table's second column starts its own sentence."""
+    return GLUED_CELLS.sub(". ", text)
+
+
 DISCUSSION_HEADING = re.compile(r"\s*Discussion\s+(?=[A-Z])")  # the heading the PDF text runs into its first sentence
 
 
@@ -207,7 +219,9 @@ def guideline_markdown(
     recommendation in a section of its own, in reading order between the paragraphs around it;
     returns (markdown, recommendations). A recommendation repeated in the discussion stays in its
     running text, rewritten with its strength inside the sentence (`Recommendation.inline`)."""
-    clean = without_back_matter(join_split_words(remove_furniture(text, running_title), vocabulary))
+    clean = without_back_matter(
+        separate_glued_cells(join_split_words(remove_furniture(text, running_title), vocabulary))
+    )
     parts, running, last, number = [f"# {title}"], "", 0, 0
     for rec in recommendations(clean, repeats=True):
         running += clean[last : rec.start]
