@@ -272,7 +272,10 @@ class WindowIndex:
                         )
             with open(self.work / ".writer.lock", "w") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # one commit per table, whichever process or instance runs it
-                with pa.memory_map(str(staging)) as source:
+                # read, not memory-mapped: a mapped file's pages count as the process's resident memory (the
+                # 982-article lake's 6 GB staging file took its commit to 8.5 GB; a 1.2 GB file into a new
+                # table: 1,427 MiB mapped, 455 MiB read)
+                with pa.OSFile(str(staging), "rb") as source:
                     staged = pa.ipc.open_file(source)
                     reader = pa.RecordBatchReader.from_batches(
                         schema, (staged.get_batch(i) for i in range(staged.num_record_batches))
