@@ -56,8 +56,10 @@ def test_a_partition_commit_reads_its_staging_file_instead_of_mapping_it(tmp_pat
     monkeypatch.setattr(pa, "memory_map", mapped)
     encoder = get_encoder()
     WindowIndex(tmp_path).replace_partition("X", window_frame("w1", "w2"), encoder)
-    WindowIndex(tmp_path).replace_partition("Y", window_frame("w3"), encoder)
+    WindowIndex(tmp_path).replace_partition("Y", window_frame("w3"), encoder)  # a new partition: appended
     assert sorted(WindowIndex(tmp_path).table().to_arrow()["window_id"].to_pylist()) == ["w1", "w2", "w3"]
+    WindowIndex(tmp_path).replace_partition("Y", window_frame("w4"), encoder)  # its rows replaced: merged
+    assert sorted(WindowIndex(tmp_path).table().to_arrow()["window_id"].to_pylist()) == ["w1", "w2", "w4"]
 
 
 def test_a_table_without_a_committed_version_still_reads_as_absent(tmp_path):
