@@ -6,6 +6,7 @@ from datetime import timedelta
 import dagster as dg
 import polars as pl
 
+from ebm_platform.defs.io import step_peak
 from ebm_platform.defs.partitions import conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import EmbedderResource, LakeResource
@@ -55,5 +56,6 @@ def window_index(
             ),
             "empty": dg.MetadataValue.bool(counts["written"] == 0),
             "compacted": dg.MetadataValue.bool(bool(counts["compacted"])),
+            **step_peak(),  # it has no IO-manager output, which records the others
         }
     )

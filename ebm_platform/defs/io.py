@@ -22,6 +22,13 @@ STAGED = "ebm/staged_until_checked"  # asset metadata: written to staging, promo
 PEAK_RSS = "peak_rss_mb"
 
 
+def step_peak() -> dict[str, dg.MetadataValue]:
+    """The step's peak resident memory as output metadata (PEAK_RSS), the peak then reset so that
+    the next step this process runs measures its own; empty where /proc does not say."""
+    peak = peak_rss_mb(reset=True)
+    return {} if peak is None else {PEAK_RSS: dg.MetadataValue.float(peak)}
+
+
 def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Location:
     """Where the IO manager keeps `asset` (one partition of it): <root>/assets/... or <root>/staging/..."""
     return LakeLayout(root).asset(asset, partition, staging)
@@ -85,7 +92,7 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
                     columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
                 ),
                 "parquet": dg.MetadataValue.path(str(paths[0] if len(paths) == 1 else lake_files.folder_of(paths[0]))),
-                **({} if (peak := peak_rss_mb(reset=True)) is None else {PEAK_RSS: dg.MetadataValue.float(peak)}),
+                **step_peak(),
             }
         )
 
