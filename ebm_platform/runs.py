@@ -365,17 +365,14 @@ def unblocked_ranges(codes: list[str], blocked: set[str]) -> list[list[str]]:
     return [r for r in ranges if r]
 
 
-def evaluation_requests(
-    keys: list[str], skipped: list[str], workers: int, landing: Path
-) -> list[str | tuple[str, str]]:
-    """The evaluation_report runs for `keys` less `skipped`: with several workers one run per
-    partition, largest first (each worker opens the lake once and keeps it for its runs); with one,
-    one run per range of partitions with no skipped one between them (the lake is opened once per run)."""
+def evaluation_requests(keys: list[str], skipped: list[str], workers: int, landing: Path) -> list[list[str]]:
+    """The partitions of each evaluation_report run for `keys` less `skipped`: with several workers
+    one run per partition, largest first (each worker opens the lake once and keeps it for its runs);
+    with one, one run per range of partitions with no skipped one between them (the lake is opened
+    once per run)."""
     if workers > 1:
-        return list(largest_first([code for code in keys if code not in skipped], landing))
-    return [
-        chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]) for chosen in unblocked_ranges(keys, set(skipped))
-    ]
+        return [[code] for code in largest_first([code for code in keys if code not in skipped], landing)]
+    return unblocked_ranges(keys, set(skipped))
 
 
 def run_evaluation(codes: list[str] | None = None) -> list[str]:
@@ -407,15 +404,16 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
         _say(f"        {code:<7} no evaluation report: {verdicts[code]} (see benchmark_qa's check in the UI)")
     order = conditions_partitions.get_partition_keys()
     workers = _run_workers()
-    requests = evaluation_requests(order, sorted(set(order) - set(keys) | set(skipped)), workers, settings.landing_dir)
-    if workers > 1 and len(requests) > 1:
-        _say(f"{workers} evaluation runs at a time, largest first")
-    for partition, outcome in run_many("evaluation_job", [(request, None) for request in requests], workers):
-        chosen = (
-            [partition]
-            if isinstance(partition, str)
-            else order[order.index(partition[0]) : order.index(partition[1]) + 1]
+    runs = {
+        chosen[0] if len(chosen) == 1 else (chosen[0], chosen[-1]): chosen
+        for chosen in evaluation_requests(
+            order, sorted(set(order) - set(keys) | set(skipped)), workers, settings.landing_dir
         )
+    }
+    if workers > 1 and len(runs) > 1:
+        _say(f"{workers} evaluation runs at a time, largest first")
+    for partition, outcome in run_many("evaluation_job", [(partition, None) for partition in runs], workers):
+        chosen = runs[partition]
         if not outcome["success"]:
             skipped += chosen
             _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")

@@ -490,7 +490,7 @@ def test_the_demo_evaluates_each_stretch_of_unblocked_partitions_in_one_run(tmp_
     assert unblocked_ranges(codes, set()) == [codes]
     assert unblocked_ranges(codes, {"A", "C", "D"}) == [["B"], ["E", "F"]]
     assert unblocked_ranges(codes, set(codes)) == []
-    assert evaluation_requests(codes, ["A", "C", "D"], 1, tmp_path) == ["B", ("E", "F")]
+    assert evaluation_requests(codes, ["A", "C", "D"], 1, tmp_path) == [["B"], ["E", "F"]]
 
 
 def test_with_several_workers_the_demo_evaluates_each_unblocked_partition_largest_first(tmp_path):
@@ -500,7 +500,7 @@ def test_with_several_workers_the_demo_evaluates_each_unblocked_partition_larges
     for code, size in {"B": 10, "E": 30, "F": 20}.items():
         (tmp_path / code).mkdir()
         (tmp_path / code / "doc.json").write_text("x" * size)
-    assert evaluation_requests(["A", "B", "C", "D", "E", "F"], ["A", "C", "D"], 2, tmp_path) == ["E", "F", "B"]
+    assert evaluation_requests(["A", "B", "C", "D", "E", "F"], ["A", "C", "D"], 2, tmp_path) == [["E"], ["F"], ["B"]]
 
 
 def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
