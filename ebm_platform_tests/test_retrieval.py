@@ -569,7 +569,8 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.defs.retrieval import fused_candidates, reranker_beats_hand_set, reranker_model
     from ebm_platform.llm.client import client_from_settings
-    from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+    from ebm_platform.retrieval.features import FEATURES
+    from ebm_platform.retrieval.learned import LearnedReranker, out_of_fold_scores, reranker_path
     from ebm_platform.retrieval.pipeline import Retriever
 
     bench, splits = _window_questions(small_lake)
@@ -615,16 +616,36 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     else:
         assert check.passed and model.usable and "candidate_pools" in materialised
         pools = pl.read_parquet(small_lake / "assets" / "candidate_pools.parquet")
+        fused = pl.read_parquet(small_lake / "assets" / "fused_candidates.parquet")
         assert set(pools["split"]) == {"train", "validation", "test"}
         retriever = Retriever(small_lake, client_from_settings())
         retriever.betr = None
-        for question_id, question in bench.sample(5, seed=3).select("question_id", "question").iter_rows():
-            # the stored candidates scored by the chosen fine scorer = the query path before BETR
+        out_of_fold = out_of_fold_scores(reranker_path(small_lake), model)
+        learned = set(out_of_fold["question_id"].to_list())
+        unseen = bench.filter(~pl.col("question_id").is_in(sorted(learned)))
+        assert learned and unseen.height and learned <= set(pools["question_id"].to_list())
+        for question_id, question in unseen.sample(5, seed=3).select("question_id", "question").iter_rows():
+            # a question the scorer did not learn from: the stored candidates scored by the chosen
+            # fine scorer = the query path before BETR
             expected = [(c.window_id, c.s) for c in retrieve(retriever, question, "sr_rag").considered]
             pool = pools.filter(pl.col("question_id") == question_id)
             assert pool["window_id"].to_list() == [w for w, _ in expected]
             assert pool["s"].to_list() == pytest.approx([s for _, s in expected], abs=1e-12)
             assert pool["scorer"][0] == retriever.reranker.fine_name()
+        # a question it learned from: the score of the fold model that did not see it, never the
+        # shipped model's in-sample score
+        seen = pools.filter(pl.col("question_id").is_in(sorted(learned))).join(
+            out_of_fold, on=["question_id", "window_id"], suffix="_oof"
+        )
+        assert seen.height and seen["s"].to_list() == pytest.approx(seen["s_oof"].to_list(), abs=1e-12)
+        assert set(seen["scorer"]) == {f"{retriever.reranker.fine_name()}, out of fold"}
+        shipped = model.score(
+            fused.filter(pl.col("question_id").is_in(sorted(learned)))
+            .sort("question_id", "window_id")
+            .select(FEATURES)
+            .to_numpy()
+        )
+        assert not np.allclose(shipped, seen.sort("question_id", "window_id")["s"].to_numpy())
 
 
 def test_ranking_metrics_on_a_hand_computed_example():

@@ -20,7 +20,7 @@ from ebm_platform.defs.retrieval import candidate_metadata
 from ebm_platform.evaluation.betr_metrics import PAPER, betr, evaluate, heuristic, semantic, tune_heuristic
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
-from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
+from ebm_platform.retrieval.learned import LearnedReranker, out_of_fold_scores, reranker_path
 from ebm_platform.retrieval.pipeline import PipelineParams
 from ebm_platform.retrieval.pools import candidate_pools as build_pools
 from ebm_platform.retrieval.rerank import Reranker
@@ -41,15 +41,17 @@ def candidate_pools(
 ) -> dg.Output[pl.DataFrame]:
     """Cand(q) before BETR for every benchmark question with gold windows, with s(q, d), grade,
     gold flag and the question's split: fused_candidates scored by the fine scorer the query path
-    runs (the learned reranker when it passed its check); the scorer is recorded in column `scorer`."""
-    reranker = Reranker(embedder.cross_encoder, None, LearnedReranker.load(reranker_path(Path(lake.root))))
+    runs (the learned reranker when it passed its check; for the questions it learned from, its
+    out-of-fold scores); the scorer is recorded in column `scorer`."""
+    learned = LearnedReranker.load(reranker_path(Path(lake.root)))
+    reranker = Reranker(embedder.cross_encoder, None, learned)
     index = WindowIndex(LakeLayout(lake.root).lancedb)
 
     def texts(window_ids: list[str]) -> list[str]:
         text = dict(index.rows_for_windows(window_ids).select("window_id", "text").iter_rows())
         return [text[w] for w in window_ids]
 
-    pools = build_pools(candidates, bench, reranker, texts)
+    pools = build_pools(candidates, bench, reranker, texts, out_of_fold_scores(reranker_path(Path(lake.root)), learned))
     return dg.Output(
         pools,
         metadata={

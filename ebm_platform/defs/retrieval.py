@@ -24,6 +24,7 @@ from ebm_platform.retrieval.learned import (
     gate_line,
     passes_gate,
     reranker_path,
+    save_out_of_fold,
     without_prompts,
 )
 from ebm_platform.retrieval.pipeline import Retriever
@@ -116,6 +117,7 @@ def reranker_model(
         fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
     model.save(reranker_path(Path(lake.root)))
+    save_out_of_fold(reranker_path(Path(lake.root)), report["out_of_fold"])
     context.log.info(gate_line(model.meta))
     table = pl.DataFrame(
         [

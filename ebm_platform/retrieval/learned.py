@@ -12,7 +12,10 @@ benchmark's train and validation splits (Evidence Inference prompts, PubMedQA, q
 from the corpus, graded A/B documents included) and its gate reads out-of-fold scores: the questions
 are cut into FOLDS folds by their source article, each fold is scored by a model fitted on the
 others, and the pooled scores must beat the hand-set scorer on at least MIN_GATE_QUESTIONS questions;
-the figures are reported per source. The shipped model is then fitted on all of them.
+the figures are reported per source. The shipped model is then fitted on all of them, and the
+out-of-fold scores are kept beside it (`OUT_OF_FOLD_FILE`): BETR is fitted on s(q, d) of questions
+whose gold windows trained the scorer, and the shipped model's own scores for them are in-sample (it
+separates their gold windows almost perfectly, so no grade offset could add anything).
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ import lightgbm as lgb
 import numpy as np
 import polars as pl
 
-from ebm_platform.atomic import write_text_atomic
+from ebm_platform.atomic import atomic_path, write_text_atomic
 from ebm_platform.benchmark.sources import EI_QUESTION
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.lexical import LEXICAL_WEIGHT
 
 MODEL_FILE = "model.json"  # the booster and its provenance in one atomically written file
+OUT_OF_FOLD_FILE = "out_of_fold.parquet"  # (question_id, window_id, s, model_key) of the questions it learned from
 K = 10
 PARAMS = {
     "objective": "lambdarank",
@@ -96,6 +100,24 @@ class LearnedReranker:
 
 def reranker_path(lake: Path) -> Path:
     return LakeLayout(lake).model("reranker")
+
+
+def save_out_of_fold(folder: Path, scores: pl.DataFrame) -> None:
+    """Write the out-of-fold scores of `cross_validate` beside the model, atomically."""
+    with atomic_path(Path(folder) / OUT_OF_FOLD_FILE) as tmp:
+        scores.write_parquet(tmp)
+
+
+def out_of_fold_scores(folder: Path, model: LearnedReranker | None) -> pl.DataFrame | None:
+    """The out-of-fold s(q, d) stored with `model` (question_id, window_id, s); None when there are
+    none or they belong to another fit of the model."""
+    path = Path(folder) / OUT_OF_FOLD_FILE
+    if model is None or not path.is_file():
+        return None
+    scores = pl.read_parquet(path)
+    if not scores.height or scores["model_key"][0] != model.meta.get("key"):
+        return None
+    return scores.select("question_id", "window_id", "s")
 
 
 def _groups(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -222,7 +244,8 @@ def cross_validate(rows: pl.DataFrame, key: str, folds: int = FOLDS) -> tuple[Le
     """Out-of-fold scores for every question of `rows` (folds by source article), compared with the
     hand-set scorer pooled and per source; the gate passes when the pooled learned MRR is higher,
     its R@10 not lower, on at least MIN_GATE_QUESTIONS questions. The model returned is fitted on all
-    rows."""
+    rows; the report's `out_of_fold` holds each row's out-of-fold score (question_id, window_id, s,
+    model_key)."""
     fold = folds_by_article(rows, folds)
     matrix = rows.select(FEATURES).to_numpy()
     oof = np.zeros(rows.height)
@@ -250,7 +273,10 @@ def cross_validate(rows: pl.DataFrame, key: str, folds: int = FOLDS) -> tuple[Le
         f"(at least {MIN_GATE_QUESTIONS})",
         gain=dict(sorted(importance.items(), key=lambda kv: -kv[1])),
     )
-    return model, {"validation": pooled, "by_source": per_source}
+    out_of_fold = rows.select("question_id", "window_id").with_columns(
+        s=pl.Series(oof, dtype=pl.Float64), model_key=pl.lit(key, pl.String)
+    )
+    return model, {"validation": pooled, "by_source": per_source, "out_of_fold": out_of_fold}
 
 
 def passes_gate(learned: dict | None, hand: dict | None) -> bool:

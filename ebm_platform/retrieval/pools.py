@@ -23,12 +23,19 @@ POOL_SCHEMA = {
 
 
 def candidate_pools(
-    candidates: pl.DataFrame, questions: pl.DataFrame, reranker: Reranker, texts: Callable[[list[str]], list[str]]
+    candidates: pl.DataFrame,
+    questions: pl.DataFrame,
+    reranker: Reranker,
+    texts: Callable[[list[str]], list[str]],
+    out_of_fold: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Pools from `candidates` (reranker_data.candidate_rows: SR-RAG's fused candidates, over every
     condition as `ebm ask` runs by default, in the pipeline's order) scored by `reranker`'s fine
     scorer, exactly as the query path scores them before BETR; `texts` reads windows' texts (only
-    a cross-encoder reads them). `scorer` names the fine scorer that gave s."""
+    a cross-encoder reads them). `scorer` names the fine scorer that gave s. When the learned scorer
+    ranks, a question it learned from takes its `out_of_fold` s (question_id, window_id, s: the
+    score of the fold model that did not see it), so that BETR is fitted on scores as unseen
+    questions get them."""
     if not candidates.height:
         return pl.DataFrame(schema=POOL_SCHEMA)
     asked = dict(questions.select("question_id", "question").iter_rows())
@@ -47,4 +54,19 @@ def candidate_pools(
                 scorer=pl.lit(scorer, pl.String),
             )
         )
-    return pl.concat(frames).select(list(POOL_SCHEMA))
+    pools = pl.concat(frames)
+    if out_of_fold is not None and reranker.uses_learned():
+        learned = set(out_of_fold["question_id"].to_list())
+        pools = pools.join(
+            out_of_fold.rename({"s": "s_out_of_fold"}), on=["question_id", "window_id"], how="left"
+        ).with_columns(
+            s=pl.when(pl.col("question_id").is_in(sorted(learned)))
+            .then(pl.col("s_out_of_fold"))
+            .otherwise(pl.col("s")),
+            scorer=pl.when(pl.col("question_id").is_in(sorted(learned)))
+            .then(pl.lit(f"{scorer}, out of fold"))
+            .otherwise(pl.col("scorer")),
+        )
+        if pools.filter(pl.col("s").is_null()).height:
+            raise ValueError("out-of-fold scores miss candidates of a question the learned scorer learned from")
+    return pools.select(list(POOL_SCHEMA))
