@@ -197,3 +197,23 @@ def test_an_unanswered_bottom_line_is_very_low_and_names_why():
     assert unanswered["certainty"]["downgraded_for"] == [
         "indirectness: no cited PFP finding (nor the title of its source) mentions 'hip'"
     ]
+
+
+def test_a_guideline_that_rates_its_own_evidence_starts_the_certainty_there():
+    """WHO's "conditional recommendation in favour of use, low certainty evidence": the answer's
+    certainty cannot read high when the guideline it rests on rates its evidence low."""
+    answer = _answer([(1, "supports")], {1: "A"}, {1: "who"})
+    answer["core_answer"][0]["statement"] = (
+        "A structured exercise therapy or programme may be offered to adults with CPLBP (Strength of "
+        "recommendation: conditional recommendation in favour of use, low certainty evidence)."
+    )
+    assess_certainty(answer, None, set())
+    certainty = answer["certainty"]
+    assert certainty["level"] == "low" and certainty["downgraded_for"] == []
+    assert certainty["starts_from"].startswith(
+        "a guideline recommendation (grade A, the best grade supporting the bottom line): low, the guideline's own rating"
+    )
+    # a strength without a rating of the evidence ("Weak for") leaves the design's start
+    answer["core_answer"][0]["statement"] = "We suggest exercise (Strength of recommendation: Weak for)."
+    assess_certainty(answer, None, set())
+    assert answer["certainty"]["level"] == "high" and "own rating" not in answer["certainty"]["starts_from"]

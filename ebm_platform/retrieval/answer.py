@@ -15,6 +15,7 @@ reason-then-retrieve, then a JSON answer whose citations must point at retrieved
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 
@@ -135,6 +136,9 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
 
 
 CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")
+# a guideline's own GRADE rating of its evidence, stated with its recommendation ("conditional
+# recommendation in favour of use, low certainty evidence"); a strength alone ("Weak for") is not one
+STATED_CERTAINTY = re.compile(r"\b(very low|low|moderate|high)[- ](?:certainty|quality)\b", re.I)
 # GRADE's starting points by study design: randomised evidence (trials and their systematic reviews)
 # starts high, observational evidence low; a guideline's own recommendation strength is quoted.
 START = {
@@ -152,7 +156,8 @@ def assess_certainty(
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
     design of the best-graded evidence that supports the bottom line (the statements `take_sides`
     marked; without any, what the core answer cites): randomised evidence high, observational low, a
-    guideline's stated recommendation strength quoted; and it drops one level per downgrade,
+    guideline's stated recommendation strength quoted (and, when it rates its own evidence, "low
+    certainty evidence", that rating is the start); and it drops one level per downgrade,
     each listed with its reason: indirectness (most cited windows from other conditions than the
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's; no cited statement that names the question's arms supports the bottom
@@ -183,6 +188,10 @@ def assess_certainty(
         quoted = next(
             (m.group(1).strip() for s in backing or core for m in [STRENGTH.search(s["statement"])] if m), None
         )
+        rated = STATED_CERTAINTY.search(quoted or "")
+        if rated:  # the guideline graded its own evidence: its rating, not the design's, is the start
+            start = CERTAINTY_LEVELS.index(rated.group(1).lower())
+            starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})
