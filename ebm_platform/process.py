@@ -3,6 +3,8 @@ retriever), built once per argument tuple even when several threads ask for one 
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 from collections.abc import Callable
@@ -33,14 +35,25 @@ def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
     return get
 
 
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim): a step that built and
+    dropped large arrays otherwise leaves them resident in the process that runs the next step.
+    Does nothing where the C library has no malloc_trim."""
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def peak_rss_mb(reset: bool = False) -> float | None:
     """This process's peak resident memory in MiB (Linux VmHWM) since it started or since the last
-    reset; `reset` starts a new peak (the next step run by the same process measures its own).
-    None where /proc does not say."""
+    reset; `reset` releases the free heap (`release_free_memory`) and starts a new peak from what is
+    left (the next step run by the same process measures its own). None where /proc does not say."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             peak = next((int(line.split()[1]) for line in status if line.startswith("VmHWM:")), None)
         if reset:
+            release_free_memory()
             with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
                 refs.write("5")
     except OSError:

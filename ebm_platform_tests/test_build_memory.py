@@ -35,3 +35,24 @@ def test_each_step_records_its_own_peak_memory_and_the_lake_keeps_the_largest(tm
     record = json.loads(LakeLayout(tmp_path).build_memory.read_text())
     assert record["steps"]["large"] == {"peak_rss_mb": peaks["large"], "run": "global"}
     assert line.startswith("peak resident memory per build step") and line.index("large") < line.index("small")
+
+
+def test_memory_a_step_freed_is_not_held_by_the_process_that_runs_the_next_one(tmp_path):
+    """Many small arrays live on the C heap, which keeps freed pages resident: without handing them
+    back after a step (process.release_free_memory), the next step in the same process would start
+    from, and be measured at, the previous step's high-water mark."""
+
+    @dg.asset
+    def scattered() -> pl.DataFrame:
+        blocks = [np.ones(1000) for _ in range(60_000)]  # about 480 MB in 8 KB pieces
+        total = float(sum(b[0] for b in blocks))
+        del blocks
+        return pl.DataFrame({"total": [total]})
+
+    @dg.asset
+    def after(scattered: pl.DataFrame) -> pl.DataFrame:
+        return scattered.with_columns(pl.col("total") * 2)
+
+    result = dg.materialize([scattered, after], resources={"io_manager": LakeParquetIOManager(root=str(tmp_path))})
+    peaks = step_peaks(result)
+    assert peaks["scattered"] >= peaks["after"] + 300

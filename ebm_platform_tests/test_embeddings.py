@@ -96,3 +96,14 @@ def test_threads_asking_at_once_share_one_encoder():
     with ThreadPoolExecutor(4) as pool:
         encoders = list(pool.map(lambda _: embeddings.get_encoder(), range(4)))
     assert all(e is encoders[0] for e in encoders)
+
+
+def test_embedding_in_chunks_gives_each_text_its_vector(texts, monkeypatch):
+    """`Encoder.embed` runs EMBED_CHUNK texts at a time (their token states are dropped after each
+    chunk): every text still gets the vector sentence-transformers gives it, in the input's order."""
+    from ebm_platform.index import embeddings
+
+    reference = load_embedder().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    monkeypatch.setattr(embeddings, "EMBED_CHUNK", 3)
+    chunked = Encoder(backend="torch").embed(texts)
+    assert chunked.shape == reference.shape and np.allclose(chunked, reference, atol=1e-4)

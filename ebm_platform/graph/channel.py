@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from ebm_platform.graph.build import entity_matrix
 from ebm_platform.graph.normalise import normalise
 from ebm_platform.graph.store import GraphStore
 from ebm_platform.lake_files import Location, parquet_files, read_table, stem
@@ -88,11 +89,7 @@ class GraphChannel:
         self.ids, self.names, self.norms, self.types = (
             self.entities[c].to_list() for c in ("id", "name", "norm", "type")
         )
-        self.vectors = (
-            np.asarray(entities["vector"].to_list(), dtype=np.float32)
-            if entities.height
-            else np.zeros((0, 384), dtype=np.float32)
-        )
+        self.vectors = entity_matrix(entities) if entities.height else np.zeros((0, 384), dtype=np.float32)
 
     def _match(self, anchors: Anchors, partitions: list[str] | None) -> dict[str, tuple[float, str]]:
         """entity id -> (score, 'anchor -> entity' description), best per entity."""

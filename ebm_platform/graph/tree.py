@@ -22,6 +22,7 @@ import networkx as nx
 import numpy as np
 import polars as pl
 
+from ebm_platform.graph.build import entity_matrix
 from ebm_platform.llm.prompts import fill
 
 
@@ -52,7 +53,7 @@ def build_tree(
     ids = entities["id"].to_list()
     if not ids:
         return {}, {"communities": 0}
-    vectors = {i: np.asarray(v, dtype=np.float32) for i, v in zip(ids, entities["vector"].to_list())}
+    vectors = dict(zip(ids, entity_matrix(entities)))
     psi: dict[str, set[str]] = defaultdict(set)
     graph = nx.Graph()
     graph.add_nodes_from(ids)

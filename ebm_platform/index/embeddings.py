@@ -45,6 +45,7 @@ WINDOW_ENCODING = "w2"  # bump when encode_windows changes what it stores (store
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
+EMBED_CHUNK = 8192  # texts tokenised and run at a time by `Encoder.embed` (sorted by length within a chunk)
 CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-checked by every partition run)
 
 
@@ -307,9 +308,12 @@ class Encoder:
         with self._cache_lock:
             known = {t: self._cache[(t, limit)] for t in texts if (t, limit) in self._cache}
         todo = list(dict.fromkeys(t for t in texts if t not in known))
-        if todo:
-            encoded = self.tokenizer(todo, truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
-            fresh = dict(zip(todo, (self._pool(h).astype(np.float32) for h in self._hidden(encoded))))
+        fresh: dict[str, np.ndarray] = {}
+        for start in range(0, len(todo), EMBED_CHUNK):  # token states live for one chunk, not for every text
+            chunk = todo[start : start + EMBED_CHUNK]
+            encoded = self.tokenizer(chunk, truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
+            fresh.update(zip(chunk, (self._pool(h).astype(np.float32) for h in self._hidden(encoded))))
+        if fresh:
             known.update(fresh)
             with self._cache_lock:
                 for text, vector in fresh.items():
