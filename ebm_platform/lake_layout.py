@@ -72,6 +72,11 @@ class LakeLayout:
         return self.root / "stores" / "kuzu" / "graph.kz"
 
     @property
+    def pico_spans(self) -> Path:
+        """Each partition's tagged window spans (pico.windows.SpanStore), reused by other partitions."""
+        return self.root / "stores" / "pico_spans"
+
+    @property
     def betr_parameters(self) -> Path:
         return self.root / "stores" / "betr" / "parameters.json"
 

@@ -407,3 +407,37 @@ def test_fine_tuned_tagger_tags_lake_windows_after_their_title_and_section(train
     assert tagged["w1"], "the tagger found nothing in a trial abstract"
     for e in tagged["w1"]:
         assert body[e["start"] : e["end"]] == e["text"] and e["name"]
+
+
+def test_a_window_two_conditions_share_is_tagged_once(trained_lake, tmp_path):
+    """pico_extractions' SpanStore: a partition takes the spans another partition stored for the same
+    window text and tagger; a changed text, or another tagger, is tagged again."""
+    from ebm_platform.index.embeddings import get_encoder
+    from ebm_platform.pico.windows import SpanStore, tag_windows, tagger_key
+
+    lake, *_ = trained_lake
+    tagger = load_tagger(tagger_path(lake))
+    read: list[str] = []
+    label_texts = tagger.label_texts
+
+    def counting(texts, *args):
+        read.extend(texts)
+        return label_texts(texts, *args)
+
+    tagger.label_texts = counting
+    title, body = TEXT.split(". Abstract. ")
+    shared = {"window_id": "w1", "doc_id": "d1", "title": title, "section": "Abstract", "text": body}
+    other = {**shared, "window_id": "w2", "text": "Knee exercise reduced pain more than usual care (p < 0.01)."}
+    store = SpanStore(tmp_path / "spans", tagger_key(tagger.meta))
+    first = tag_windows([shared, other], tagger, get_encoder())
+    store.store("LBP", [shared, other], first)
+    assert len(read) == 2
+
+    changed = {**other, "text": other["text"].replace("usual care", "rest")}
+    reused = store.reusable("NP", [shared, changed])
+    assert set(reused) == {"w1"}  # w2's text differs
+    second = tag_windows([shared, changed], tagger, get_encoder(), reused=reused)
+    assert len(read) == 3 and read[-1].endswith(changed["text"])  # only the changed window was read
+    assert second["w1"] == first["w1"] and second["w1"]
+    assert SpanStore(tmp_path / "spans", "another tagger").reusable("NP", [shared]) == {}
+    assert store.reusable("LBP", [shared]) == {}  # a partition never reuses its own earlier spans
