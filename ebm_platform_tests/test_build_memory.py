@@ -14,20 +14,33 @@ from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.runs import record_peaks, step_peaks
 
 
-def test_each_step_records_its_own_peak_memory_and_the_lake_keeps_the_largest(tmp_path):
+def _peaks_of_two_steps(tmp_path, allocate) -> dict[str, float]:
+    """Step peaks of `large` (allocates with `allocate`, frees, outputs) then `small`, in one process."""
+
     @dg.asset
     def large() -> pl.DataFrame:
-        block = np.ones(400 * 1024 * 1024 // 8)  # 400 MiB, touched, then freed before the output
-        total = float(block.sum())
-        del block
-        return pl.DataFrame({"total": [total]})
+        return pl.DataFrame({"total": [allocate()]})
 
     @dg.asset
     def small(large: pl.DataFrame) -> pl.DataFrame:
         return large.with_columns(pl.col("total") * 2)
 
     result = dg.materialize([large, small], resources={"io_manager": LakeParquetIOManager(root=str(tmp_path))})
-    peaks = step_peaks(result)
+    return step_peaks(result)
+
+
+def _one_block() -> float:
+    block = np.ones(400 * 1024 * 1024 // 8)  # 400 MiB, touched, then freed before the output
+    return float(block.sum())
+
+
+def _scattered() -> float:
+    blocks = [np.ones(1000) for _ in range(60_000)]  # about 480 MB in 8 KB pieces, on the C heap
+    return float(sum(b[0] for b in blocks))
+
+
+def test_each_step_records_its_own_peak_memory_and_the_lake_keeps_the_largest(tmp_path):
+    peaks = _peaks_of_two_steps(tmp_path, _one_block)
     # in one process, one after another: the small step's peak does not carry the large one's
     assert peaks["large"] >= peaks["small"] + 300
 
@@ -41,18 +54,5 @@ def test_memory_a_step_freed_is_not_held_by_the_process_that_runs_the_next_one(t
     """Many small arrays live on the C heap, which keeps freed pages resident: without handing them
     back after a step (process.release_free_memory), the next step in the same process would start
     from, and be measured at, the previous step's high-water mark."""
-
-    @dg.asset
-    def scattered() -> pl.DataFrame:
-        blocks = [np.ones(1000) for _ in range(60_000)]  # about 480 MB in 8 KB pieces
-        total = float(sum(b[0] for b in blocks))
-        del blocks
-        return pl.DataFrame({"total": [total]})
-
-    @dg.asset
-    def after(scattered: pl.DataFrame) -> pl.DataFrame:
-        return scattered.with_columns(pl.col("total") * 2)
-
-    result = dg.materialize([scattered, after], resources={"io_manager": LakeParquetIOManager(root=str(tmp_path))})
-    peaks = step_peaks(result)
-    assert peaks["scattered"] >= peaks["after"] + 300
+    peaks = _peaks_of_two_steps(tmp_path, _scattered)
+    assert peaks["large"] >= peaks["small"] + 300
