@@ -217,3 +217,27 @@ def test_a_guideline_that_rates_its_own_evidence_starts_the_certainty_there():
     answer["core_answer"][0]["statement"] = "We suggest exercise (Strength of recommendation: Weak for)."
     assess_certainty(answer, None, set())
     assert answer["certainty"]["level"] == "high" and "own rating" not in answer["certainty"]["starts_from"]
+
+
+def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_budget():
+    """SR-RAG's evidence budget: when none of the twelve best is grade A, the best-ranked guideline
+    window of the question's condition that recommends on its arms replaces the twelfth; never a
+    guideline of another condition, nor one that recommends something else."""
+    from ebm_platform.retrieval.pipeline import Candidate
+    from ebm_platform.retrieval.sr_rag import with_guideline
+
+    def window(n: int, grade: str, text: str, condition: str = "LBP") -> Candidate:
+        return Candidate(f"w{n}", {"grade": grade, "text": text, "condition": condition})
+
+    trial = "Pain fell more with Pilates than with McKenzie training after six weeks (p < 0.05)."
+    ranked = [window(n, "C", trial) for n in range(12)]
+    off_topic = window(20, "A", "We suggest against opioids for patients with low back pain (Strength: Weak against).")
+    other_condition = window(21, "A", "We suggest exercise therapy for patients with neck pain (Weak for).", "NP")
+    on_arms = window(22, "A", "For patients with low back pain, we suggest exercise therapy (Strength: Weak for).")
+    anchors = Anchors(intervention="exercise therapy", outcome="chronic low back pain")
+    chosen = with_guideline([*ranked, off_topic, other_condition, on_arms], 12, anchors, "LBP")
+    assert len(chosen) == 12 and chosen[:11] == ranked[:11] and chosen[-1] is on_arms
+    assert with_guideline([*ranked, off_topic, other_condition], 12, anchors, "LBP") == ranked
+    assert with_guideline([*ranked, other_condition], 12, anchors, None)[-1] is other_condition  # no condition asked
+    with_a = [*ranked[:11], window(11, "A", "Guideline background.")]
+    assert with_guideline([*with_a, on_arms], 12, anchors, "LBP") == with_a  # a guideline is already cited

@@ -535,6 +535,8 @@ def test_every_ablation_switches_its_lever_off(small_lake):
     assert {c.pool for c in retrieve(retriever, QUESTION, "sr_rag_one_pool").considered} == {"all"}
     assert retrieve(retriever, QUESTION, "sr_rag_hand_set").notes["fine_scorer"].startswith("offline: bi-encoder")
     assert retrieve(retriever, QUESTION, "sr_rag_no_betr").notes["betr"] == "switched off (ablation)"
+    unslotted = retrieve(retriever, QUESTION, "sr_rag_no_guideline_slot")
+    assert unslotted.notes["guideline_slot"] == "switched off (ablation)" and full.notes["guideline_slot"] == "on"
 
 
 def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:

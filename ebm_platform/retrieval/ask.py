@@ -14,6 +14,7 @@ from ebm_platform.retrieval.bottom_line import UNCERTAIN, bottom_line, stated_bo
 from ebm_platform.retrieval.closed_answer import MAYBE
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
+from ebm_platform.retrieval.sr_rag import question_condition
 from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.retrieval.verdict import read_verdict
 from ebm_platform.settings import get_settings
@@ -63,14 +64,6 @@ def ranking_line(retriever: Retriever) -> str:
     if reranker.learned is None:
         return "ranking: hand-set scorer (this lake holds no learned reranker: run `make demo`)"
     return f"ranking: {gate_line(reranker.learned.meta)}"
-
-
-def question_condition(retrieval: Retrieval, conditions: list[str] | None) -> str | None:
-    """The condition code the question is about: the one asked for, else the one its text names."""
-    if conditions and len(conditions) == 1:
-        return conditions[0]
-    named = retrieval.anchors.condition
-    return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
 
 
 def source_reader(retriever: Retriever, question: str, rows: list[dict], answer: dict) -> Callable[[int], str] | None:
@@ -132,7 +125,7 @@ def answer_from(
             ]
 
         answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model, retrieval.anchors)
-    condition = question_condition(retrieval, conditions)
+    condition = question_condition(retrieval.anchors, conditions)
     cited = [c["window_id"] for c in answer["citations"]]
     in_condition = (
         set(retriever.index.rows_for_windows(cited, [condition])["window_id"].to_list())

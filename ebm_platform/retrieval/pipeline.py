@@ -66,10 +66,12 @@ class PipelineParams:
     learned_scorer: bool = True
     betr: bool = True
     colbert: bool = True
+    guideline_slot: bool = True
 
     def settings(self) -> dict:
         """What shapes the candidate pools (recorded beside BETR parameters)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("learned_scorer", "betr", "colbert")}
+        levers = ("learned_scorer", "betr", "colbert", "guideline_slot")
+        return {k: v for k, v in asdict(self).items() if k not in levers}
 
 
 @dataclass

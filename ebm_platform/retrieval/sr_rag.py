@@ -2,7 +2,9 @@
 pool quotas -> every candidate's features (pipeline.gather) -> fine s(q, d): the learned LambdaRank
 model when the lake holds one that passed its gate, else the hand-set cos + 0.4 * coverage (or a
 cross-encoder when EBM_CROSS_ENCODER names one) -> BETR r = a*s + u(grade), applied only when
-fitted for this same scorer -> evidence budget 12. Ablations `sr_rag_<lever>` switch one lever off.
+fitted for this same scorer -> evidence budget 12, whose last place goes to the best-ranked
+guideline recommendation about the question's arms when none of the twelve is a guideline
+(`guideline_slot`). Ablations `sr_rag_<lever>` switch one lever off.
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ebm_platform.retrieval.pipeline import Laps, PipelineParams, Retrieval, Retriever, Strategy, gather
+from ebm_platform.conditions import active_catalogue
+from ebm_platform.corpus.windows import sentence_spans
+from ebm_platform.retrieval.findings import about_arms, recommends
+from ebm_platform.retrieval.pipeline import Candidate, Laps, PipelineParams, Retrieval, Retriever, Strategy, gather
+from ebm_platform.vocabulary import Anchors
 
 ABLATIONS = {
     "no_graph": {"graph_channel": False},
@@ -20,7 +26,45 @@ ABLATIONS = {
     "hand_set": {"learned_scorer": False},
     "no_betr": {"betr": False},
     "no_colbert": {"colbert": False},
+    "no_guideline_slot": {"guideline_slot": False},
 }
+
+
+def recommends_on_arms(text: str, anchors: Anchors) -> bool:
+    """Whether a window states a recommendation (`findings.recommends`) about the question's arms
+    (`findings.about_arms`) in one of its sentences."""
+    return any(recommends(text[a:b]) and about_arms(text[a:b], anchors) for a, b in sentence_spans(text))
+
+
+def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | None:
+    """The condition code the question is about: the one asked for, else the one its text names."""
+    if conditions and len(conditions) == 1:
+        return conditions[0]
+    named = anchors.condition
+    return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
+
+
+def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
+    """The first `budget` of `ranked`; when none of them is grade A, the last place goes to the
+    best-ranked grade-A window of the question's condition (any, when the question names none) that
+    recommends on the question's arms (SR-RAG keeps a grade-A pool
+    so that guideline evidence is not diluted; on this platform's benchmark BETR learns no grade
+    offset, docs/evaluation.md, so a guideline recommendation about the question can rank just
+    below the budget). The evaluation's R@10 reads the first ten and is not changed by it."""
+    chosen = ranked[:budget]
+    if not chosen or any(c.grade == "A" for c in chosen):
+        return chosen
+    guideline = next(
+        (
+            c
+            for c in ranked[budget:]
+            if c.grade == "A"
+            and condition in (None, c.row.get("condition"))
+            and recommends_on_arms(c.row["text"], anchors)
+        ),
+        None,
+    )
+    return chosen[:-1] + [guideline] if guideline else chosen
 
 
 def sr_rag(
@@ -39,7 +83,12 @@ def sr_rag(
             c.s = s
             c.final = betr.score(s, c.grade) if betr else s
             c.grade_adjustment = c.final - s
-    chosen = sorted(merged, key=lambda c: (-c.final, c.window_id))[: p.budget]
+    ranked = sorted(merged, key=lambda c: (-c.final, c.window_id))
+    chosen = (
+        with_guideline(ranked, p.budget, view.anchors, question_condition(view.anchors, conditions))
+        if p.guideline_slot
+        else ranked[: p.budget]
+    )
     laps.lap("rerank")
     return Retrieval(
         question,
@@ -58,6 +107,7 @@ def sr_rag(
             else "switched off (ablation)",
             "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
             "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)",
+            "guideline_slot": "on" if p.guideline_slot else "switched off (ablation)",
         },
     )
 
