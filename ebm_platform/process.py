@@ -35,14 +35,22 @@ def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
     return get
 
 
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    """The C library's malloc_trim, looked up once (None where there is none)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
 def release_free_memory() -> None:
     """Hand the C heap's free pages back to the system (glibc's malloc_trim): a step that built and
     dropped large arrays otherwise leaves them resident in the process that runs the next step.
     Does nothing where the C library has no malloc_trim."""
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def peak_rss_mb(reset: bool = False) -> float | None:

@@ -43,7 +43,8 @@ def candidate_pools(
     gold flag and the question's split: fused_candidates scored by the fine scorer the query path
     runs (the learned reranker when it passed its check; for the questions it learned from, its
     out-of-fold scores); the scorer is recorded in column `scorer`."""
-    learned = LearnedReranker.load(reranker_path(Path(lake.root)))
+    folder = reranker_path(Path(lake.root))
+    learned = LearnedReranker.load(folder)
     reranker = Reranker(embedder.cross_encoder, None, learned)
     index = WindowIndex(LakeLayout(lake.root).lancedb)
 
@@ -51,7 +52,7 @@ def candidate_pools(
         text = dict(index.rows_for_windows(window_ids).select("window_id", "text").iter_rows())
         return [text[w] for w in window_ids]
 
-    pools = build_pools(candidates, bench, reranker, texts, out_of_fold_scores(reranker_path(Path(lake.root)), learned))
+    pools = build_pools(candidates, bench, reranker, texts, out_of_fold_scores(folder, learned))
     return dg.Output(
         pools,
         metadata={

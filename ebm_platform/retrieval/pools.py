@@ -56,16 +56,12 @@ def candidate_pools(
         )
     pools = pl.concat(frames)
     if out_of_fold is not None and reranker.uses_learned():
-        learned = set(out_of_fold["question_id"].to_list())
+        learned_from = pl.col("question_id").is_in(out_of_fold["question_id"].unique().sort().to_list())
         pools = pools.join(
             out_of_fold.rename({"s": "s_out_of_fold"}), on=["question_id", "window_id"], how="left"
         ).with_columns(
-            s=pl.when(pl.col("question_id").is_in(sorted(learned)))
-            .then(pl.col("s_out_of_fold"))
-            .otherwise(pl.col("s")),
-            scorer=pl.when(pl.col("question_id").is_in(sorted(learned)))
-            .then(pl.lit(f"{scorer}, out of fold"))
-            .otherwise(pl.col("scorer")),
+            s=pl.when(learned_from).then(pl.col("s_out_of_fold")).otherwise(pl.col("s")),
+            scorer=pl.when(learned_from).then(pl.lit(f"{scorer}, out of fold")).otherwise(pl.col("scorer")),
         )
         if pools.filter(pl.col("s").is_null()).height:
             raise ValueError("out-of-fold scores miss candidates of a question the learned scorer learned from")
