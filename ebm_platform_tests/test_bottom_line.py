@@ -273,3 +273,25 @@ def test_statements_take_their_sources_side_of_the_bottom_line():
         (2, "contradicts"),
         (3, "neutral"),
     ]
+
+
+def test_a_guidelines_discussion_does_not_overrule_the_top_ranked_study() -> None:
+    """The demo once answered "Does spinal manipulation reduce neck pain?" with "No: the grade A evidence
+    speaks against it", from a guideline sentence read out of context; without a recommendation about
+    the question's arms the closed-question reader's reading of the top-ranked study stands."""
+    question = "Does spinal manipulation reduce neck pain?"
+    answer = _answer(
+        DECREASED,
+        [
+            ("Spinal manipulation significantly reduced neck pain compared with stabilisation (p < 0.01).", 1),
+            (
+                "The benefits of spinal manipulation, including modest improvements in pain and function, "
+                "slightly outweighed the potential harm of adverse events.",
+                2,
+            ),
+        ],
+        {1: "C", 2: "A"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["text"].startswith("Yes: spinal manipulation decreased neck pain")
+    assert line["support"] == {"C": 1} and line["contradict"] == {"A": 1}

@@ -162,8 +162,10 @@ def bottom_line(
     uncertain for cited study n (not a guideline) read with the question: then the top-ranked study's
     reading answers a closed question (the ranking already weighs grade), each study's reading gives
     its side, and a yes to a question asking about one direction becomes no when the study's verdict is
-    a significant effect the other way; guideline evidence (grade A), when it takes a side, still
-    decides, and before anything else the cited recommendations about the question's arms do."""
+    a significant effect the other way; before anything else the cited recommendations about the
+    question's arms decide. A guideline's other sentences (its discussion of studies) count as support
+    or contradiction but do not overrule the reader: read out of context they once answered "Does spinal
+    manipulation reduce neck pain?" with no from "benefits ... slightly outweighed the potential harm"."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
     verdict = answer.get("verdict", INSUFFICIENT)
@@ -233,7 +235,7 @@ def bottom_line(
             target = recommended
         elif best is not None:
             g = min(grade[n] for n, st in stances.items() if st != neutral)
-            if best != target and (not readers_answer or g == GUIDELINE):
+            if best != target and not readers_answer:  # a guideline's discussion does not overrule the reader
                 basis = {
                     YES: f"the grade {g} evidence supports it",
                     NO: f"the grade {g} evidence speaks against it",
