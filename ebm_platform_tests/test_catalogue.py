@@ -51,6 +51,12 @@ def test_tagging_uses_title_abstract_and_body_hits():
     # guideline sets admit only grade A evidence
     assert "GL-GEN" not in tag_conditions(catalogue, "Exercise prescription in adults", "", "", "C")
     assert "GL-GEN" in tag_conditions(catalogue, "Exercise prescription in adults", "", "", "A")
+    # a guideline whose title names its condition is not filed under others its body mentions in passing
+    passing = "neck pain and whiplash " * 5
+    guideline = "Clinical Practice Guideline for the Management of Low Back Pain"
+    assert tag_conditions(catalogue, guideline, "", passing, "A") == ["LBP"]
+    assert tag_conditions(catalogue, guideline, "", passing, "B") == ["LBP", "NP"]
+    assert tag_conditions(catalogue, "Clinical Practice Guideline", "", passing, "A") == ["NP"]
 
 
 def test_catch_all_catalogue_admits_everything():
