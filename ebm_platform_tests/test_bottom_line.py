@@ -3,6 +3,7 @@ guideline's recommendation by its strength, and the sources that support or cont
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ebm_platform.retrieval.bottom_line import as_closed_answer, bottom_line, question_direction, question_type
@@ -295,3 +296,44 @@ def test_a_guidelines_discussion_does_not_overrule_the_top_ranked_study() -> Non
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["answer"] == "yes" and line["text"].startswith("Yes: spinal manipulation decreased neck pain")
     assert line["support"] == {"C": 1} and line["contradict"] == {"A": 1}
+
+
+def test_a_document_is_one_source_however_many_of_its_windows_are_cited() -> None:
+    """The demo's opioid answer read "supported by 6 grade A": six windows of two guidelines."""
+    question = OPIOIDS
+    answer = _answer(
+        INCREASED,
+        [(AGAINST_OPIOIDS, 1), (AGAINST_OPIOIDS, 2), ("Opioids increased pain relief (p < 0.01).", 3)],
+        {1: "A", 2: "A", 3: "C"},
+    )
+    answer["citations"][1]["doc_id"] = answer["citations"][0]["doc_id"] = "va-dod"
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == "no" and line["support"] == {"A": 1} and line["contradict"] == {"C": 1}
+    assert line["sides"] == {"1": "supports", "2": "supports", "3": "contradicts"}
+
+
+def test_a_sentence_that_overlapping_windows_share_is_quoted_once() -> None:
+    from ebm_platform.retrieval.answer import compose_offline
+
+    shared = "For patients with chronic low back pain, we suggest against opioids."
+    texts = [[shared, "Opioids are widely prescribed."], [shared, "Tapering reduced opioid use (p < 0.01)."]]
+    rows = [
+        {
+            "window_id": f"w{n}",
+            "doc_id": "va-dod",
+            "title": "Guideline",
+            "grade": "A",
+            "condition": "LBP",
+            "section": "Recommendations",
+            "text": " ".join(sentences),
+            "sentences": sentences,
+            "sentence_vectors": np.eye(4, dtype=np.float32)[[0, 1 + n]],
+            "entities": [],
+        }
+        for n, sentences in enumerate(texts)
+    ]
+    answer = compose_offline(
+        OPIOIDS, np.eye(4, dtype=np.float32)[0], question_anchors(OPIOIDS), rows, lambda t: np.ones((len(t), 4))
+    )
+    quoted = [s["statement"] for s in answer["core_answer"]]
+    assert quoted.count(shared) == 1 and len(quoted) == 2

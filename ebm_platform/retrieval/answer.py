@@ -311,10 +311,16 @@ def compose_offline(
         scores, how = cosine_scores(texts, cosines), SELECTED_BY_COSINE
     order = np.argsort(-scores, kind="stable")
     finding = [is_finding(text, section) for text, section in zip(texts, sections)]
-    best_per_window: dict[int, str] = {}  # each window's best finding, quoted without its own citation markers
+    # each window's best finding, quoted without its own citation markers; a sentence that overlapping
+    # windows share is quoted once, for the best-scored of them (the demo once quoted a guideline's
+    # recommendation twice in a row, from two of its windows)
+    best_per_window: dict[int, str] = {}
+    quoted: set[str] = set()
     for i in order:
-        if finding[i]:
-            best_per_window.setdefault(sentences[i][1], without_markers(sentences[i][0]))
+        n, statement = sentences[i][1], without_markers(sentences[i][0])
+        if finding[i] and n not in best_per_window and statement not in quoted:
+            best_per_window[n] = statement
+            quoted.add(statement)
     # the core: among the CORE_POOL windows whose findings score best, and every guideline recommendation
     # about the question's arms (a recommendation states no result, so the sentence scorer ranks it low),
     # the recommendations lead, then guideline and review findings (grades A, B) that name the question's

@@ -149,7 +149,7 @@ def bottom_line(
 ) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and
     certainty): the question type, one sentence in the question's terms, and the cited sources by
-    grade that support or contradict it (each source counted once, by its first statement that names
+    grade that support or contradict it (each document counted once, each window by its first statement that names
     a word telling the question's arms apart, `findings.arm_words`, in itself or in its source's title;
     a source about something else counts neither way, and so does, when the question has a `condition`
     and some cited windows are that condition's (`in_condition`), a source whose cited window is not:
@@ -278,15 +278,22 @@ def unnamed(anchors: Anchors, condition: str | None = None) -> str:
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
-    """The bottom line's fields: `sides` is each cited source's side (supports / contradicts /
-    neutral), counted by grade; the one-line summary comes from `with_certainty`."""
+    """The bottom line's fields: `sides` is each cited window's side (supports / contradicts /
+    neutral), counted by grade once per document (the demo's opioid answer once read "supported by 6
+    grade A": windows of two guidelines); the one-line summary comes from `with_certainty`."""
+    document = {c["n"]: c.get("doc_id") or c["n"] for c in answer.get("citations", [])}
+
+    def tally(wanted: str) -> dict[str, int]:
+        documents = {document.get(n, n): grade[n] for n, side in sides.items() if side == wanted}
+        return dict(sorted(Counter(documents.values()).items()))
+
     return with_certainty(
         {
             "question_type": kind,
             "answer": target,
             "text": f"{text}.",
-            "support": dict(sorted(Counter(grade[n] for n, side in sides.items() if side == "supports").items())),
-            "contradict": dict(sorted(Counter(grade[n] for n, side in sides.items() if side == "contradicts").items())),
+            "support": tally("supports"),
+            "contradict": tally("contradicts"),
             "sides": {str(n): side for n, side in sorted(sides.items())},
         },
         answer.get("certainty", {}).get("level", "very low"),
