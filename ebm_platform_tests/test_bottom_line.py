@@ -337,3 +337,38 @@ def test_a_sentence_that_overlapping_windows_share_is_quoted_once() -> None:
     )
     quoted = [s["statement"] for s in answer["core_answer"]]
     assert quoted.count(shared) == 1 and len(quoted) == 2
+
+
+def test_the_top_ranked_study_that_names_the_question_answers_it() -> None:
+    """A first-ranked trial of something else does not answer: the demo once read "No ... supported by
+    none; contradicted by 1 grade B" for a neuromuscular training question."""
+    question = "Does neuromuscular training prevent anterior cruciate ligament injuries?"
+    answer = _answer(
+        NO_DIFFERENCE,
+        [
+            ("There was no statistically significant difference between the two groups (P = 0.99).", 1),
+            ("Neuromuscular training significantly reduced anterior cruciate ligament injuries (p < 0.01).", 2),
+        ],
+        {1: "C", 2: "B"},
+    )
+    readings = {1: "no", 2: "yes"}
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=readings.get)
+    assert line["answer"] == "yes" and line["support"] == {"B": 1} and line["contradict"] == {}
+
+
+def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer() -> None:
+    """The demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial;
+    and a review of other hamstring injury prevention does not answer a Nordic hamstring exercise question."""
+    question = "Do exercises reduce the risk of recurrent ankle sprain?"
+    gel = "Tenderness decreased more rapidly with diclofenac gel than with placebo (p < 0.0001)."
+    answer = _answer(
+        DECREASED, [(gel, 1), ("Balance exercises reduced recurrent ankle sprains (p = 0.02).", 2)], {1: "C", 2: "C"}
+    )
+    answer["verdict_basis"] = {"statement": gel}
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: the top-ranked study reports the effect asked about."
+    answer["verdict_basis"] = {"statement": answer["core_answer"][1]["statement"]}
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: exercises decreased risk of recurrent ankle sprain."
+    nordic = question_anchors("Does Nordic hamstring exercise prevent hamstring injuries?")
+    assert arm_words(nordic) == ["nordic", "exercise"]

@@ -159,8 +159,8 @@ def bottom_line(
     strength), which may overrule the verdict of the core statements; a comparative or open question
     states that verdict when a source that names the arms supports it, else what the best-graded
     such sources find (a verdict read from trials of other arms does not answer it). `read_source(n)`, when given, is the closed-question reader's yes / no /
-    uncertain for cited study n (not a guideline) read with the question: then the top-ranked study's
-    reading answers a closed question (the ranking already weighs grade), each study's reading gives
+    uncertain for cited study n (not a guideline) read with the question: then the reading of the
+    top-ranked study that names the question's arms answers a closed question (the ranking already weighs grade), each study's reading gives
     its side, and a yes to a question asking about one direction becomes no when the study's verdict is
     a significant effect the other way; before anything else the cited recommendations about the
     question's arms decide. A guideline's other sentences (its discussion of studies) count as support
@@ -206,20 +206,27 @@ def bottom_line(
             else statement_answer(s, verdict_of, direction)
             for n, s in first.items()
         }
-        top = min(grade, default=None)  # the top-ranked cited source
-        readers_answer = reader is not None and top is not None and grade[top] != GUIDELINE
+        # the top-ranked source that names the question's arms (one that does not answers nothing: the
+        # demo's "Does neuromuscular training prevent anterior cruciate ligament injuries?" read "No ...
+        # supported by none" from a trial of something else that ranked first)
+        top = min(first, default=None)
+        readers_answer = top is not None and read(top, first[top])
         target = as_closed_answer(verdict, direction)
-        if readers_answer:  # the top-ranked study, read with the question (the ranking already weighs grade)
-            target = stances[top] if top in stances else directed(reader(top), verdict, direction)
+        if readers_answer:  # that study, read with the question (the ranking already weighs grade)
+            target = stances[top]
         best = _best_grade_answer(stances, grade, neutral)
         generic = ("the top-ranked study " if readers_answer else "the cited evidence ") + {
             YES: "reports the effect asked about",
             NO: "reports no such effect",
             UNCERTAIN: "does not settle it",
         }[target]
+        # the verdict is phrased in the question's terms unless read from a source that does not name its arms
+        # (the demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial)
+        read_from = (answer.get("verdict_basis") or {}).get("statement")
+        on_question = read_from is None or any(n in first for s, n in statements if s == read_from)
         basis = (
             _phrase(verdict, anchors)
-            if kind == "effect" and as_closed_answer(verdict, direction) == target
+            if kind == "effect" and on_question and as_closed_answer(verdict, direction) == target
             else generic
         )
         recommended = _recommended(stances, first, grade, anchors)

@@ -110,9 +110,14 @@ def arm_words(anchors: Anchors) -> list[str]:
     """The words that tell the question's arms apart, in the question's order: those of the
     intervention or of the comparator but not of both ("hip strengthening" in "hip strengthening to
     knee exercise" vs "knee exercise alone"), qualifiers and single letters left out; every word of
-    the arms when neither has a word of its own; none when the question names no arm."""
+    the arms when neither has a word of its own; none when the question names no arm. With one arm,
+    the words it shares with the outcome are left out when others remain ("nordic", "exercise" for
+    "Does Nordic hamstring exercise prevent hamstring injuries?": a review of other ways to prevent
+    hamstring injuries does not answer it)."""
     arms = [a for a in (anchors.intervention, anchors.comparator) if a]
     own = stems(arms[0]) ^ stems(arms[1]) if len(arms) == 2 else set()
+    if len(arms) == 1 and anchors.outcome:
+        own = stems(arms[0]) - stems(anchors.outcome)
     words = [
         w
         for a in arms
