@@ -75,6 +75,13 @@ def test_guidelines_in_an_abstract_do_not_make_a_trial_a_guideline():
         "abstract:randomised controlled trial",
     )
     assert grade_document(None, "", "Clinical practice guideline for knee pain", text)[:2] == ("A", "guideline")
+    # PubMedQA titles that ask about guidelines are studies of them (five were graded A, and their
+    # sentences then spoke for "the guideline" in the bottom line)
+    for title in (
+        "Preparing patients at high risk of falls for discharge home after rehabilitation: Do we meet the guidelines?",
+        "Delayed diagnosis of anorectal malformations: are current guidelines sufficient?",
+    ):
+        assert grade_document(None, "", title, text)[:2] == ("C", "randomised controlled trial")
     # an explicit grade wins for the grade; the type still comes from the text
     assert grade_document("A", "", "Knee pain", text)[:2] == ("A", "randomised controlled trial")
 

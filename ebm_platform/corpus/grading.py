@@ -2,7 +2,8 @@
 
 The document type sits on Med-R2's 9-level hierarchy of evidence (meta-analysis ... expert
 opinion) and is read in this order: a specific JATS article-type; design words in the title (a
-guideline named beside a study design is that study's topic, not its design); a narrative review's
+guideline named beside a study design, or in a title that asks a question, "Do we meet the
+guidelines?", is that study's topic, not its design); a narrative review's
 article-type; design words in the abstract (there a meta-analysis or systematic review counts only
 beside review methods such as a database search, and "guidelines" never counts); random allocation
 or trial arms anywhere in the text; a laboratory or animal experiment; then what the abstract
@@ -163,6 +164,8 @@ def document_type(article_type: str, title: str, text: str) -> tuple[str, str]:
     if article_type in _ARTICLE_TYPE_DESIGNS:
         return _ARTICLE_TYPE_DESIGNS[article_type], f"article-type:{article_type}"
     in_title = [design for design, pattern in _TYPE_RULES if pattern.search(title or "")]
+    if "?" in (title or ""):  # a title that asks about guidelines is a study of them, not one
+        in_title = [design for design in in_title if design != "guideline"]
     if in_title:
         design = in_title[1] if in_title[0] == "guideline" and len(in_title) > 1 else in_title[0]
         return design, f"title:{design}"
