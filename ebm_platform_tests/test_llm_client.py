@@ -91,7 +91,7 @@ def test_ircot_keeps_the_evidence_budget_in_betr_order(server, tmp_path):
             "title": "T",
             "text": window_id,
             "condition": "PFP",
-            "doc_id": "d",
+            "doc_id": f"doc-{window_id}",  # each window its own study: sources are counted per document
         }
 
     first = [row("a", 0.9), row("b", 0.5), row("c", 0.2)]
