@@ -1075,3 +1075,29 @@ def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):
     one = candidate_rows(retriever, items, "test", threads=1)
     assert one.height and one["question_id"].unique(maintain_order=True).to_list() == ["q0", "q1", "q2"]
     assert candidate_rows(retriever, items, "test", threads=3).equals(one)
+
+
+def test_the_text_answer_names_no_year_a_source_does_not_state(capsys):
+    """Cochrane abstracts state no year: the citation read "(grade B, LBP, None)"."""
+    from ebm_platform.cli.query import _print_answer
+
+    citation = {"n": 1, "title": "Exercise therapy for chronic low back pain", "grade": "B", "condition": "LBP"}
+    result = {
+        "bottom_line": {"question_type": "effect", "summary": "Yes"},
+        "question": "q?",
+        "strategy": "sr_rag",
+        "mode": "offline",
+        "ranking": "hand-set",
+        "core_answer": [],
+        "evidence_by_grade": [],
+        "pico_comparison": {},
+        "citations": [
+            {**citation, "year": None, "window_id": "w1"},
+            {**citation, "n": 2, "year": 2017, "window_id": "w2"},
+        ],
+        "notes": {},
+        "timings_s": {},
+    }
+    _print_answer(result)
+    out = capsys.readouterr().out
+    assert "(grade B, LBP) window w1" in out and "(grade B, LBP, 2017) window w2" in out and "None" not in out

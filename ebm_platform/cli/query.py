@@ -187,7 +187,8 @@ def _print_answer(result: dict) -> None:
         _say(f"   limitation: {limitation}")
     _say("\nCitations")
     for c in result["citations"]:
-        _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}, {c['year']}) window {c['window_id']}")
+        year = f", {c['year']}" if c.get("year") else ""  # a Cochrane abstract states no year
+        _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}{year}) window {c['window_id']}")
     _say(f"\nnotes: {result['notes']}\ntimings (s): {result['timings_s']}")
     for row in result.get("explain", []):
         _say(f"   {row}")
