@@ -147,24 +147,24 @@ def bottom_line(
     condition: str | None = None,
     in_condition: frozenset[str] | set[str] = frozenset(),
 ) -> dict:
-    """The bottom line of a composed answer (its verdict, core statements, graded evidence and
-    certainty): the question type, one sentence in the question's terms, and the cited sources by
-    grade that support or contradict it (each document counted once, each window by its first statement that names
-    a word telling the question's arms apart, `findings.arm_words`, in itself or in its source's title;
-    a source about something else counts neither way, and so does, when the question has a `condition`
-    and some cited windows are that condition's (`in_condition`), a source whose cited window is not:
-    GRADE's population indirectness). When no cited source is left, the answer is insufficient evidence
-    (uncertain for a closed question) whatever the quoted findings say. A closed
-    question is answered as the best-graded cited sources answer it (a guideline recommendation by its
-    strength), which may overrule the verdict of the core statements; a comparative or open question
-    states that verdict when a source that names the arms supports it, else what the best-graded
-    such sources find (a verdict read from trials of other arms does not answer it). `read_source(n)`, when given, is the closed-question reader's yes / no /
-    uncertain for cited study n (not a guideline) read with the question: then the reading of the
-    top-ranked study that names the question's arms answers a closed question (the ranking already weighs grade), each study's reading gives
-    its side, and a yes to a question asking about one direction becomes no when the study's verdict is
-    a significant effect the other way; before anything else the cited recommendations about the
-    question's arms decide. A guideline's other sentences (its discussion of studies) count as support
-    or contradiction but do not overrule the reader: read out of context they once answered "Does spinal
+    """The bottom line of a composed answer (its verdict, core statements, graded evidence and certainty): the
+    question type, one sentence in the question's terms, and the cited sources by grade that support or
+    contradict it (each document counted once; each window by its first statement that names a word telling
+    the question's arms apart, `findings.arm_words`, in itself or in its source's title; a source about
+    something else counts neither way, and so does, when the question has a `condition` and some cited
+    windows are that condition's (`in_condition`), a source whose cited window is not: GRADE's population
+    indirectness). When no cited source is left, the answer is insufficient evidence (uncertain for a closed
+    question) whatever the quoted findings say. A closed question is answered as the best-graded cited
+    sources answer it (a guideline recommendation by its strength), which may overrule the verdict of the
+    core statements; a comparative or open question states that verdict when a source that names the arms
+    supports it, else what the best-graded such sources find (a verdict read from trials of other arms does
+    not answer it). `read_source(n)`, when given, is the closed-question reader's yes / no / uncertain for
+    cited study n (not a guideline) read with the question: then the reading of the top-ranked study that
+    names the question's arms answers a closed question (the ranking already weighs grade), each study's
+    reading gives its side, and a yes to a question asking about one direction becomes no when the study's
+    verdict is a significant effect the other way; before anything else the cited recommendations about the
+    question's arms decide. A guideline's other sentences (its discussion of studies) count as support or
+    contradiction but do not overrule the reader: read out of context they once answered "Does spinal
     manipulation reduce neck pain?" with no from "benefits ... slightly outweighed the potential harm"."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
