@@ -372,3 +372,25 @@ def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer()
     assert line["text"] == "Yes: exercises decreased risk of recurrent ankle sprain."
     nordic = question_anchors("Does Nordic hamstring exercise prevent hamstring injuries?")
     assert arm_words(nordic) == ["nordic", "exercise"]
+
+
+def test_a_guideline_speaks_through_its_recommendation_not_its_discussion() -> None:
+    """The demo's "Should clinicians suggest a structured exercise program ...?" read "supported by 2
+    grade A; contradicted by 1 grade A": the VA/DoD guideline's recommendation and, from another of its
+    windows, its discussion of a trial that found no difference."""
+    question = "Should clinicians suggest a structured exercise program for patients with low back pain?"
+    anchors = question_anchors(question)
+    answer = _answer(
+        INSUFFICIENT,
+        [
+            ("For patients with low back pain, we suggest a structured clinician-directed exercise program.", 1),
+            ("Studies found no differences between structured exercise programs and placebo (p = 0.3).", 2),
+        ],
+        {1: "A", 2: "A"},
+    )
+    assert bottom_line(question, anchors, answer, _rules)["contradict"] == {"A": 1}  # two guidelines
+    for citation in answer["citations"]:
+        citation["doc_id"] = "va-dod"
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["answer"] == "yes" and line["support"] == {"A": 1} and line["contradict"] == {}
+    assert line["sides"] == {"1": "supports", "2": "neutral"}

@@ -131,6 +131,27 @@ def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: 
     return None
 
 
+def _by_recommendation(
+    stances: dict[int, str],
+    first: dict[int, str],
+    grade: dict[int, str],
+    document: dict[int, object],
+    anchors: Anchors,
+    neutral: str,
+) -> dict[int, str]:
+    """A guideline speaks through its recommendation: when one of its cited windows recommends on the
+    question's arms, its other windows (its discussion of the studies) take no side (the demo's
+    structured exercise answer read "supported by 2 grade A; contradicted by 1 grade A", the VA/DoD
+    guideline on both sides)."""
+    speaking = {
+        document[n] for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and about_arms(s, anchors)
+    }
+    return {
+        n: neutral if document[n] in speaking and not (recommends(first[n]) and about_arms(first[n], anchors)) else st
+        for n, st in stances.items()
+    }
+
+
 def _recommended(stances: dict[int, str], first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> str | None:
     """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer:
     the majority of their yes / no / uncertain, a tie uncertain; None when none is about them."""
@@ -179,6 +200,7 @@ def bottom_line(
     ]
     cited = answer.get("citations", [])
     titles = {c["n"]: c.get("title") or "" for c in cited}
+    document = {c["n"]: c.get("doc_id") or c["n"] for c in cited}
     # with a condition whose windows are among the cited, the other conditions' sources are indirect
     of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
     direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
@@ -206,6 +228,7 @@ def bottom_line(
             else statement_answer(s, verdict_of, direction)
             for n, s in first.items()
         }
+        stances = _by_recommendation(stances, first, grade, document, anchors, neutral)
         # the top-ranked source that names the question's arms (one that does not answers nothing: the
         # demo's "Does neuromuscular training prevent anterior cruciate ligament injuries?" read "No ...
         # supported by none" from a trial of something else that ranked first)
@@ -251,8 +274,10 @@ def bottom_line(
                 target = best
         text = f"{target.capitalize()}: {basis}"
     else:  # the core's verdict, unless no source that names the arms supports it: then the best-graded ones decide
-        stances = {n: verdict_of(s) for n, s in first.items()}
         neutral = INSUFFICIENT
+        stances = _by_recommendation(
+            {n: verdict_of(s) for n, s in first.items()}, first, grade, document, anchors, neutral
+        )
         best = _best_grade_answer(stances, grade, neutral)
         target = verdict if best is None or verdict in stances.values() else best
         text = _phrase(target, anchors)
