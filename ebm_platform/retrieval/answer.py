@@ -29,10 +29,9 @@ from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.findings import (
     STRENGTH,
-    about_arms,
     is_finding,
     names_question,
-    recommends,
+    recommends_about_arms,
     without_markers,
 )
 from ebm_platform.retrieval.lexical import stem, stems, terms
@@ -265,7 +264,7 @@ def _core_rank(row: dict, statement: str, anchors: Anchors) -> str:
     """A core statement's precedence: a guideline's recommendation about the question's arms first
     (`findings.about_arms`), then a grade A or B finding that (or whose source's title) names them, by
     grade; else last."""
-    if row["grade"] == "A" and recommends(statement) and about_arms(statement, anchors):
+    if row["grade"] == "A" and recommends_about_arms(statement, anchors):
         return "0"
     named = names_question(statement, anchors, row.get("title") or "")
     return row["grade"] if row["grade"] in LEADING_GRADES and named else "Z"

@@ -21,7 +21,13 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from ebm_platform.retrieval.findings import about_arms, arm_words, names_question, recommendation_stance, recommends
+from ebm_platform.retrieval.findings import (
+    arm_words,
+    names_question,
+    recommendation_stance,
+    recommends,
+    recommends_about_arms,
+)
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -143,19 +149,27 @@ def _by_recommendation(
     question's arms, its other windows (its discussion of the studies) take no side (the demo's
     structured exercise answer read "supported by 2 grade A; contradicted by 1 grade A", the VA/DoD
     guideline on both sides)."""
-    speaking = {
-        document[n] for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and about_arms(s, anchors)
-    }
+    speaking = {document[n] for n in first if _recommends_on_arms(n, first, grade, anchors)}
     return {
-        n: neutral if document[n] in speaking and not (recommends(first[n]) and about_arms(first[n], anchors)) else st
+        n: neutral if document[n] in speaking and not _recommends_on_arms(n, first, grade, anchors) else st
         for n, st in stances.items()
     }
+
+
+def _recommends_on_arms(n: int, first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> bool:
+    """Whether cited source n is a guideline whose statement recommends on the question's arms."""
+    return grade[n] == GUIDELINE and recommends_about_arms(first[n], anchors)
+
+
+def _documents(citations: list[dict]) -> dict[int, object]:
+    """Each citation's document (its doc_id; the citation itself when it names none)."""
+    return {c["n"]: c.get("doc_id") or c["n"] for c in citations}
 
 
 def _recommended(stances: dict[int, str], first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> str | None:
     """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer:
     the majority of their yes / no / uncertain, a tie uncertain; None when none is about them."""
-    about = [n for n in stances if grade[n] == GUIDELINE and recommends(first[n]) and about_arms(first[n], anchors)]
+    about = [n for n in stances if _recommends_on_arms(n, first, grade, anchors)]
     return _majority(Counter(stances[n] for n in about), UNCERTAIN)
 
 
@@ -200,7 +214,7 @@ def bottom_line(
     ]
     cited = answer.get("citations", [])
     titles = {c["n"]: c.get("title") or "" for c in cited}
-    document = {c["n"]: c.get("doc_id") or c["n"] for c in cited}
+    document = _documents(cited)
     # with a condition whose windows are among the cited, the other conditions' sources are indirect
     of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
     direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
@@ -313,7 +327,7 @@ def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str]
     """The bottom line's fields: `sides` is each cited window's side (supports / contradicts /
     neutral), counted by grade once per document (the demo's opioid answer once read "supported by 6
     grade A": windows of two guidelines); the one-line summary comes from `with_certainty`."""
-    document = {c["n"]: c.get("doc_id") or c["n"] for c in answer.get("citations", [])}
+    document = _documents(answer.get("citations", []))
 
     def tally(wanted: str) -> dict[str, int]:
         documents = {document.get(n, n): grade[n] for n, side in sides.items() if side == wanted}

@@ -169,3 +169,8 @@ def about_arms(statement: str, anchors: Anchors) -> bool:
     (`arm_words`): a recommendation about the question, not one that shares a word with it."""
     named = {stem(w) for w in arm_words(anchors)}
     return 2 * len(named & stems(statement)) >= len(named)
+
+
+def recommends_about_arms(statement: str, anchors: Anchors) -> bool:
+    """A recommendation (`recommends`) about the question's arms (`about_arms`)."""
+    return recommends(statement) and about_arms(statement, anchors)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.corpus.windows import sentence_spans
-from ebm_platform.retrieval.findings import about_arms, recommends
+from ebm_platform.retrieval.findings import recommends_about_arms
 from ebm_platform.retrieval.pipeline import Candidate, Laps, PipelineParams, Retrieval, Retriever, Strategy, gather
 from ebm_platform.vocabulary import Anchors
 
@@ -33,7 +33,7 @@ ABLATIONS = {
 def recommends_on_arms(text: str, anchors: Anchors) -> bool:
     """Whether a window states a recommendation (`findings.recommends`) about the question's arms
     (`findings.about_arms`) in one of its sentences."""
-    return any(recommends(text[a:b]) and about_arms(text[a:b], anchors) for a, b in sentence_spans(text))
+    return any(recommends_about_arms(text[a:b], anchors) for a, b in sentence_spans(text))
 
 
 def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | None:
