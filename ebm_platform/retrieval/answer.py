@@ -316,8 +316,11 @@ def compose_offline(
     best_per_window: dict[int, str] = {}
     quoted: set[str] = set()
     for i in order:
-        n, statement = sentences[i][1], without_markers(sentences[i][0])
-        if finding[i] and n not in best_per_window and statement not in quoted:
+        n = sentences[i][1]
+        if not finding[i] or n in best_per_window:
+            continue
+        statement = without_markers(sentences[i][0])
+        if statement not in quoted:
             best_per_window[n] = statement
             quoted.add(statement)
     # the core: among the CORE_POOL windows whose findings score best, and every guideline recommendation
