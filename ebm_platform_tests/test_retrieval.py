@@ -836,6 +836,44 @@ def test_the_verdict_reads_the_question_arms(datasets_dir):
     assert model.verdict(no_difference, reversed_question)[0] == "no significant difference"
 
 
+@pytest.mark.parametrize(
+    "text, cues",
+    [
+        ("Pain was lower with naproxen (p = 0.04).", ["zpsig", "zdown"]),
+        ("Pain did not differ (P=.34); function improved (P < .001).", ["zpns", "zpsig", "zup"]),
+        ("Recovery was faster (p > 0.05, NS) and p < 0.2 overall.", ["zpns", "zpwide"]),
+        ("The difference was -1.2 points (95% CI -2.5 to 0.1).", ["zcinull"]),
+        ("Risk fell (RR 0.62, 95% confidence interval 0.45-0.85).", ["zciclear", "zdown"]),
+        ("Odds of re-injury were similar (OR 1.1; 95% CI: 0.8, 1.6) (n.s.).", ["zcinull", "zpns"]),
+        ("Pain scores fell from 6 to 3 points.", ["zdown"]),
+        ("Patients were recruited in 2019.", []),
+    ],
+)
+def test_reading_cues_spell_out_p_values_intervals_and_directions(text, cues):
+    from ebm_platform.retrieval.verdict import with_reading_cues
+
+    cued = with_reading_cues(text)
+    assert cued.startswith(text) and cued[len(text) :].split() == cues
+
+
+def test_significance_cues_separate_a_significant_from_a_null_p_value(datasets_dir):
+    """The sentence reader, trained on the train spans, reads 'p = 0.34' as no difference and
+    'p = 0.003' as an effect in otherwise identical sentences (without the cues the two sentences
+    share every TF-IDF term but the number's digits)."""
+    from ebm_platform.evaluation.verdict_training import spans
+    from ebm_platform.retrieval.verdict import VerdictModel
+
+    texts, labels, arms = spans(datasets_dir, "train")
+    model = VerdictModel.train(texts, labels, arms)
+    null, significant = model.predict(
+        [
+            "The mean change in pain was 1.2 points in the exercise group and 0.9 in the control group (p = 0.34).",
+            "The mean change in pain was 1.2 points in the exercise group and 0.9 in the control group (p = 0.003).",
+        ]
+    )
+    assert null == "no significant difference" and significant != "no significant difference"
+
+
 def test_sentence_features_on_a_hand_computed_example():
     question = "What is the effect of naproxen compared with placebo on pain scores?"
     anchors = Anchors(intervention="naproxen", comparator="placebo", outcome="pain scores")

@@ -67,10 +67,9 @@ def test_oracle_utility_is_the_proxy_models_loss_drop_on_the_gold_answer():
     labels = [DECREASED] * 3 + [INCREASED] * 3 + [NO_DIFFERENCE] * 3
     model = VerdictModel.train(texts, labels * 2)
     f_u = oracle_utility(model, DECREASED)
-    probability = model.pipeline.predict_proba(["pain was significantly reduced"])[0][
-        list(model.pipeline.classes_).index(DECREASED)
-    ]
-    prior = model.pipeline.predict_proba([""])[0][list(model.pipeline.classes_).index(DECREASED)]
+    column = list(model.pipeline.classes_).index(DECREASED)
+    probability = model.stated_probabilities(["pain was significantly reduced"])[0][column]
+    prior = model.stated_probabilities([""])[0][column]
     assert f_u("pain was significantly reduced") == pytest.approx(np.log(probability) - np.log(prior))
     assert probability > prior
     assert f_u("strength significantly increased") == 0.0  # evidence against the gold answer: clipped at 0

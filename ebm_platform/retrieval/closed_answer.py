@@ -21,6 +21,7 @@ import numpy as np
 
 from ebm_platform.model_store import load_estimators, save_estimators
 from ebm_platform.retrieval.findings import is_finding
+from ebm_platform.retrieval.verdict import stated_probabilities
 
 YES, NO, MAYBE = "yes", "no", "maybe"
 RESULTS_SECTION = re.compile(r"result|finding", re.I)
@@ -64,7 +65,7 @@ def features(question: str, results: list[str], spans) -> np.ndarray:
     classifier with `predict_proba` over the three Evidence Inference labels."""
     counts = [sum(bool(p.search(s)) for s in results) for p in (NO_DIFFERENCE, SIGNIFICANCE, HEDGE)]
     form = [float(bool(p.search(question))) for p in QUESTION_FORMS.values()]
-    probabilities = spans.predict_proba(results) if results else np.zeros((1, 3))
+    probabilities = stated_probabilities(spans, results) if results else np.zeros((1, 3))
     return np.array(
         [*counts, len(results), *form, len(question.split()), *probabilities.mean(0), *probabilities.max(0)],
         dtype=float,

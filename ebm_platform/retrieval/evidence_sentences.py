@@ -7,7 +7,10 @@ the one that reports the result. `SentenceScorer` is a logistic regression over 
 (question, sentence) pair: the cosine, standardised over the candidate sentences (stored pooled
 vectors and stand-alone embeddings differ in scale, their ranking does not), result and
 statistics language, how much of the question's outcome, intervention and comparator (its rule
-anchors) and of its content words the sentence repeats, its length and how many numbers it holds.
+anchors) and of its content words the sentence repeats, its length, how many numbers it holds, and
+whether it reports a change within one arm ("from 49.9% to 55.2%", "compared with baseline") or a
+comparison of the arms ("between groups", "than the control group"; grouped 5-fold CV by article on
+the 807 train prompts: P@1 0.705 without these two, 0.711 with them).
 Beside them it reads the sentence's section (title, abstract, results, discussion, ...: the heading
 path of its window) and the sentence's own words with the question's intervention, comparator and
 outcome words replaced by markers (TF-IDF of word 1-2-grams, weighted LEXICAL_WEIGHT against the
@@ -33,6 +36,19 @@ RESULT_CUES = re.compile(
     re.I,
 )
 STATISTICS = re.compile(r"\bp\s*[<=>≤≥]|\bci\b|confidence interval|\d\s*%|\bsignifican", re.I)
+# A change within one arm ("increased from 49.9% to 55.2%", "pre- to post-test") against a comparison
+# of the arms ("between groups", "than the control group"): the second answers the question asked.
+WITHIN_GROUP = re.compile(
+    r"\bfrom (?:a )?(?:baseline|pre\w*|\(?[-−]?\d[\d.,]*)\S*\s+(?:\S+\s+){0,4}?to\b|\bwithin[- ]groups?\b|"
+    r"\b(?:compared|relative) (?:with|to) (?:the )?(?:baseline|pre-?\w+)|\bin (?:both|all|each) (?:the )?(?:groups|arms)\b|"
+    r"\bpre-? ?(?:to|and|vs\.?|versus) ?post",
+    re.I,
+)
+BETWEEN_GROUPS = re.compile(
+    r"\bbetween(?:[- ]groups?| (?:the )?(?:two |three )?(?:groups|arms))\b|\bgroup differences?\b|\bthan (?:in |with |after )?(?:the )?\w+|"
+    r"\b(?:compared|relative) (?:with|to) (?:the )?(?!baseline|pre)\w+|\bversus\b|\bvs\b",
+    re.I,
+)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 _QUESTION_FRAME = frozenset({"effect"})  # the benchmark's "What is the effect of"; its other words are stopwords
@@ -46,6 +62,8 @@ FEATURES = (
     "question words",
     "log characters",
     "numbers / 10",
+    "within-group change",
+    "between-group comparison",
     "section: title",
     *(f"section: {name}" for name in SECTIONS),
 )
@@ -111,6 +129,8 @@ def sentence_features(
                 _share(asked, words),
                 np.log1p(len(sentence)),
                 len(_NUMBER.findall(sentence)) / 10,
+                bool(WITHIN_GROUP.search(sentence)),
+                bool(BETWEEN_GROUPS.search(sentence)),
                 section == TITLE,
                 *(bool(flag) for flag in section_flags(section).values()),
                 " ".join(mark_arms(sentence, intervention, comparator, outcome)),

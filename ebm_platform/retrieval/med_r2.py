@@ -316,7 +316,7 @@ def oracle_utility(model: VerdictModel, gold: str) -> Utility:
     column = classes.index(gold)
 
     def loss(text: str) -> float:
-        return -math.log(max(float(model.pipeline.predict_proba([text])[0][column]), 1e-12))
+        return -math.log(max(float(model.stated_probabilities([text])[0][column]), 1e-12))
 
     without = loss("")
     return lambda text: max(without - loss(text), 0.0)

@@ -19,6 +19,14 @@ control), and an *orientation* classifier reads the question's intervention and 
 sentence (each arm's words marked in it, whether an arm names a control) and gives the probability
 that the question's I is the sentence's intervention; when it is not, increased and decreased swap.
 So "I reduced O compared with C" answers "Does C reduce O more than I?" with "increased".
+The sentence reader reads the sentence with its significance and direction spelled out
+(`with_reading_cues`): each p-value becomes "zpsig" (below 0.05) or "zpns", each confidence interval
+"zcinull" (it spans 0, or 1 for a ratio) or "zciclear", so that "p = 0.34" and "p = 0.04" no longer
+share their tokens, and each direction word (higher, reduced, shorter, ...) adds "zup" or "zdown",
+so that a direction worded rarely counts like a common one. The orientation classifier also reads
+which arm the sentence names first (`_arm_order`). Chosen by grouped 5-fold CV by article on the
+train spans (accuracy read with the arms as asked): 0.726 without the cues, 0.767 with the
+significance cues, 0.782 with the direction cues too, 0.797 with the arms' order.
 """
 
 from __future__ import annotations
@@ -69,6 +77,49 @@ _DOWN = re.compile(
 )
 
 
+P_VALUE = re.compile(r"\bp\s*(?:-?\s*value)?\s*(<=|>=|<|≤|=|>|≥)\s*(0?\.\d+|[01](?:\.0+)?)", re.I)
+CONFIDENCE_INTERVAL = re.compile(
+    r"(?:\bci\b|confidence interval)[^\d\-−]{0,12}([-−]?\d+(?:\.\d+)?)\s*(?:to|-|–|,|;)\s*([-−]?\d+(?:\.\d+)?)", re.I
+)
+NOT_SIGNIFICANT_MARK = re.compile(r"\(\s*n\.?s\.?\s*\)|\bn\.s\.", re.I)
+SIGNIFICANCE_LEVEL = 0.05
+_SIGNIFICANT = re.compile(r"\bsignifican", re.I)
+
+
+def _p_cue(operator: str, value: float) -> str:
+    """zpsig / zpns for one reported p-value; zpwide for a bound that says neither (p < 0.2)."""
+    if operator in ("<", "<=", "≤"):
+        return "zpsig" if value <= SIGNIFICANCE_LEVEL else "zpwide"
+    if operator in (">", ">=", "≥"):
+        return "zpns" if value >= SIGNIFICANCE_LEVEL else "zpwide"
+    return "zpsig" if value < SIGNIFICANCE_LEVEL else "zpns"
+
+
+def _interval_cue(low: str, high: str) -> str:
+    """zcinull when the interval spans no effect (0 for a difference, 1 for a ratio), else zciclear."""
+    a, b = sorted(float(v.replace("−", "-")) for v in (low, high))
+    return "zcinull" if a < 0 < b or 0 < a < 1 < b else "zciclear"
+
+
+def with_reading_cues(text: str) -> str:
+    """The text with one cue word appended for each p-value, confidence interval, "(NS)" and
+    direction word it holds: what the sentence reader reads."""
+    cues = [_p_cue(operator, float(value)) for operator, value in P_VALUE.findall(text)]
+    cues += [_interval_cue(low, high) for low, high in CONFIDENCE_INTERVAL.findall(text)]
+    cues += ["zpns"] * bool(NOT_SIGNIFICANT_MARK.search(text))
+    cues += ["zup"] * len(_UP.findall(text)) + ["zdown"] * len(_DOWN.findall(text))
+    return " ".join([text, *cues])
+
+
+def reports_comparison(statement: str) -> bool:
+    """Whether a statement reports a result the verdict can be read from: no-difference language, a
+    direction word, significance, a p-value or a confidence interval."""
+    return any(
+        pattern.search(statement)
+        for pattern in (_NO_DIFFERENCE, _UP, _DOWN, P_VALUE, CONFIDENCE_INTERVAL, _SIGNIFICANT)
+    )
+
+
 def offline_verdict(statements: list[str]) -> tuple[str, str | None]:
     """The verdict and the statement it rests on (None when evidence is insufficient)."""
     for statement in statements:
@@ -107,8 +158,21 @@ def orientation_text(arms: Arms, sentence: str) -> str:
         *sorted(f"c_{t}" for t in arm_c),
         "|",
     ]
-    words.extend(mark_arms(sentence, arm_i, arm_c, out))
+    marked = mark_arms(sentence, arm_i, arm_c, out)
+    words.append(_arm_order(marked))
+    words.extend(marked)
     return " ".join(words)
+
+
+def _arm_order(marked: list[str]) -> str:
+    """Which of the question's arms the marked sentence names first (zorder_ic, zorder_ci), or only
+    (zonly_i, zonly_c), or neither (zorder_none)."""
+    seen = [w for w in marked if w in ("zarmi", "zarmc")]
+    if not seen:
+        return "zorder_none"
+    if len(set(seen)) == 1:
+        return f"zonly_{seen[0][-1]}"
+    return "zorder_ic" if seen[0] == "zarmi" else "zorder_ci"
 
 
 def swapped(arms: Arms) -> Arms:
@@ -119,6 +183,11 @@ def swapped(arms: Arms) -> Arms:
 def as_yes_no(verdict: str) -> str:
     """PubMedQA's answer read from a verdict: effect -> yes, no difference -> no, else maybe."""
     return {INCREASED: "yes", DECREASED: "yes", NO_DIFFERENCE: "no"}.get(verdict, "maybe")
+
+
+def stated_probabilities(pipeline, texts: Sequence[str]) -> np.ndarray:
+    """The sentence reader `pipeline`'s (n, classes) probabilities of texts, each read with its cues."""
+    return pipeline.predict_proba([with_reading_cues(t) for t in texts])
 
 
 def _text_classifier(ngrams: int, c: float, balanced: bool, token_pattern: str = r"(?u)\b\w\w+\b"):
@@ -141,7 +210,9 @@ class VerdictModel:
     intervention is the sentence's, trained on each train span with its prompt's arms (same) and
     with them exchanged (reversed). A statement's class probabilities are
     p(same) x p(verdict) + p(reversed) x p(verdict with the arms swapped); over ranked statements
-    they are summed with weights 1, 1/2, 1/3 and the largest sum is the verdict. Without both arms
+    they are summed with weights 1, 1/2, 1/3 (over the statements that report a comparison, as the
+    rules read them: a reader trained on result spans reads "Participants were recruited in clinics."
+    as no difference) and the largest sum is the verdict. Without both arms
     in the question (or in a model saved before `orientation`), the sentence's reading is the
     verdict. `sentences`, when trained, is the scorer that chooses which sentences the offline
     answer quotes."""
@@ -156,7 +227,7 @@ class VerdictModel:
         cls, texts: list[str], labels: list[str], arms: Sequence[Arms] | None = None, meta: dict | None = None
     ) -> VerdictModel:
         """Fit the sentence reader on (text, label); with each text's question `arms`, the orientation too."""
-        pipeline = _text_classifier(2, 4.0, balanced=True).fit(texts, labels)
+        pipeline = _text_classifier(2, 4.0, balanced=True).fit([with_reading_cues(t) for t in texts], labels)
         orientation = None
         if arms is not None:
             pairs = list(zip(arms, texts))
@@ -166,9 +237,13 @@ class VerdictModel:
             )
         return cls(pipeline, dict(meta or {}, trained_on_spans=len(texts)), orientation=orientation)
 
+    def stated_probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, classes) probabilities of each text's direction as stated (no question read)."""
+        return stated_probabilities(self.pipeline, texts)
+
     def probabilities(self, texts: list[str], arms: Sequence[Arms | None] | None = None) -> np.ndarray:
         """(n, classes) verdict probabilities of each text, read with its question's arms where given."""
-        probabilities = self.pipeline.predict_proba(texts)
+        probabilities = self.stated_probabilities(texts)
         read = [i for i, arm in enumerate(arms or []) if arm is not None]
         if not read or self.orientation is None:
             return probabilities
@@ -188,6 +263,7 @@ class VerdictModel:
         """The verdict over ranked statements read with the question's arms, and the statement that weighs most for it."""
         if not statements:
             return INSUFFICIENT, None
+        statements = [s for s in statements if reports_comparison(s)] or statements
         probabilities = self.probabilities(statements, [arms_of(anchors)] * len(statements))
         weights = np.array([1.0 / (rank + 1) for rank in range(len(statements))])[:, None]
         best = int(np.argmax((probabilities * weights).sum(axis=0)))
