@@ -819,13 +819,19 @@ def test_verdict_model_asset_learns_from_train_spans_and_is_checked(tmp_path, da
     assert spans_report["learned"]["accuracy"] >= spans_report["sentence alone (no question)"]["accuracy"] - 0.01
 
 
-def test_the_verdict_reads_the_question_arms(datasets_dir):
-    """'I reduced O compared with C' answers 'Does C reduce O more than I?' with C's direction."""
+@pytest.fixture(scope="module")
+def train_span_reader(datasets_dir):
+    """The verdict model's reader and orientation fitted on every Evidence Inference train span (no
+    sentence scorer): what the reading tests below read with."""
     from ebm_platform.evaluation.verdict_training import spans
     from ebm_platform.retrieval.verdict import VerdictModel
 
-    texts, labels, arms = spans(datasets_dir, "train")
-    model = VerdictModel.train(texts, labels, arms)
+    return VerdictModel.train(*spans(datasets_dir, "train"))
+
+
+def test_the_verdict_reads_the_question_arms(train_span_reader):
+    """'I reduced O compared with C' answers 'Does C reduce O more than I?' with C's direction."""
+    model = train_span_reader
     finding = ["Pain was significantly lower after hip strengthening than after usual care (p < 0.01)."]
     asked = Anchors(intervention="hip strengthening", comparator="usual care", outcome="pain")
     reversed_question = Anchors(intervention="usual care", comparator="hip strengthening", outcome="pain")
@@ -856,16 +862,11 @@ def test_reading_cues_spell_out_p_values_intervals_and_directions(text, cues):
     assert cued.startswith(text) and cued[len(text) :].split() == cues
 
 
-def test_significance_cues_separate_a_significant_from_a_null_p_value(datasets_dir):
+def test_significance_cues_separate_a_significant_from_a_null_p_value(train_span_reader):
     """The sentence reader, trained on the train spans, reads 'p = 0.34' as no difference and
     'p = 0.003' as an effect in otherwise identical sentences (without the cues the two sentences
     share every TF-IDF term but the number's digits)."""
-    from ebm_platform.evaluation.verdict_training import spans
-    from ebm_platform.retrieval.verdict import VerdictModel
-
-    texts, labels, arms = spans(datasets_dir, "train")
-    model = VerdictModel.train(texts, labels, arms)
-    null, significant = model.predict(
+    null, significant = train_span_reader.predict(
         [
             "The mean change in pain was 1.2 points in the exercise group and 0.9 in the control group (p = 0.34).",
             "The mean change in pain was 1.2 points in the exercise group and 0.9 in the control group (p = 0.003).",
