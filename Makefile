@@ -62,8 +62,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 # Kills, readers during writes, load and a daemon backfill (24 minutes on 2 cores, 2026-11-26); prints the reliability table.
+# Its longest test may take hours on a slow machine, so the per-test timeout is three hours, not make test's 15 minutes.
 reliability: services-deps
-	$(BIN)/python -m pytest -q -rs -m reliability ebm_platform_tests/test_reliability.py
+	$(BIN)/python -m pytest -q -rs -m reliability --timeout 10800 ebm_platform_tests/test_reliability.py
 
 # The distributed row of the reliability suite needs Debian's postgresql and redis-server; when they
 # cannot be installed, say so (that test then skips with the reason).
