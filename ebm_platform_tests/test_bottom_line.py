@@ -394,3 +394,81 @@ def test_a_guideline_speaks_through_its_recommendation_not_its_discussion() -> N
     line = bottom_line(question, anchors, answer, _rules)
     assert line["answer"] == "yes" and line["support"] == {"A": 1} and line["contradict"] == {}
     assert line["sides"] == {"1": "supports", "2": "neutral"}
+
+
+@pytest.mark.parametrize(
+    "outcome, better",
+    [
+        ("chronic low back pain", "down"),
+        ("risk of recurrent ankle sprain", "down"),
+        ("time to return to sport", "down"),
+        ("time to recurrence", "up"),
+        ("knee function", "up"),
+        ("return to sport", "up"),
+        ("pain and function", None),
+        ("serum cortisol", None),
+    ],
+)
+def test_the_better_direction_of_an_outcome(outcome: str, better: str | None) -> None:
+    from ebm_platform.retrieval.bottom_line import outcome_polarity
+
+    assert outcome_polarity(outcome) == better
+
+
+WHO_EXERCISE = (
+    "A structured exercise therapy or programme may be offered as part of care to adults with CPLBP (Strength of "
+    "recommendation: conditional recommendation in favour of use, low certainty evidence)."
+)
+
+
+def test_a_recommendation_for_the_intervention_supports_a_comparative_benefit() -> None:
+    """The demo's "Is exercise therapy better than usual care for chronic low back pain?" read
+    "decreased ... contradicted by 2 grade A": the WHO guideline's recommendation of exercise (read
+    as if it reported an increase) and the VA/DoD guideline's of cognitive behavioral therapy (another
+    intervention). A recommendation for the arm that a pain outcome should favour is a decrease; one
+    about other arms takes no side."""
+    question = "Is exercise therapy better than usual care for chronic low back pain?"
+    answer = _answer(
+        DECREASED,
+        [
+            ("Exercise therapy appears to be slightly effective at decreasing pain in chronic low-back pain.", 2),
+            (WHO_EXERCISE, 6),
+            (
+                "For patients with chronic low back pain, we suggest cognitive behavioral therapy (Strength of "
+                "recommendation: Weak for; New-replaced).",
+                3,
+            ),
+        ],
+        {2: "B", 3: "A", 6: "A"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == DECREASED and line["text"].startswith("Exercise therapy decreased chronic low back pain")
+    assert line["support"] == {"A": 1, "B": 1} and line["contradict"] == {}
+    assert line["sides"] == {"2": "supports", "6": "supports", "3": "neutral"}
+    # the same recommendation, the arms asked the other way round: it favours the comparator
+    reversed_question = "Is usual care better than exercise therapy for chronic low back pain?"
+    alone = _answer(INSUFFICIENT, [(WHO_EXERCISE, 6)], {6: "A"})
+    line = bottom_line(reversed_question, question_anchors(reversed_question), alone, _rules)
+    assert line["answer"] == INCREASED and line["support"] == {"A": 1}
+
+
+def test_a_recommendation_against_the_intervention_decides_a_comparative_question_over_its_discussion() -> None:
+    """The demo's "Are opioids better than non-opioid medication ...?" read "Opioids decreased chronic
+    low back pain ... supported by 1 grade A" from the VA/DoD guideline's discussion of a trial, while
+    its recommendation ("we suggest against opioids", which names only the word both arms share, as
+    "non-opioid" carries it) took no side. A recommendation against the intervention on a pain outcome
+    is an increase, and it silences the same guideline's discussion."""
+    question = "Are opioids better than non-opioid medication for chronic low back pain?"
+    answer = _answer(
+        DECREASED,
+        [
+            ("For patients with chronic low back pain, we suggest against opioids.", 4),
+            ("Pain intensity was significantly reduced with opioids compared with non-opioid medication (p=.03).", 2),
+        ],
+        {2: "A", 4: "A"},
+    )
+    for citation in answer["citations"]:
+        citation["doc_id"] = "va-dod"
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == INCREASED and line["text"].startswith("Opioids increased chronic low back pain")
+    assert line["support"] == {"A": 1} and line["sides"] == {"4": "supports", "2": "neutral"}

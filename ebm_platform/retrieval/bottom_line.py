@@ -9,7 +9,9 @@ where the verdict's direction is read against the question's own direction ("Doe
 answered "significantly decreased" is yes, "significantly increased" is no; a question with no
 direction, "Is I effective?", is yes for any significant effect). A cited guideline recommendation
 about the question's arms answers a closed question by its stance (for: yes; against: no; neither /
-no recommendation: uncertain), read from its stated strength or its recommending words.
+no recommendation: uncertain), read from its stated strength or its recommending words. For a
+comparative question it reads as the direction on the outcome that favours the arm it recommends
+(`recommended_verdict`): a recommendation for exercise on a pain outcome is a decrease.
 Findings about other interventions or other conditions answer nothing: when no cited finding of the
 question's condition, nor its source's title, names a word that tells the question's arms apart,
 the answer is insufficient evidence.
@@ -28,6 +30,7 @@ from ebm_platform.retrieval.findings import (
     recommends,
     recommends_about_arms,
 )
+from ebm_platform.retrieval.lexical import stems
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
 from ebm_platform.vocabulary import Anchors
 
@@ -50,6 +53,22 @@ YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 # what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
 NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
+# Outcomes a treatment should lower (harms, symptoms, time lost) and those it should raise: which way
+# on the outcome a recommended arm is expected to move it.
+LOWER_IS_BETTER = re.compile(
+    r"\b(?:pain\w*|disabilit\w*|(?:re-?)?injur\w*|recurren\w*|risks?|mortality|deaths?|adverse|complications?|"
+    r"symptoms?|swelling|o?edema|stiffness|fatigue|fear\w*|anxiety|depressi\w*|kinesiophobia|instability|"
+    r"sick(?:ness)? (?:leave|absence)|absenteeism|opioid\w*|analgesic\w*|failures?|(?:re-?)?ruptures?|falls?|"
+    r"fractures?|tenderness|spasms?)\b",
+    re.I,
+)
+HIGHER_IS_BETTER = re.compile(
+    r"\b(?:function\w*|strength|range of (?:motion|movement)|mobility|quality of life|returns? to|recover\w*|"
+    r"satisfaction|performance|balance|endurance|healing|activit(?:y|ies)|well-?being|flexibility|capacity)\b",
+    re.I,
+)
+NEGATED = re.compile(r"\b(?:non|no|without)[- ](\w)", re.I)  # "non-opioid", "no exercise"
+TIME_TO = re.compile(r"\b(?:time|days|weeks|months) (?:to|until)\b", re.I)  # the time until an event
 
 
 def is_closed(question: str) -> bool:
@@ -107,6 +126,49 @@ def statement_answer(statement: str, verdict_of: Callable[[str], str], direction
     return as_closed_answer(verdict_of(statement), direction)
 
 
+def outcome_polarity(outcome: str) -> str | None:
+    """'down' when a treatment should lower the outcome (pain, injury, risk ...), 'up' when it should
+    raise it (function, strength, return to sport ...), None when the outcome names neither or both. The
+    time until an event goes the other way from the event (time to return to sport: down)."""
+    timed = TIME_TO.search(outcome)
+    if timed:
+        return {"up": "down", "down": "up"}.get(outcome_polarity(outcome[timed.end() :]) or "")
+    down, up = bool(LOWER_IS_BETTER.search(outcome)), bool(HIGHER_IS_BETTER.search(outcome))
+    return "down" if down and not up else "up" if up and not down else None
+
+
+def _arm_stems(text: str) -> frozenset[str]:
+    """`stems` with a negated word kept apart from the word ("non-opioid" -> "nonopioid")."""
+    return stems(NEGATED.sub(lambda m: "non" + m.group(1), text))
+
+
+def recommended_arm(statement: str, anchors: Anchors) -> str | None:
+    """Which of the question's arms a statement is about: the one more than half of whose own words
+    (those the other arm lacks) it names and more of them than of the other's ("exercise therapy ...
+    as part of care" names both words of exercise therapy, one of usual care); None otherwise."""
+    intervention, comparator = _arm_stems(anchors.intervention or ""), _arm_stems(anchors.comparator or "")
+    words = _arm_stems(statement)
+    own_i, own_c = intervention - comparator, comparator - intervention
+    share_i = len(words & own_i) / len(own_i) if own_i else 0.0
+    share_c = len(words & own_c) / len(own_c) if own_c else 0.0
+    if max(share_i, share_c) <= 0.5 or share_i == share_c:
+        return None
+    return "intervention" if share_i > share_c else "comparator"
+
+
+def recommended_verdict(statement: str, anchors: Anchors) -> str:
+    """A recommendation as a comparative verdict: for (against) the arm it names favours (disfavours)
+    that arm, so the intervention moves the outcome the better (worse) way (`outcome_polarity`).
+    Insufficient evidence when it recommends neither, is about neither arm (`recommended_arm`) or the
+    outcome's better direction cannot be told."""
+    stance = recommendation_stance(statement)
+    arm, better = recommended_arm(statement, anchors), outcome_polarity(anchors.outcome or "")
+    if stance not in ("for", "against") or arm is None or better is None:
+        return INSUFFICIENT
+    favours_intervention = (stance == "for") == (arm == "intervention")
+    return INCREASED if (better == "up") == favours_intervention else DECREASED
+
+
 def _phrase(verdict: str, anchors: Anchors) -> str:
     intervention = anchors.intervention or "the intervention"
     outcome = anchors.outcome or "the outcome"
@@ -138,22 +200,14 @@ def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: 
 
 
 def _by_recommendation(
-    stances: dict[int, str],
-    first: dict[int, str],
-    grade: dict[int, str],
-    document: dict[int, object],
-    anchors: Anchors,
-    neutral: str,
+    stances: dict[int, str], document: dict[int, object], speaking: set[int], neutral: str
 ) -> dict[int, str]:
-    """A guideline speaks through its recommendation: when one of its cited windows recommends on the
-    question's arms, its other windows (its discussion of the studies) take no side (the demo's
-    structured exercise answer read "supported by 2 grade A; contradicted by 1 grade A", the VA/DoD
-    guideline on both sides)."""
-    speaking = {document[n] for n in first if _recommends_on_arms(n, first, grade, anchors)}
-    return {
-        n: neutral if document[n] in speaking and not _recommends_on_arms(n, first, grade, anchors) else st
-        for n, st in stances.items()
-    }
+    """A guideline speaks through its recommendation: when one of its cited windows (`speaking`, the
+    sources whose statement recommends on the question's arms) does, its other windows (its discussion
+    of the studies) take no side (the demo's structured exercise answer read "supported by 2 grade A;
+    contradicted by 1 grade A", the VA/DoD guideline on both sides)."""
+    spoken = {document[n] for n in speaking}
+    return {n: neutral if document[n] in spoken and n not in speaking else st for n, st in stances.items()}
 
 
 def _recommends_on_arms(n: int, first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> bool:
@@ -220,7 +274,12 @@ def bottom_line(
     direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
     for statement, n in statements:  # a guideline's recommendation before its other statements
-        if n in direct and names_question(statement, anchors, titles[n]):
+        # (a comparative question's: also a recommendation about one of its arms, "we suggest against opioids"
+        # for opioids vs non-opioid medication, whose only word of its own is "medication")
+        recommending = (
+            kind == "comparative" and recommends(statement) and recommended_arm(statement, anchors) is not None
+        )
+        if n in direct and (names_question(statement, anchors, titles[n]) or recommending):
             if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
                 first[n] = statement
     closed = kind in ("yes/no", "effect")
@@ -242,7 +301,8 @@ def bottom_line(
             else statement_answer(s, verdict_of, direction)
             for n, s in first.items()
         }
-        stances = _by_recommendation(stances, first, grade, document, anchors, neutral)
+        on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}
+        stances = _by_recommendation(stances, document, on_arms, neutral)
         # the top-ranked source that names the question's arms (one that does not answers nothing: the
         # demo's "Does neuromuscular training prevent anterior cruciate ligament injuries?" read "No ...
         # supported by none" from a trial of something else that ranked first)
@@ -287,13 +347,18 @@ def bottom_line(
                 }[best]
                 target = best
         text = f"{target.capitalize()}: {basis}"
-    else:  # the core's verdict, unless no source that names the arms supports it: then the best-graded ones decide
+    else:  # the cited recommendations on the arms, else the core's verdict unless no source that names the arms
+        # supports it: then the best-graded ones decide
         neutral = INSUFFICIENT
-        stances = _by_recommendation(
-            {n: verdict_of(s) for n, s in first.items()}, first, grade, document, anchors, neutral
-        )
+        stances = {n: recommended_verdict(s, anchors) if recommends(s) else verdict_of(s) for n, s in first.items()}
+        directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
+        on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}
+        stances = _by_recommendation(stances, document, on_arms | directing, neutral)
         best = _best_grade_answer(stances, grade, neutral)
         target = verdict if best is None or verdict in stances.values() else best
+        recommended = _majority(Counter(stances[n] for n in directing), neutral)
+        if recommended not in (None, neutral):  # as for a closed question, the guideline's recommendation decides
+            target = recommended
         text = _phrase(target, anchors)
         text = text[0].upper() + text[1:]
     sides = {
