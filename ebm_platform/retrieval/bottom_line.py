@@ -220,11 +220,10 @@ def _documents(citations: list[dict]) -> dict[int, object]:
     return {c["n"]: c.get("doc_id") or c["n"] for c in citations}
 
 
-def _recommended(stances: dict[int, str], first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> str | None:
-    """What the cited guidelines' recommendations about the question's arms (`about_arms`) answer:
-    the majority of their yes / no / uncertain, a tie uncertain; None when none is about them."""
-    about = [n for n in stances if _recommends_on_arms(n, first, grade, anchors)]
-    return _majority(Counter(stances[n] for n in about), UNCERTAIN)
+def _recommended(stances: dict[int, str], speaking: set[int], tie: str) -> str | None:
+    """What the cited guidelines' recommendations about the question's arms (`speaking`) answer: the
+    majority of their stances, a tie `tie`; None when none is about them."""
+    return _majority(Counter(stances[n] for n in speaking), tie)
 
 
 def bottom_line(
@@ -283,6 +282,7 @@ def bottom_line(
             if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
                 first[n] = statement
     closed = kind in ("yes/no", "effect")
+    on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}  # guidelines recommending on the arms
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         reason = unnamed(anchors, condition)
         text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
@@ -301,7 +301,6 @@ def bottom_line(
             else statement_answer(s, verdict_of, direction)
             for n, s in first.items()
         }
-        on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}
         stances = _by_recommendation(stances, document, on_arms, neutral)
         # the top-ranked source that names the question's arms (one that does not answers nothing: the
         # demo's "Does neuromuscular training prevent anterior cruciate ligament injuries?" read "No ...
@@ -326,7 +325,7 @@ def bottom_line(
             if kind == "effect" and on_question and as_closed_answer(verdict, direction) == target
             else generic
         )
-        recommended = _recommended(stances, first, grade, anchors)
+        recommended = _recommended(stances, on_arms, UNCERTAIN)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
             basis = (
                 "the guideline "
@@ -352,11 +351,10 @@ def bottom_line(
         neutral = INSUFFICIENT
         stances = {n: recommended_verdict(s, anchors) if recommends(s) else verdict_of(s) for n, s in first.items()}
         directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
-        on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}
         stances = _by_recommendation(stances, document, on_arms | directing, neutral)
         best = _best_grade_answer(stances, grade, neutral)
         target = verdict if best is None or verdict in stances.values() else best
-        recommended = _majority(Counter(stances[n] for n in directing), neutral)
+        recommended = _recommended(stances, directing, neutral)
         if recommended not in (None, neutral):  # as for a closed question, the guideline's recommendation decides
             target = recommended
         text = _phrase(target, anchors)
