@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ebm_platform.retrieval.bottom_line import as_closed_answer, bottom_line, question_direction, question_type
-from ebm_platform.retrieval.findings import arm_words
+from ebm_platform.retrieval.findings import arm_words, recommendation_stance
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
 
@@ -472,3 +472,39 @@ def test_a_recommendation_against_the_intervention_decides_a_comparative_questio
     line = bottom_line(question, question_anchors(question), answer, _rules)
     assert line["answer"] == INCREASED and line["text"].startswith("Opioids increased chronic low back pain")
     assert line["support"] == {"A": 1} and line["sides"] == {"4": "supports", "2": "neutral"}
+
+
+def test_guidelines_an_overview_reports_answer_a_closed_question_and_avoiding_is_against() -> None:
+    """The demo answered "Should patients with acute low back pain stay in bed?" with "Yes: the top-ranked
+    study reports the effect asked about" (the PubMedQA-trained reader on an overview's "Recommendations
+    regarding bed rest were provided in 12 guidelines."), while the same overview reports that the guidelines
+    recommend avoiding bed rest: a reported recommendation decides, and avoiding what the question asks
+    about is a recommendation against it."""
+    question = "Should patients with acute low back pain stay in bed?"
+    anchors = question_anchors(question)
+    answer = _answer(
+        INSUFFICIENT,
+        [
+            ("Recommendations regarding bed rest were provided in 12 guidelines.", 1),
+            (
+                "For treatment of patients with acute low back pain, the guidelines recommend reassurance on the "
+                "favourable prognosis and advice on returning to normal activities, avoiding bed rest, the use of "
+                "nonsteroidal anti-inflammatory drugs (NSAIDs) and weak opioids for short periods.",
+                2,
+            ),
+        ],
+        {1: "B", 2: "B"},
+        {1: "Clinical practice guidelines: an overview", 2: "Clinical practice guidelines: an overview"},
+    )
+    answer["citations"][1]["doc_id"] = answer["citations"][0]["doc_id"] = "overview"
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "no"
+    assert line["text"] == "No: the guidelines that a grade B source reports recommend against it."
+    assert line["support"] == {"B": 1} and line["contradict"] == {}
+    # the same words for what the question asks about are a recommendation for it
+    assert (
+        recommendation_stance(answer["core_answer"][1]["statement"], question_anchors("Should patients take NSAIDs?"))
+        == "for"
+    )
+    assert recommendation_stance("We suggest against opioids.", anchors) == "against"
+    assert recommendation_stance("Bed rest was common.", anchors) is None

@@ -241,3 +241,20 @@ def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_
     assert with_guideline([*ranked, other_condition], 12, anchors, None)[-1] is other_condition  # no condition asked
     with_a = [*ranked[:11], window(11, "A", "Guideline background.")]
     assert with_guideline([*with_a, on_arms], 12, anchors, "LBP") == with_a  # a guideline is already cited
+
+
+def test_a_guideline_that_rates_its_own_evidence_sets_the_certainty_whatever_the_order():
+    """Two supporting guidelines, one stating only its strength (VA/DoD "Weak for"), one rating its evidence
+    (WHO "low certainty evidence"): the rating is the start in either order (the demo's exercise answer
+    read "high" with the VA/DoD recommendation quoted first and "low" the other way round)."""
+    vadod = "We suggest a structured exercise program (Strength of recommendation: Weak for; New-replaced)."
+    who = (
+        "Exercise therapy may be offered (Strength of recommendation: conditional recommendation in favour of use, "
+        "low certainty evidence)."
+    )
+    for first, second in ((vadod, who), (who, vadod)):
+        answer = _answer([(1, "supports"), (2, "supports")], {1: "A", 2: "A"}, {1: "vadod", 2: "who"})
+        answer["core_answer"][0]["statement"], answer["core_answer"][1]["statement"] = first, second
+        assess_certainty(answer, None, set())
+        assert answer["certainty"]["level"] == "low"
+        assert "low, the guideline's own rating" in answer["certainty"]["starts_from"]

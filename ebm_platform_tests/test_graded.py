@@ -38,6 +38,17 @@ def test_split_words_are_joined_and_real_words_are_left_alone() -> None:
     )
 
 
+def test_a_recurring_split_is_joined_when_the_whole_word_is_far_more_common() -> None:
+    # the VA/DoD text splits "Nei ther" 3 times and "i nsufficient" 4 times but writes both whole 76-103 times:
+    # recurring pieces that are not words of their own, so the strength "Neither for nor against" is found
+    text = " ".join(["neither insufficient"] * 20 + ["(Nei ther for nor against), i nsufficient evidence"] * 3)
+    joined = join_split_words(text, WORDS)
+    assert "Nei ther" not in joined and joined.count("(Neither for nor against)") == 3
+    assert "i nsufficient" not in joined and joined.count("insufficient evidence") == 3
+    # a piece that stands alone about as often as the joined word is written out stays a word
+    assert join_split_words(" ".join(["ther apy"] * 3 + ["therapy"] * 10), WORDS).count("ther apy") == 3
+
+
 def test_running_header_and_page_marks_are_removed() -> None:
     pages = [
         f"Body text of page {n} says something different about topic {n * 7}. "

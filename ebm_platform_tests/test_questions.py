@@ -112,6 +112,16 @@ CASES = [
         "patients with chronic low back pain",
         None,
     ),
+    # the subject's verb is the intervention itself: it stays with it, the population is the subject
+    (
+        "Should patients with acute low back pain stay in bed?",
+        "stay in bed",
+        None,
+        None,
+        "patients with acute low back pain",
+        None,
+    ),
+    ("Should adults with chronic neck pain exercise?", "exercise", None, None, "adults with chronic neck pain", None),
 ]
 
 

@@ -184,9 +184,11 @@ def assess_certainty(
     side = ", the best grade supporting the bottom line" if backing else ""
     starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}"
     if best == "A":
-        quoted = next(
-            (m.group(1).strip() for s in backing or core for m in [STRENGTH.search(s["statement"])] if m), None
-        )
+        # the strengths the supporting guidelines state; one that rates its own evidence is quoted first
+        # (an exercise answer's certainty read "high" from the VA/DoD "Weak for" quoted before WHO's "low
+        # certainty evidence", and "low" when the two came the other way round)
+        strengths = [m.group(1).strip() for s in backing or core for m in [STRENGTH.search(s["statement"])] if m]
+        quoted = next((q for q in strengths if STATED_CERTAINTY.search(q)), strengths[0] if strengths else None)
         rated = STATED_CERTAINTY.search(quoted or "")
         if rated:  # the guideline graded its own evidence: its rating, not the design's, is the start
             start = CERTAINTY_LEVELS.index(rated.group(1).lower())

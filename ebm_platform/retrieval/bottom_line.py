@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ebm_platform.retrieval.findings import (
+    REPORTED_RECOMMENDATION,
     arm_words,
     names_question,
     recommendation_stance,
@@ -118,9 +119,12 @@ def directed(read: str, verdict: str, direction: str | None) -> str:
     return NO if read == YES and direction and opposite else read
 
 
-def statement_answer(statement: str, verdict_of: Callable[[str], str], direction: str | None) -> str:
-    """One cited statement's answer to a closed question (a recommendation by its strength)."""
-    stance = recommendation_stance(statement)
+def statement_answer(
+    statement: str, verdict_of: Callable[[str], str], direction: str | None, anchors: Anchors | None = None
+) -> str:
+    """One cited statement's answer to a closed question (a recommendation by its strength, read
+    against the question's arms when `anchors` are given: `findings.recommendation_stance`)."""
+    stance = recommendation_stance(statement, anchors)
     if stance is not None:
         return {"for": YES, "against": NO}.get(stance, UNCERTAIN)
     return as_closed_answer(verdict_of(statement), direction)
@@ -161,7 +165,7 @@ def recommended_verdict(statement: str, anchors: Anchors) -> str:
     that arm, so the intervention moves the outcome the better (worse) way (`outcome_polarity`).
     Insufficient evidence when it recommends neither, is about neither arm (`recommended_arm`) or the
     outcome's better direction cannot be told."""
-    stance = recommendation_stance(statement)
+    stance = recommendation_stance(statement, anchors)
     arm, better = recommended_arm(statement, anchors), outcome_polarity(anchors.outcome or "")
     if stance not in ("for", "against") or arm is None or better is None:
         return INSUFFICIENT
@@ -211,8 +215,11 @@ def _by_recommendation(
 
 
 def _recommends_on_arms(n: int, first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> bool:
-    """Whether cited source n is a guideline whose statement recommends on the question's arms."""
-    return grade[n] == GUIDELINE and recommends_about_arms(first[n], anchors)
+    """Whether cited source n is a guideline whose statement recommends on the question's arms, or
+    any source whose statement reports what guidelines recommend on them (an overview of guidelines:
+    "the guidelines recommend ..., avoiding bed rest")."""
+    reported = bool(REPORTED_RECOMMENDATION.search(first[n]))
+    return (grade[n] == GUIDELINE or reported) and recommends_about_arms(first[n], anchors)
 
 
 def _documents(citations: list[dict]) -> dict[int, object]:
@@ -298,7 +305,7 @@ def bottom_line(
         stances = {
             n: directed(reader(n), verdict_of(s), direction)
             if read(n, s)
-            else statement_answer(s, verdict_of, direction)
+            else statement_answer(s, verdict_of, direction, anchors)
             for n, s in first.items()
         }
         stances = _by_recommendation(stances, document, on_arms, neutral)
@@ -327,13 +334,14 @@ def bottom_line(
         )
         recommended = _recommended(stances, on_arms, UNCERTAIN)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
+            subject, verb = (
+                ("the guideline", "recommends")
+                if any(grade[n] == GUIDELINE for n in on_arms)
+                else (f"the guidelines that a grade {min(grade[n] for n in on_arms)} source reports", "recommend")
+            )
             basis = (
-                "the guideline "
-                + {
-                    YES: "recommends it",
-                    NO: "recommends against it",
-                    UNCERTAIN: "recommends neither for nor against it",
-                }[recommended]
+                f"{subject} {verb} "
+                + {YES: "it", NO: "against it", UNCERTAIN: "neither for nor against it"}[recommended]
             )
             target = recommended
         elif best is not None:

@@ -137,26 +137,45 @@ def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
 
 
 RECOMMENDS = re.compile(
-    r"\bwe (?:recommend|suggest)(?P<against> against)?\b|\b(?P<neither>insufficient evidence to recommend|"
-    r"neither for nor against|no recommendation)\b",
+    r"\b(?:we|guidelines?) (?:recommend|suggest|advise)s?(?P<against> against)?\b|"
+    r"\b(?P<neither>insufficient evidence to recommend|neither for nor against|no recommendation)\b",
     re.I,
 )
+# guidelines' recommendations as another source reports them (an overview of guidelines: "the guidelines
+# recommend reassurance ..., avoiding bed rest")
+REPORTED_RECOMMENDATION = re.compile(r"\bguidelines? (?:recommend|suggest|advise)s?\b", re.I)
+# a recommendation for something that is to be avoided: the words just before an arm's first mention
+AVOIDING = re.compile(r"\b(?:avoid(?:ing|ance of)?|against|discourag\w*|not)\s+(?:[\w-]+\s+){0,2}$", re.I)
 
 
-def recommendation_stance(statement: str) -> str | None:
+def _avoided(statement: str, anchors: Anchors) -> bool:
+    """Whether the first mention of the question's arms comes right after avoiding words ("advice on
+    returning to normal activities, avoiding bed rest" for "stay in bed")."""
+    named = {stem(w) for w in arm_words(anchors)}
+    for word in re.finditer(r"[\w-]+", statement):
+        if stem(word.group(0).lower()) in named:
+            return bool(AVOIDING.search(statement[: word.start()]))
+    return False
+
+
+def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str | None:
     """A guideline statement's stance: for, against or neither, from its stated strength, else from
     its recommending words ("we suggest against", "insufficient evidence to recommend for or
-    against", "we recommend"); None when it recommends nothing."""
+    against", "we recommend", "the guidelines recommend"); None when it recommends nothing. With the
+    question's `anchors`, a recommendation whose first mention of the question's arms is something to
+    avoid ("recommend ... avoiding bed rest") is against them."""
     match = STRENGTH.search(statement)
     if match:
         strength = match.group(1).lower()
         if "neither" in strength or "no recommendation" in strength:
             return "neither"
-        return "against" if "against" in strength else "for"
-    words = RECOMMENDS.search(statement)
-    if not words:
-        return None
-    return "neither" if words.group("neither") else "against" if words.group("against") else "for"
+        stance = "against" if "against" in strength else "for"
+    else:
+        words = RECOMMENDS.search(statement)
+        if not words:
+            return None
+        stance = "neither" if words.group("neither") else "against" if words.group("against") else "for"
+    return "against" if stance == "for" and anchors is not None and _avoided(statement, anchors) else stance
 
 
 def recommends(statement: str) -> bool:
