@@ -122,6 +122,14 @@ CASES = [
         None,
     ),
     ("Should adults with chronic neck pain exercise?", "exercise", None, None, "adults with chronic neck pain", None),
+    (
+        "Should athletes with an ankle sprain be immobilised?",
+        "immobilised",
+        None,
+        None,
+        "athletes with an ankle sprain",
+        None,
+    ),
 ]
 
 

@@ -45,12 +45,13 @@ _POPULATION = re.compile(
 # the population as the subject of a closed question: "Should patients with LBP take opioids?", "Do athletes
 # with ankle sprain benefit from bracing?"; the question keeps its frame, the subject's verb goes with it,
 # unless the verb is the intervention itself: "Should patients with acute low back pain stay in bed?" asks
-# about staying in bed, "Should adults with neck pain exercise?" about exercise
+# about staying in bed, "Should adults with neck pain exercise?" about exercise, "Should athletes with an
+# ankle sprain be immobilised?" about immobilising
 _SUBJECT_POPULATION = re.compile(
     rf"^(?P<frame>should|do|does|can|could|would|will|must|may)\s+"
     rf"(?P<population>(?:[\w-]+\s){{0,3}}?(?:{_PERSONS})(?:\s+(?:with|after|who have|aged|following|undergoing)\s+.{{2,120}}?)?)\s+"
     r"(?:(?:take|use|receive|get|wear|undergo|try|start|avoid|be (?:given|offered|treated with|prescribed)|"
-    r"benefit from)\s+|(?=(?:stay|rest|remain|keep|continue|stop|return|resume|exercise|walk|run|train|"
+    r"benefit from)\s+|be\s+(?=[a-z]+(?:ed|en)\b)|(?=(?:stay|rest|remain|keep|continue|stop|return|resume|exercise|walk|run|train|"
     r"perform|practi[cs]e|sleep|lie|sit|stretch|immobili[sz]e)\b))",
     re.I,
 )
