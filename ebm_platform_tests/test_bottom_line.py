@@ -501,6 +501,10 @@ def test_guidelines_an_overview_reports_answer_a_closed_question_and_avoiding_is
     assert line["answer"] == "no"
     assert line["text"] == "No: the guidelines that a grade B source reports recommend against it."
     assert line["support"] == {"B": 1} and line["contradict"] == {}
+    # a trial that cites what guidelines recommend states its background: the reader's reading stands
+    for citation in answer["citations"]:
+        citation["grade"] = "C"
+    assert bottom_line(question, anchors, answer, _rules, read_source=lambda n: "yes")["answer"] == "yes"
     # the same words for what the question asks about are a recommendation for it
     assert (
         recommendation_stance(answer["core_answer"][1]["statement"], question_anchors("Should patients take NSAIDs?"))

@@ -54,6 +54,7 @@ YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 # what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
 NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
+REVIEW = "B"  # systematic reviews and overviews of guidelines, which may report guidelines' recommendations
 # Outcomes a treatment should lower (harms, symptoms, time lost) and those it should raise: which way
 # on the outcome a recommended arm is expected to move it.
 LOWER_IS_BETTER = re.compile(
@@ -215,10 +216,10 @@ def _by_recommendation(
 
 
 def _recommends_on_arms(n: int, first: dict[int, str], grade: dict[int, str], anchors: Anchors) -> bool:
-    """Whether cited source n is a guideline whose statement recommends on the question's arms, or
-    any source whose statement reports what guidelines recommend on them (an overview of guidelines:
-    "the guidelines recommend ..., avoiding bed rest")."""
-    reported = bool(REPORTED_RECOMMENDATION.search(first[n]))
+    """Whether cited source n is a guideline whose statement recommends on the question's arms, or a
+    review whose statement reports what guidelines recommend on them (an overview of guidelines: "the
+    guidelines recommend ..., avoiding bed rest"; a trial that cites guidelines states its background)."""
+    reported = grade[n] == REVIEW and bool(REPORTED_RECOMMENDATION.search(first[n]))
     return (grade[n] == GUIDELINE or reported) and recommends_about_arms(first[n], anchors)
 
 
