@@ -512,3 +512,20 @@ def test_guidelines_an_overview_reports_answer_a_closed_question_and_avoiding_is
     )
     assert recommendation_stance("We suggest against opioids.", anchors) == "against"
     assert recommendation_stance("Bed rest was common.", anchors) is None
+
+
+def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_measured() -> None:
+    """The demo read "Platelet-rich plasma increased lateral epicondylitis compared with corticosteroid
+    injection": the question names no outcome, the parser takes the condition for it."""
+    question = "Is platelet-rich plasma better than corticosteroid injection for lateral epicondylitis?"
+    anchors = question_anchors(question, ("lateral epicondylitis",))
+    answer = _answer(
+        INCREASED,
+        [("Grip strength increased more with platelet-rich plasma than corticosteroid (p < 0.01).", 1)],
+        {1: "C"},
+    )
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["text"] == (
+        "Platelet-rich plasma increased the outcome measured compared with corticosteroid injection for "
+        "lateral epicondylitis."
+    )

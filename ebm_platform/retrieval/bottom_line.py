@@ -178,6 +178,11 @@ def _phrase(verdict: str, anchors: Anchors) -> str:
     intervention = anchors.intervention or "the intervention"
     outcome = anchors.outcome or "the outcome"
     against = f" compared with {anchors.comparator}" if anchors.comparator else ""
+    if anchors.condition and outcome.lower() == anchors.condition.lower() and outcome_polarity(outcome) is None:
+        # "Is I better than C for lateral epicondylitis?" names no outcome: a verdict moves the outcome the
+        # evidence measured, not the condition ("increased lateral epicondylitis" said the opposite of a
+        # benefit); a condition that is its own measure (neck pain) stays the outcome
+        outcome, against = "the outcome measured", f"{against} for {anchors.condition}"
     if verdict == INCREASED:
         return f"{intervention} increased {outcome}{against}"
     if verdict == DECREASED:
