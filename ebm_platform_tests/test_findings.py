@@ -8,6 +8,10 @@ from ebm_platform.retrieval.findings import arm_words, is_finding, names_questio
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND = [
+    # a protocol's plan and a design statement, quoted as findings in the demo's answers
+    "Study participants will be asked to avoid significant changes in medical/healthcare management of their LBP.",
+    "The patient will be recommended to avoid remaining in bed and to keep as active as possible.",
+    "The injection of autologous blood is compared with the standard practice of local corticosteroid injection.",
     "Although 90% of the episodes of acute low back pain settle within six weeks, up to 7% of patients develop chronic pain [1].",
     "There is strong evidence that exercise is an effective treatment in chronic low-back pain [48].",
     "Non-specific chronic low back pain (NSCLBP) is one of the most common musculoskeletal disorders around the world including Iran.",
@@ -45,6 +49,7 @@ FINDINGS = [
     "E-selectin and NO levels were not affected by either diet.",
     "Generally, AEs were mild-to-moderate in intensity, and their incidence was similar across the three treatment groups.",
     "Difference of BIS from baseline was not significant between two groups at most time points.",
+    "When drug A was compared with placebo, pain fell significantly (p < 0.01).",
 ]
 
 

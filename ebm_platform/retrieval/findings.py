@@ -40,6 +40,15 @@ CONTEXT = re.compile(
     r"\b(?:more|further|additional) (?:research|studies|trials)\b",
     re.I,
 )
+# a protocol's plan or a design statement, not a result: "Study participants will be asked to avoid ...",
+# "The patient will be recommended to avoid remaining in bed", "The injection of autologous blood is compared
+# with the standard practice ..." (quoted as findings in the demo's answers)
+PROTOCOL = re.compile(
+    r"\bwill be (?:\w+ )?(?:asked|randomi[sz]ed|allocated|assigned|measured|assessed|compared|recruited|enrolled|"
+    r"given|treated|followed|evaluated|collected|analy[sz]ed|informed|recommended|instructed|offered|used)\b|"
+    r"\b(?:is|are) compared (?:with|to)\b",  # the design, in the present tense; "was compared with" may open a result
+    re.I,
+)
 # how common a condition is; within a comparison of groups it is a trial's result ("the incidence of
 # vomiting was lower in group P than in group C")
 EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
@@ -86,7 +95,7 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     heading = section.split(">")[-1] if section else ""
     if BACKGROUND_SECTION.search(heading) and not RESULTS_SECTION.search(heading):
         return False
-    if CITATION_MARKER.search(sentence) or OTHER_WORK.search(sentence) or CONTEXT.search(sentence):
+    if any(p.search(sentence) for p in (CITATION_MARKER, OTHER_WORK, CONTEXT, PROTOCOL)):
         return False
     if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence):
         return False
