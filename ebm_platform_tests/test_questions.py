@@ -10,6 +10,7 @@ from ebm_platform.cli import main
 from ebm_platform.evaluation.question_eval import HELD_OUT, PHRASINGS, evaluate_questions, phrase
 from ebm_platform.evaluation.retrieval_eval import questions
 from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.retrieval.sr_rag import question_condition
 
 # (question, intervention, comparator, outcome, population, timepoint)
 CASES = [
@@ -242,3 +243,12 @@ def test_evaluation_questions_take_the_phrasing_the_template_otherwise(datasets_
             == f"What is the effect of {row['comparator']} compared with {row['intervention']} on {row['outcome']}?"
         )
         assert c["label"] == swapped[a["label"]] and c["gold"] == a["gold"]
+
+
+def test_the_question_condition_is_found_by_catalogue_name_then_by_its_terms():
+    """The demo's "... for lateral epicondylitis?" named no catalogue condition (Lateral elbow tendinopathy)
+    and was answered from a low back pain guideline; "lateral epicondyl" is one of that condition's terms."""
+    ask = "Is platelet-rich plasma better than corticosteroid injection for lateral epicondylitis?"
+    assert question_condition(question_anchors(ask), None) == "LET"
+    assert question_condition(question_anchors(ask), ["NP"]) == "NP"  # the one asked for
+    assert question_condition(question_anchors("Does exercise reduce pain?"), None) is None

@@ -37,11 +37,20 @@ def recommends_on_arms(text: str, anchors: Anchors) -> bool:
 
 
 def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | None:
-    """The condition code the question is about: the one asked for, else the one its text names."""
+    """The condition code the question is about: the one asked for, else the one whose name its text
+    names, else the only one whose catalogue terms its anchors match ("lateral epicondylitis" is a term of
+    Lateral elbow tendinopathy: the demo's platelet-rich plasma question was answered from a low back
+    pain guideline's recommendation without a word on the condition)."""
     if conditions and len(conditions) == 1:
         return conditions[0]
+    catalogue = active_catalogue().conditions
     named = anchors.condition
-    return next((c.code for c in active_catalogue().conditions if c.name.lower() == named), None) if named else None
+    by_name = next((c.code for c in catalogue if c.name.lower() == named), None) if named else None
+    if by_name:
+        return by_name
+    text = " ".join(anchors.terms)
+    matched = [c.code for c in catalogue if any(p.search(text) for p in c.patterns)]
+    return matched[0] if len(matched) == 1 else None
 
 
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
