@@ -137,22 +137,28 @@ def arm_words(anchors: Anchors) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+def _arm_word_stems(anchors: Anchors) -> set[str]:
+    """The stems of the words that tell the question's arms apart (`arm_words`)."""
+    return {stem(w) for w in arm_words(anchors)}
+
+
 def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     """True when the statement, or the title of the source it comes from, names a word that tells the
     question's arms apart (`arm_words`; a trial's result often calls its arms "group A", its title
     names them), or the question names no arm: only such statements answer it."""
-    named = {stem(w) for w in arm_words(anchors)}
+    named = _arm_word_stems(anchors)
     return not named or bool(named & (stems(statement) | stems(title)))
 
 
+_RECOMMEND_VERB = r"(?:recommend|suggest|advise)s?"
 RECOMMENDS = re.compile(
-    r"\b(?:we|guidelines?) (?:recommend|suggest|advise)s?(?P<against> against)?\b|"
+    rf"\b(?:we|guidelines?) {_RECOMMEND_VERB}(?P<against> against)?\b|"
     r"\b(?P<neither>insufficient evidence to recommend|neither for nor against|no recommendation)\b",
     re.I,
 )
 # guidelines' recommendations as another source reports them (an overview of guidelines: "the guidelines
 # recommend reassurance ..., avoiding bed rest")
-REPORTED_RECOMMENDATION = re.compile(r"\bguidelines? (?:recommend|suggest|advise)s?\b", re.I)
+REPORTED_RECOMMENDATION = re.compile(rf"\bguidelines? {_RECOMMEND_VERB}\b", re.I)
 # a recommendation for something that is to be avoided: the words just before an arm's first mention
 AVOIDING = re.compile(r"\b(?:avoid(?:ing|ance of)?|against|discourag\w*|not)\s+(?:[\w-]+\s+){0,2}$", re.I)
 
@@ -160,7 +166,7 @@ AVOIDING = re.compile(r"\b(?:avoid(?:ing|ance of)?|against|discourag\w*|not)\s+(
 def _avoided(statement: str, anchors: Anchors) -> bool:
     """Whether the first mention of the question's arms comes right after avoiding words ("advice on
     returning to normal activities, avoiding bed rest" for "stay in bed")."""
-    named = {stem(w) for w in arm_words(anchors)}
+    named = _arm_word_stems(anchors)
     for word in re.finditer(r"[\w-]+", statement):
         if stem(word.group(0).lower()) in named:
             return bool(AVOIDING.search(statement[: word.start()]))
@@ -195,7 +201,7 @@ def recommends(statement: str) -> bool:
 def about_arms(statement: str, anchors: Anchors) -> bool:
     """Whether a statement names at least half of the words that tell the question's arms apart
     (`arm_words`): a recommendation about the question, not one that shares a word with it."""
-    named = {stem(w) for w in arm_words(anchors)}
+    named = _arm_word_stems(anchors)
     return 2 * len(named & stems(statement)) >= len(named)
 
 
