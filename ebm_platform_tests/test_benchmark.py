@@ -417,10 +417,9 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
     the build reports PFP and carries on, MACL is built, PFP keeps its last good benchmark (none
     yet) and benchmark_splits leaves it out."""
     import os
-    import subprocess
-    import sys
 
     from ebm_platform_tests.conftest import REPO
+    from ebm_platform_tests.sessions import run_python
 
     lake, home = tmp_path / "lake", tmp_path / "home"
     home.mkdir()
@@ -444,7 +443,7 @@ def test_the_cli_build_goes_on_past_a_blocked_benchmark_which_stays_out_of_the_s
         "EBM_DATASETS_DIR": str(datasets_dir),
         "EBM_BENCHMARK_SOURCES": "sr_rag_release,evidence_inference",
     }
-    done = subprocess.run([sys.executable, "-c", CLI_BUILD], env=env, cwd=REPO, capture_output=True, text=True)
+    done = run_python(CLI_BUILD, env, REPO, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "PFP's benchmark failed benchmark_structure" in done.stdout and "2 partition runs at a time" in done.stdout
     assert {line.split()[2] for line in done.stdout.splitlines() if line.startswith(("[ 1/2]", "[ 2/2]"))} == {
