@@ -218,6 +218,13 @@ def test_a_guideline_that_rates_its_own_evidence_starts_the_certainty_there():
     assert certainty["starts_from"].startswith(
         "a guideline recommendation (grade A, the best grade supporting the bottom line): low, the guideline's own rating"
     )
+    # VA/DoD's rating, stated in the recommendation's discussion and carried beside its strength
+    answer["core_answer"][0]["statement"] = (
+        "We suggest exercise (Strength of recommendation: Weak for, the Work Group's confidence in the quality "
+        "of the evidence: very low; New-replaced)."
+    )
+    assess_certainty(answer, None, set())
+    assert answer["certainty"]["level"] == "very low" and "own rating" in answer["certainty"]["starts_from"]
     # a strength without a rating of the evidence ("Weak for") leaves the design's start
     answer["core_answer"][0]["statement"] = "We suggest exercise (Strength of recommendation: Weak for)."
     assess_certainty(answer, None, set())

@@ -20,6 +20,7 @@ from ebm_platform.corpus.pdf_text import (
     recommendations,
     remove_furniture,
     separate_glued_cells,
+    stated_confidence,
 )
 from ebm_platform.corpus.windows import WindowParams, build_windows, sentence_spans
 from ebm_platform.retrieval.findings import STRENGTH
@@ -103,6 +104,34 @@ def test_a_recommendation_repeated_in_the_discussion_keeps_its_strength_in_its_s
     assert STRENGTH.search(quoted).group(1) == "Weak for"
     assert "Evidence suggests exercise improves pain" in sentences[-1] and ") )" not in running
     assert not sentences[-1].startswith("Discussion")  # the heading does not open the quoted sentence
+
+
+def test_a_recommendation_carries_the_rating_of_the_evidence_its_discussion_states() -> None:
+    """VA/DoD states a strength beside each recommendation and rates the evidence only in the
+    discussion that repeats it: both copies carry that rating; a discussion that states none, or
+    rates several things (shared by recommendations), gives none."""
+    text = (
+        "8. For patients with chronic low back pain, we suggest cognitive behavioral therapy. Weak for Reviewed, "
+        "New-replaced 9. For patients with low back pain, we suggest a structured exercise program. Weak for "
+        "Reviewed, New-replaced Recommendation 8.For patients with chronic low back pain, we suggest cognitive "
+        "behavioral therapy. (Weak for | Reviewed, New-replaced) Discussion CBT helped. The Work Group’s "
+        "confidence in the quality of the \nevidence was low . The body of evidence had limitations. "
+        "Recommendation 9.For patients with low back pain, we suggest a structured exercise program. (Weak for | "
+        "Reviewed, New-replaced) Discussion Trials used tai chi with moderate confidence in the quality of the "
+        "evidence (no Work Group rating here)."
+    )
+    markdown, found = guideline_markdown("Guideline", text, frozenset())
+    rated = "(Strength of recommendation: Weak for, the Work Group's confidence in the quality of the evidence: low; New-replaced)."
+    assert found == 2 and markdown.count(rated) == 2  # the section and the discussion's copy
+    assert "structured exercise program (Strength of recommendation: Weak for; New-replaced)." in markdown
+    assert (
+        stated_confidence(
+            "The Work Group's confidence in the quality of the evidence was moderate for acute LBP and low for chronic LBP."
+        )
+        == "low"
+    )
+    two = "The Work Group's confidence in the quality of the evidence was low. The Work Group's confidence in the quality of the evidence on qigong was very low."
+    assert stated_confidence(two) is None and stated_confidence("Evidence was low in quality.") is None
 
 
 def _cochrane_sets(root: Path) -> Path:
@@ -193,7 +222,8 @@ def test_the_va_dod_guideline_keeps_each_recommendation_with_its_strength_in_one
     assert len(holding) == 1
     text = holding[0]["text"]
     quotable = [text[a:b] for a, b in sentence_spans(text)]  # the sentence an answer quotes carries the strength
-    assert any(exercise in s and s.endswith("(Strength of recommendation: Weak for; New-replaced).") for s in quotable)
+    rated = "(Strength of recommendation: Weak for, the Work Group's confidence in the quality of the evidence: very low; New-replaced)."
+    assert any(exercise in s and s.endswith(rated) for s in quotable)  # the rating its discussion states
     assert sum("> Recommendation" in w["section"] for w in windows) >= 40
 
 

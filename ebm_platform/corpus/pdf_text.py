@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 PAGE_MARK = re.compile(r"\bPage\s+\d+\s+of\s+\d+\b")
 LONE_NUMBER = re.compile(r"^\s*\d{1,3}\s*$", re.M)
@@ -34,6 +34,17 @@ STATEMENT_START = re.compile(
     r"|[A-E](?:\.\d+){1,2}\s+)"
 )
 STRENGTH_LABEL = "Strength of recommendation"  # a recommendation section's strength; answers read it back
+# The rating of the evidence that a guideline's discussion of a recommendation states ("The Work
+# Group's confidence in the quality of the evidence was very low"; VA/DoD states a strength beside
+# each recommendation and this rating only in its discussion). "... was moderate for acute LBP and low
+# for chronic LBP" names two levels: the lower stands.
+STATED_CONFIDENCE = re.compile(
+    r"Work\s+Group.s\s+confidence\s+in\s+the\s+quality\s+of\s+(?:the\s+)?evidence\b[^.]{0,120}?\bwas\s+"
+    r"(?P<levels>(?:very\s+)?low\b[^.]{0,60}|moderate\b[^.]{0,60}|high\b[^.]{0,60})",
+    re.I,
+)
+CONFIDENCE_LEVELS = ("very low", "low", "moderate", "high")
+CONFIDENCE_LABEL = "the Work Group's confidence in the quality of the evidence"
 FOOTNOTE_TAIL = re.compile(r"(?:\s*[.(|]|\s+[a-z]\b|(?<=[.)])[a-z]\b)+\s*$")
 
 
@@ -132,11 +143,33 @@ class Recommendation:
     start: int
     end: int
     repeat: bool = False  # a later copy of a recommendation stated before (a discussion repeats the table)
+    confidence: str | None = None  # the rating of its evidence that the guideline's discussion states
+
+    @property
+    def key(self) -> str:
+        """The first sentence's letters: the copies of one recommendation differ only in spacing."""
+        first = re.split(r"\.(?=\s|[A-Z]|$)", self.statement, maxsplit=1)[0]
+        return re.sub(r"[^a-z]+", "", first.lower())
 
     def inline(self) -> str:
-        """The statement with its strength inside its last sentence: one quotable sentence that
-        carries the strength the answer reads back (in a section of its own or in running text)."""
-        return f"{self.statement.rstrip('.')} ({STRENGTH_LABEL}: {self.strength})."
+        """The statement with its strength (and the stated rating of its evidence, before the
+        guideline's category) inside its last sentence: one quotable sentence that carries what the
+        answer reads back (in a section of its own or in running text)."""
+        strength, *category = self.strength.split("; ", 1)
+        if self.confidence:
+            strength += f", {CONFIDENCE_LABEL}: {self.confidence}"
+        return f"{self.statement.rstrip('.')} ({STRENGTH_LABEL}: {'; '.join([strength, *category])})."
+
+
+def stated_confidence(discussion: str) -> str | None:
+    """The one rating of the evidence (`CONFIDENCE_LEVELS`) that a recommendation's discussion
+    states, the lowest where its sentence names several; None when the discussion states none, or
+    several sentences state one (a discussion shared by several recommendations)."""
+    found = list(STATED_CONFIDENCE.finditer(discussion))
+    if len(found) != 1:
+        return None
+    named = re.findall(r"\b(very\s+low|low|moderate|high)\b", found[0].group("levels"), re.I)
+    return min((_fold(level).lower() for level in named), key=CONFIDENCE_LEVELS.index)
 
 
 def recommendations(text: str, repeats: bool = False) -> list[Recommendation]:
@@ -156,8 +189,7 @@ def recommendations(text: str, repeats: bool = False) -> list[Recommendation]:
             continue
         begin = starts[-1].end()
         statement = FOOTNOTE_TAIL.sub("", _fold(text[begin : match.start()])) + "."
-        first = re.split(r"\.(?=\s|[A-Z]|$)", statement, maxsplit=1)[0]
-        key = re.sub(r"[^a-z]+", "", first.lower())  # the first sentence's letters: copies differ in spacing
+        key = Recommendation(statement, "", begin, begin).key
         if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement):
             continue
         repeat = key in seen
@@ -219,18 +251,32 @@ def separate_glued_cells(text: str) -> str:
 DISCUSSION_HEADING = re.compile(r"\s*Discussion\s+(?=[A-Z])")  # the heading the PDF text runs into its first sentence
 
 
+def with_stated_confidence(text: str, found: list[Recommendation]) -> list[Recommendation]:
+    """`found` (with their repeats) with the rating of the evidence that each recommendation's
+    discussion states (`stated_confidence`): a discussion runs from a recommendation's repeated copy
+    in `text` to the next recommendation."""
+    ends = [rec.start for rec in found[1:]] + [len(text)]
+    rated = {
+        rec.key: level
+        for rec, end in zip(found, ends, strict=True)
+        if rec.repeat and (level := stated_confidence(text[rec.end : end]))
+    }
+    return [replace(rec, confidence=rated.get(rec.key)) for rec in found]
+
+
 def guideline_markdown(
     title: str, text: str, vocabulary: frozenset[str] | set[str], running_title: str = ""
 ) -> tuple[str, int]:
     """A guideline's cleaned text, without its appendices and reference list, as markdown with each
     recommendation in a section of its own, in reading order between the paragraphs around it;
     returns (markdown, recommendations). A recommendation repeated in the discussion stays in its
-    running text, rewritten with its strength inside the sentence (`Recommendation.inline`)."""
+    running text, rewritten with its strength inside the sentence (`Recommendation.inline`); both
+    copies carry the rating of the evidence that its discussion states (`with_stated_confidence`)."""
     clean = without_back_matter(
         separate_glued_cells(join_split_words(remove_furniture(text, running_title), vocabulary))
     )
     parts, running, last, number = [f"# {title}"], "", 0, 0
-    for rec in recommendations(clean, repeats=True):
+    for rec in with_stated_confidence(clean, recommendations(clean, repeats=True)):
         running += clean[last : rec.start]
         heading = DISCUSSION_HEADING.match(clean, rec.end)  # would open the next quoted sentence
         last = heading.end() if heading else rec.end

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ebm_platform.corpus.model import GRADE_LABELS, GRADES
+from ebm_platform.corpus.pdf_text import CONFIDENCE_LABEL
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
@@ -136,8 +137,12 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
 
 CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")
 # a guideline's own GRADE rating of its evidence, stated with its recommendation ("conditional
-# recommendation in favour of use, low certainty evidence"); a strength alone ("Weak for") is not one
-STATED_CERTAINTY = re.compile(r"\b(very low|low|moderate|high)[- ](?:certainty|quality)\b", re.I)
+# recommendation in favour of use, low certainty evidence") or in its discussion (VA/DoD: "Weak for,
+# the Work Group's confidence in the quality of the evidence: low", `pdf_text.with_stated_confidence`);
+# a strength alone ("Weak for") is not one
+STATED_CERTAINTY = re.compile(
+    rf"\b(very low|low|moderate|high)[- ](?:certainty|quality)\b|{CONFIDENCE_LABEL}: (very low|low|moderate|high)", re.I
+)
 # GRADE's starting points by study design: randomised evidence (trials and their systematic reviews)
 # starts high, observational evidence low; a guideline's own recommendation strength is quoted.
 START = {
@@ -191,7 +196,7 @@ def assess_certainty(
         quoted = next((q for q in strengths if STATED_CERTAINTY.search(q)), strengths[0] if strengths else None)
         rated = STATED_CERTAINTY.search(quoted or "")
         if rated:  # the guideline graded its own evidence: its rating, not the design's, is the start
-            start = CERTAINTY_LEVELS.index(rated.group(1).lower())
+            start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     reasons = []
