@@ -26,6 +26,10 @@ class Condition:
     catch_all: bool = False
     patterns: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
 
+    def matches(self, text: str) -> bool:
+        """Whether `text` names this condition by one of its catalogue terms."""
+        return any(p.search(text) for p in self.patterns)
+
 
 @dataclass(frozen=True)
 class Catalogue:

@@ -18,11 +18,7 @@ def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, g
     mentions others in passing (the VA/DoD low back pain guideline named neck pain often enough
     to land in NP, where its discussion of spinal manipulation then answered neck pain questions)."""
     head = f"{title}\n{abstract}"
-    scope = (
-        {c.code for c in catalogue.conditions if _topical(c) and any(p.search(title) for p in c.patterns)}
-        if grade == GUIDELINE
-        else set()
-    )
+    scope = {c.code for c in catalogue.conditions if _topical(c) and c.matches(title)} if grade == GUIDELINE else set()
     codes: list[str] = []
     for condition in catalogue.conditions:
         if condition.requires_grade and grade not in condition.requires_grade:
@@ -32,7 +28,7 @@ def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, g
         if condition.catch_all:
             codes.append(condition.code)
             continue
-        if any(p.search(head) for p in condition.patterns):
+        if condition.matches(head):
             codes.append(condition.code)
             continue
         hits = sum(len(p.findall(body)) for p in condition.patterns)

@@ -49,7 +49,7 @@ def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | 
     if by_name:
         return by_name
     text = " ".join(anchors.terms)
-    matched = [c.code for c in catalogue if any(p.search(text) for p in c.patterns)]
+    matched = [c.code for c in catalogue if c.matches(text)]
     return matched[0] if len(matched) == 1 else None
 
 
