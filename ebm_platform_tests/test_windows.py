@@ -1,3 +1,6 @@
+import csv
+import re
+
 import numpy as np
 
 from ebm_platform.corpus.readers import read_jats
@@ -8,6 +11,7 @@ from ebm_platform.corpus.windows import (
     build_windows,
     count_tokens,
     pack_windows,
+    sentence_spans,
     similarity_groups,
     split_blocks,
 )
@@ -78,3 +82,26 @@ def test_real_article_windows_respect_the_paper_budget(datasets_dir):
     for r in rows[:5]:  # spans point back into the document
         assert doc.text[r["char_start"] : r["char_end"]].split()[:3] == r["text"].split()[:3]
     assert count_tokens("VAS (0-10) fell.") == 8
+
+
+def test_a_sentence_is_not_cut_after_an_abbreviation(datasets_dir):
+    """Abbreviations ("vs.", "et al.", "Fig.") end no sentence: the result an answer quotes stays whole."""
+    text = (
+        "Pain fell more with exercise than with usual care (42% vs. 30%, P = 0.01) at 12 weeks. "
+        "As Smith et al. (2019) found, Fig. 2 shows it. Adverse events were rare overall. VS. Placebo it was "
+        "better in all of the outcomes."
+    )
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Pain fell more with exercise than with usual care (42% vs. 30%, P = 0.01) at 12 weeks.",
+        "As Smith et al. (2019) found, Fig. 2 shows it.",
+        "Adverse events were rare overall.",
+        "VS. Placebo it was better in all of the outcomes.",
+    ]
+    # Evidence Inference's annotated evidence with a "vs." inside: each is one sentence
+    with (datasets_dir / "evidence_inference" / "v2_annotations.csv").open(newline="") as f:
+        evidence = [row["Annotations"] for row in csv.DictReader(f) if " vs. " in row["Annotations"]]
+    assert len(evidence) > 100
+    whole = [
+        e for e in evidence if 25 <= len(e) <= 600 and not re.search(r"[.!?]\s+[A-Z0-9(\[]", e.replace("vs. ", ""))
+    ]
+    assert whole and all(sentence_spans(e) == [(0, len(e.rstrip()))] for e in whole)
