@@ -124,6 +124,7 @@ def test_a_recommendation_carries_the_rating_of_the_evidence_its_discussion_stat
     rated = "(Strength of recommendation: Weak for, the Work Group's confidence in the quality of the evidence: low; New-replaced)."
     assert found == 2 and markdown.count(rated) == 2  # the section and the discussion's copy
     assert "structured exercise program (Strength of recommendation: Weak for; New-replaced)." in markdown
+    assert guideline_markdown("Overview", "Guidelines recommend exercise. " * 3, frozenset())[1] == 0  # none found
     assert (
         stated_confidence(
             "The Work Group's confidence in the quality of the evidence was moderate for acute LBP and low for chronic LBP."

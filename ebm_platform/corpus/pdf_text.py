@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 
 PAGE_MARK = re.compile(r"\bPage\s+\d+\s+of\s+\d+\b")
 LONE_NUMBER = re.compile(r"^\s*\d{1,3}\s*$", re.M)
@@ -255,11 +256,10 @@ def with_stated_confidence(text: str, found: list[Recommendation]) -> list[Recom
     """`found` (with their repeats) with the rating of the evidence that each recommendation's
     discussion states (`stated_confidence`): a discussion runs from a recommendation's repeated copy
     in `text` to the next recommendation."""
-    ends = [rec.start for rec in found[1:]] + [len(text)]
     rated = {
         rec.key: level
-        for rec, end in zip(found, ends, strict=True)
-        if rec.repeat and (level := stated_confidence(text[rec.end : end]))
+        for rec, after in zip_longest(found, found[1:])
+        if rec.repeat and (level := stated_confidence(text[rec.end : after.start if after else len(text)]))
     }
     return [replace(rec, confidence=rated.get(rec.key)) for rec in found]
 
