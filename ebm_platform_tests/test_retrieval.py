@@ -23,6 +23,7 @@ from ebm_platform.retrieval.fusion import rrf, top
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
+from ebm_platform.retrieval.pools import fitted_scorer
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.strategies import retrieve
@@ -118,6 +119,18 @@ def test_naive_strategy_and_unknown_strategy(small_lake):
     assert naive["notes"]["betr"] == "not applied" and len(naive["citations"]) == 12
     with pytest.raises(QuestionError, match="unknown strategy"):
         ask(QUESTION, strategy="magic", lake=small_lake)
+
+
+def test_betr_parameters_fitted_on_out_of_fold_pools_belong_to_the_shipped_scorer():
+    """Pools whose learned-from questions carry the fold models' scores name the scorer with ", out of
+    fold"; the parameters fitted on them are the shipped scorer's, which the query path names without
+    it (they were refused at every query while the first row's name was recorded)."""
+    pools = pl.DataFrame(
+        {"scorer": ["learned LambdaRank 1 (31 features), out of fold", "learned LambdaRank 1 (31 features)"]}
+    )
+    assert fitted_scorer(pools) == "learned LambdaRank 1 (31 features)"
+    with pytest.raises(ValueError, match="2 fine scorers"):
+        fitted_scorer(pools.vstack(pl.DataFrame({"scorer": ["hand-set"]})))
 
 
 def test_fitted_betr_parameters_are_applied_only_for_their_scorer(small_lake):
@@ -641,6 +654,7 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
         )
         assert seen.height and seen["s"].to_list() == pytest.approx(seen["s_oof"].to_list(), abs=1e-12)
         assert set(seen["scorer"]) == {f"{retriever.reranker.fine_name()}, out of fold"}
+        assert fitted_scorer(pools) == retriever.reranker.fine_name()  # BETR fitted here applies at query time
         shipped = model.score(
             fused.filter(pl.col("question_id").is_in(sorted(learned)))
             .sort("question_id", "window_id")

@@ -23,6 +23,7 @@ from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.retrieval.learned import LearnedReranker, out_of_fold_scores, reranker_path
 from ebm_platform.retrieval.pipeline import PipelineParams
 from ebm_platform.retrieval.pools import candidate_pools as build_pools
+from ebm_platform.retrieval.pools import fitted_scorer
 from ebm_platform.retrieval.rerank import Reranker
 
 
@@ -126,7 +127,7 @@ def betr_parameters(context: dg.AssetExecutionContext, pools: pl.DataFrame, lake
             "train_pairs": len(train),
             "validation_pairs": len(validation),
             "tau_selection": "validation log-likelihood" if tau_scores else "no validation pairs: train log-likelihood",
-            "scorer": pools["scorer"][0],
+            "scorer": fitted_scorer(pools),
             "pool_settings": PipelineParams().settings(),
         },
     )

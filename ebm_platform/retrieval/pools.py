@@ -10,6 +10,7 @@ import polars as pl
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.rerank import Reranker
 
+OUT_OF_FOLD = ", out of fold"  # ends the scorer name of a row scored by a fold model that did not see its question
 POOL_SCHEMA = {
     "question_id": pl.String,
     "condition": pl.String,
@@ -61,8 +62,18 @@ def candidate_pools(
             out_of_fold.rename({"s": "s_out_of_fold"}), on=["question_id", "window_id"], how="left"
         ).with_columns(
             s=pl.when(learned_from).then(pl.col("s_out_of_fold")).otherwise(pl.col("s")),
-            scorer=pl.when(learned_from).then(pl.lit(f"{scorer}, out of fold")).otherwise(pl.col("scorer")),
+            scorer=pl.when(learned_from).then(pl.lit(f"{scorer}{OUT_OF_FOLD}")).otherwise(pl.col("scorer")),
         )
         if pools.filter(pl.col("s").is_null()).height:
             raise ValueError("out-of-fold scores miss candidates of a question the learned scorer learned from")
     return pools.select(list(POOL_SCHEMA))
+
+
+def fitted_scorer(pools: pl.DataFrame) -> str:
+    """The fine scorer that BETR parameters fitted on `pools` belong to: the one the query path runs.
+    The rows of the questions it learned from carry its out-of-fold scores (named with OUT_OF_FOLD),
+    which stand in for the scores it gives questions it never saw."""
+    names = {name.removesuffix(OUT_OF_FOLD) for name in pools["scorer"].unique().to_list()}
+    if len(names) != 1:
+        raise ValueError(f"candidate pools scored by {len(names)} fine scorers ({sorted(names)}); BETR fits one")
+    return names.pop()
