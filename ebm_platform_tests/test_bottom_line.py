@@ -339,6 +339,36 @@ def test_a_sentence_that_overlapping_windows_share_is_quoted_once() -> None:
     assert quoted.count(shared) == 1 and len(quoted) == 2
 
 
+def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() -> None:
+    """The demo answered "Should patients with neck pain receive massage?" with "Yes: the top-ranked study
+    reports the effect asked about (certainty high; supported by 1 grade B)": the closed-question reader
+    read the results of a Cochrane review whose authors conclude that the effectiveness of massage for
+    neck pain remains uncertain. That conclusion is the answer, whatever a trial below it reads."""
+    question = "Should patients with neck pain receive massage?"
+    answer = _answer(
+        DECREASED,
+        [
+            (
+                "No recommendations for practice can be made at this time because the effectiveness of massage "
+                "for neck pain remains uncertain.",
+                1,
+            ),
+            ("Massage significantly reduced neck pain compared with rest (p < 0.01).", 2),
+        ],
+        {1: "B", 2: "C"},
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain"
+    assert line["text"].startswith("Uncertain: the top-ranked systematic review concludes that the evidence is uncertain")
+    assert line["read_by"] == "the top-ranked systematic review's conclusion that the evidence is uncertain"
+    # ranked below a trial, the review does not silence the trial's reading
+    answer["core_answer"].reverse()
+    answer["citations"] = [{**c, "n": 3 - c["n"]} for c in answer["citations"]]
+    answer["core_answer"] = [{**s, "citations": [3 - s["citations"][0]]} for s in answer["core_answer"]]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["support"] == {"C": 1}
+
+
 def test_the_top_ranked_study_that_names_the_question_answers_it() -> None:
     """A first-ranked trial of something else does not answer: the demo once read "No ... supported by
     none; contradicted by 1 grade B" for a neuromuscular training question."""

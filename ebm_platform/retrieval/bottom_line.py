@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ebm_platform.retrieval.findings import (
+    CONCLUDES_UNCERTAIN,
     REPORTED_RECOMMENDATION,
     arm_words,
     names_question,
@@ -304,12 +305,25 @@ def bottom_line(
     if closed:
         neutral = UNCERTAIN
 
+        def unsettled(n: int, statement: str) -> bool:
+            """Whether source n is a systematic review (grade B) whose statement concludes that the
+            evidence does not settle the question: its authors' conclusion, not a reading of its results."""
+            return grade[n] == REVIEW and bool(CONCLUDES_UNCERTAIN.search(statement)) and not recommends(statement)
+
         def read(n: int, statement: str) -> bool:
-            """Whether the reader answers for source n: a study, not a guideline (grade A)."""
-            return reader is not None and grade[n] != GUIDELINE and not recommends(statement)
+            """Whether the reader answers for source n: a study, not a guideline (grade A), nor a review
+            that concludes the evidence is uncertain."""
+            return (
+                reader is not None
+                and grade[n] != GUIDELINE
+                and not recommends(statement)
+                and not unsettled(n, statement)
+            )
 
         stances = {
-            n: directed(reader(n), verdict_of(s), direction)
+            n: UNCERTAIN
+            if unsettled(n, s)
+            else directed(reader(n), verdict_of(s), direction)
             if read(n, s)
             else statement_answer(s, verdict_of, direction, anchors)
             for n, s in first.items()
@@ -320,15 +334,22 @@ def bottom_line(
         # supported by none" from a trial of something else that ranked first)
         top = min(first, default=None)
         readers_answer = top is not None and read(top, first[top])
+        # the top-ranked source a systematic review that finds the evidence uncertain: its conclusion stands (the
+        # demo read "Yes" to "Should patients with neck pain receive massage?" from the results of a Cochrane
+        # review that concludes "the effectiveness of massage for neck pain remains uncertain")
+        review_unsettled = top is not None and unsettled(top, first[top])
         target = as_closed_answer(verdict, direction)
-        if readers_answer:  # that study, read with the question (the ranking already weighs grade)
+        if readers_answer or review_unsettled:  # that study, read with the question (the ranking already weighs grade)
             target = stances[top]
         best = _best_grade_answer(stances, grade, neutral)
-        generic = ("the top-ranked study " if readers_answer else "the cited evidence ") + {
-            YES: "reports the effect asked about",
-            NO: "reports no such effect",
-            UNCERTAIN: "does not settle it",
-        }[target]
+        generic = (
+            "the top-ranked systematic review concludes that the evidence is uncertain"
+            if review_unsettled
+            else ("the top-ranked study " if readers_answer else "the cited evidence ")
+            + {YES: "reports the effect asked about", NO: "reports no such effect", UNCERTAIN: "does not settle it"}[
+                target
+            ]
+        )
         # the verdict is phrased in the question's terms unless read from a source that does not name its arms
         # (the demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial)
         read_from = (answer.get("verdict_basis") or {}).get("statement")
@@ -352,7 +373,8 @@ def bottom_line(
             target = recommended
         elif best is not None:
             g = min(grade[n] for n, st in stances.items() if st != neutral)
-            if best != target and not readers_answer:  # a guideline's discussion does not overrule the reader
+            if best != target and not readers_answer and not review_unsettled:
+                # a guideline's discussion overrules neither the reader nor a review's uncertain conclusion
                 basis = {
                     YES: f"the grade {g} evidence supports it",
                     NO: f"the grade {g} evidence speaks against it",
@@ -382,6 +404,8 @@ def bottom_line(
         line["read_by"] = (
             "the cited guideline's recommendation about the question (its stated strength or recommending words)"
             if recommended is not None
+            else "the top-ranked systematic review's conclusion that the evidence is uncertain"
+            if review_unsettled
             else "closed-question reader (closed_answer_model, PubMedQA-trained: the top-ranked study read with the question)"
             if reader
             else "the verdict read against the question's direction"
