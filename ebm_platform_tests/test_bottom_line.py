@@ -359,7 +359,9 @@ def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() 
     )
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["answer"] == "uncertain"
-    assert line["text"].startswith("Uncertain: the top-ranked systematic review concludes that the evidence is uncertain")
+    assert line["text"].startswith(
+        "Uncertain: the top-ranked systematic review concludes that the evidence is uncertain"
+    )
     assert line["read_by"] == "the top-ranked systematic review's conclusion that the evidence is uncertain"
     # ranked below a trial, the review does not silence the trial's reading
     answer["core_answer"].reverse()
