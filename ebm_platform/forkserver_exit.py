@@ -1,8 +1,9 @@
 """Imported last by the step server's preload (`defs.STEP_MODULES`): when its parent exits, the
 forkserver leaves at once instead of finalising an interpreter that holds torch, LanceDB, polars and
 OpenVINO. Finalising took about 8 s of garbage collection with their native threads still running,
-and a forkserver that outlives `ebm` holds the caller's output pipes open: a test that read a build's
-output waited 15 minutes for one (CI, 2026-12-02). Imported anywhere else, this module does nothing."""
+and a forkserver that outlives `ebm` holds the caller's output pipes open for as long as that takes.
+A CI test that read a build's output through pipes waited 15 minutes in such a read (2026-12-02); the
+hang did not reproduce here. Imported anywhere else, this module does nothing."""
 
 from __future__ import annotations
 

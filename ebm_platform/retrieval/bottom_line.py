@@ -339,7 +339,7 @@ def bottom_line(
         # review that concludes "the effectiveness of massage for neck pain remains uncertain")
         review_unsettled = top is not None and unsettled(top, first[top])
         target = as_closed_answer(verdict, direction)
-        if readers_answer or review_unsettled:  # that study, read with the question (the ranking already weighs grade)
+        if readers_answer or review_unsettled:  # that source's answer (the ranking already weighs grade)
             target = stances[top]
         best = _best_grade_answer(stances, grade, neutral)
         generic = (

@@ -163,7 +163,7 @@ REPORTED_RECOMMENDATION = re.compile(rf"\bguidelines? {_RECOMMEND_VERB}\b", re.I
 # neck pain remains uncertain", "no recommendations for practice can be made", "insufficient evidence")
 CONCLUDES_UNCERTAIN = re.compile(
     r"\b(?:effectiveness|efficacy|effects?|benefits?|evidence|value|role)\b[^.;]{0,80}?\b(?:remains?|is|are|was|were)\s+"
-    r"(?:still\s+|currently\s+|largely\s+)?(?:uncertain|unclear|inconclusive|insufficient|lacking|limited)\b|"
+    r"(?:still\s+|currently\s+|largely\s+)?(?:uncertain|unclear|inconclusive|insufficient|lacking)\b|"
     r"\b(?:we are|it is|it remains) (?:still )?(?:uncertain|unclear) (?:whether|if|about)\b|"
     r"\b(?:insufficient|inconclusive|not enough) evidence\b|"
     r"\bno (?:firm |definitive |clear )?(?:conclusions?|recommendations?)\b[^.;]{0,60}?\b(?:can|could) be (?:made|drawn|reached)\b",
