@@ -135,6 +135,12 @@ def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
     return "".join(tokens)
 
 
+def statement_key(statement: str) -> str:
+    """A recommendation's first sentence's letters: its copies differ only in spacing."""
+    first = re.split(r"\.(?=\s|[A-Z]|$)", statement, maxsplit=1)[0]
+    return re.sub(r"[^a-z]+", "", first.lower())
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """One recommendation: its statement and the strength (and category) the guideline gives it."""
@@ -148,9 +154,8 @@ class Recommendation:
 
     @property
     def key(self) -> str:
-        """The first sentence's letters: the copies of one recommendation differ only in spacing."""
-        first = re.split(r"\.(?=\s|[A-Z]|$)", self.statement, maxsplit=1)[0]
-        return re.sub(r"[^a-z]+", "", first.lower())
+        """`statement_key` of the statement: the same for every copy of this recommendation."""
+        return statement_key(self.statement)
 
     def inline(self) -> str:
         """The statement with its strength (and the stated rating of its evidence, before the
@@ -190,7 +195,7 @@ def recommendations(text: str, repeats: bool = False) -> list[Recommendation]:
             continue
         begin = starts[-1].end()
         statement = FOOTNOTE_TAIL.sub("", _fold(text[begin : match.start()])) + "."
-        key = Recommendation(statement, "", begin, begin).key
+        key = statement_key(statement)
         if "\u2026" in statement or "..." in statement or not RECOMMENDING.search(statement):
             continue
         repeat = key in seen
