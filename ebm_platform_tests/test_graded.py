@@ -135,6 +135,33 @@ def test_a_recommendation_carries_the_rating_of_the_evidence_its_discussion_stat
     assert stated_confidence(two) is None and stated_confidence("Evidence was low in quality.") is None
 
 
+def test_a_discussion_shared_by_recommendations_rates_each_by_its_number() -> None:
+    """VA/DoD discusses recommendations 34 and 35 together and rates each after "evidence related to
+    Recommendation N" (the PDF text splits "3 5"); a part that states no rating gives none."""
+    table = (
+        "34. For patients with chronic low back pain, we suggest acupuncture. Weak for Reviewed, Amended "
+        "35. For patients with acute low back pain, there is insufficient evidence to recommend for or against "
+        "acupuncture. Neither for nor against Reviewed, Amended "
+        "36. For patients with low back pain, we suggest yoga. Weak for Reviewed, New-added "
+    )
+    discussion = (
+        "Recommendation 34.For patients with chronic low back pain, we suggest acupuncture. (Weak for | Reviewed, "
+        "Amended) 35.For patients with acute low back pain, there is insufficient evidence to recommend for or "
+        "against acupuncture. (Neither for nor against | Reviewed, Amended) Discussion Acupuncture helped a little. "
+        "The Work Group systematically reviewed evidence related to Recommendation 34 (200-202). The Work Group’s "
+        "confidence in the quality of the evidence was low. The Work Group systematically reviewed evidence related "
+        "to Recommendation 3 5 (200). The Work Group’s confidence in the quality of the evidence was very low. "
+        "Recommendation 36.For patients with low back pain, we suggest yoga. (Weak for | Reviewed, New-added) "
+        "Discussion The Work Group systematically reviewed evidence related to Recommendation 36 (12). Yoga helped."
+    )
+    markdown, found = guideline_markdown("Guideline", table + discussion, frozenset())
+    label = "the Work Group's confidence in the quality of the evidence"
+    assert found == 3
+    assert markdown.count(f"acupuncture (Strength of recommendation: Weak for, {label}: low; Amended).") == 2
+    assert markdown.count(f"(Strength of recommendation: Neither for nor against, {label}: very low; Amended).") == 2
+    assert markdown.count("we suggest yoga (Strength of recommendation: Weak for; New-added).") == 2  # none stated
+
+
 def _cochrane_sets(root: Path) -> Path:
     folder = root / "graded_evidence"
     for name in ("cochrane_auto", "cochrane_simplification", "cochrane_conclusions"):

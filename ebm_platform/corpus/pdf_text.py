@@ -45,6 +45,10 @@ STATED_CONFIDENCE = re.compile(
     re.I,
 )
 CONFIDENCE_LEVELS = ("very low", "low", "moderate", "high")
+# Where one discussion serves several recommendations, VA/DoD opens each one's rating with "The Work Group
+# systematically reviewed evidence related to Recommendation 34"; the PDF text may split its digits ("3 5").
+RATED_RECOMMENDATION = re.compile(r"related\s+to\s+Recommendation\s+(?P<number>\d(?:\s?\d)?)\b", re.I)
+NUMBER_BEFORE = re.compile(r"(?P<number>\d(?:\s?\d)?)\s*\.\s*$")  # "34." or "Recommendation 34." before a statement
 CONFIDENCE_LABEL = "the Work Group's confidence in the quality of the evidence"
 FOOTNOTE_TAIL = re.compile(r"(?:\s*[.(|]|\s+[a-z]\b|(?<=[.)])[a-z]\b)+\s*$")
 
@@ -257,15 +261,36 @@ def separate_glued_cells(text: str) -> str:
 DISCUSSION_HEADING = re.compile(r"\s*Discussion\s+(?=[A-Z])")  # the heading the PDF text runs into its first sentence
 
 
+def ratings_by_number(discussion: str) -> dict[str, str]:
+    """In a discussion shared by several recommendations, the one rating each part opened by "evidence
+    related to Recommendation N" states, by N (a part that states none, or several, gives none)."""
+    marks = list(RATED_RECOMMENDATION.finditer(discussion))
+    found = {}
+    for mark, after in zip_longest(marks, marks[1:]):
+        if level := stated_confidence(discussion[mark.end() : after.start() if after else len(discussion)]):
+            found[re.sub(r"\s", "", mark.group("number"))] = level
+    return found
+
+
 def with_stated_confidence(text: str, found: list[Recommendation]) -> list[Recommendation]:
     """`found` (with their repeats) with the rating of the evidence that each recommendation's
     discussion states (`stated_confidence`): a discussion runs from a recommendation's repeated copy
-    in `text` to the next recommendation."""
-    rated = {
-        rec.key: level
-        for rec, after in zip_longest(found, found[1:])
-        if rec.repeat and (level := stated_confidence(text[rec.end : after.start if after else len(text)]))
-    }
+    in `text` to the next recommendation; one that several recommendations share (theirs are empty)
+    gives each the rating of the part that names its number (`ratings_by_number`)."""
+    rated, numbered, number_of = {}, {}, {}
+    for rec, after in zip_longest(found, found[1:]):
+        if not rec.repeat:
+            continue
+        discussion = text[rec.end : after.start if after else len(text)]
+        if level := stated_confidence(discussion):
+            rated[rec.key] = level
+        else:
+            numbered.update(ratings_by_number(discussion))
+        if number := NUMBER_BEFORE.search(text, max(0, rec.start - 20), rec.start):
+            number_of[rec.key] = re.sub(r"\s", "", number.group("number"))
+    for key, number in number_of.items():
+        if key not in rated and number in numbered:
+            rated[key] = numbered[number]
     return [replace(rec, confidence=rated.get(rec.key)) for rec in found]
 
 
