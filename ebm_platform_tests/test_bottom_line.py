@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ebm_platform.retrieval.bottom_line import as_closed_answer, bottom_line, question_direction, question_type
+from ebm_platform.retrieval.answer import assess_certainty
+from ebm_platform.retrieval.bottom_line import (
+    as_closed_answer,
+    bottom_line,
+    question_direction,
+    question_type,
+    take_sides,
+)
 from ebm_platform.retrieval.findings import arm_words, recommendation_stance
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
@@ -363,6 +370,15 @@ def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() 
         "Uncertain: the top-ranked systematic review concludes that the evidence is uncertain"
     )
     assert line["read_by"] == "the top-ranked systematic review's conclusion that the evidence is uncertain"
+    # the review supports the "Uncertain" it decides, and its conclusion, not its design, sets the certainty (the
+    # demo read "certainty moderate; supported by none")
+    assert line["support"] == {"B": 1} and line["contradict"] == {}
+    take_sides(answer, line["sides"])
+    for cite in answer["citations"]:
+        cite["doc_id"] = cite["window_id"]
+    assess_certainty(answer, None, set())
+    assert answer["certainty"]["level"] == "very low"
+    assert "the review's own conclusion that the evidence is uncertain" in answer["certainty"]["starts_from"]
     # ranked below a trial, the review does not silence the trial's reading
     answer["core_answer"].reverse()
     answer["citations"] = [{**c, "n": 3 - c["n"]} for c in answer["citations"]]

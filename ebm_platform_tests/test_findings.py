@@ -3,7 +3,7 @@ certainty with every downgrade named. Sentences are quoted from the demo lake's 
 
 from __future__ import annotations
 
-from ebm_platform.retrieval.answer import assess_certainty
+from ebm_platform.retrieval.answer import assess_certainty, label_shared_windows
 from ebm_platform.retrieval.findings import arm_words, is_finding, names_question, without_markers
 from ebm_platform.vocabulary import Anchors
 
@@ -34,6 +34,8 @@ BACKGROUND = [
     "(NRS: Numerical pain rating score; DOA:duration of analgesia) Demographic profile in terms of age, weight and "
     "sex distribution, as well as duration of surgery, was comparable between both the groups [Table 1].",
     "Baseline characteristics of the two groups were comparable.",
+    # earlier work of the authors (the demo's rotator cuff answer rested on it: "no significant difference")
+    "The decision tree was previously tested in patients with SIS to improve weaknesses and to test its practicability.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -139,6 +141,30 @@ def test_certainty_starts_from_the_design_and_names_every_downgrade():
     cohort = _answer([(1, "supports"), (2, "supports")], {1: "D", 2: "D"}, {1: "a", 2: "b"})
     assess_certainty(cohort, None, set())
     assert cohort["certainty"]["level"] == "low" and cohort["certainty"]["starts_from"].startswith("observational")
+
+
+def test_a_supporting_review_that_rates_its_evidence_starts_the_certainty_there():
+    """A Cochrane review's "low-certainty evidence" is its authors' GRADE rating: the start, not "high"."""
+    answer = _answer([(1, "supports"), (2, "supports")], {1: "B", 2: "C"}, {1: "review", 2: "trial"})
+    answer["core_answer"][0]["statement"] = "Exercise may reduce pain slightly (low-certainty evidence)."
+    assess_certainty(answer, "LBP", {"w1", "w2"})
+    assert answer["certainty"]["level"] == "low" and answer["certainty"]["downgraded_for"] == []
+    assert answer["certainty"]["starts_from"].endswith("low, the review's own rating")
+    unrated = _answer([(1, "supports")], {1: "B"}, {1: "review"})
+    assess_certainty(unrated, "LBP", {"w1"})
+    assert unrated["certainty"]["level"] == "high"  # a review that states no rating starts from its design
+
+
+def test_a_shared_window_is_labelled_with_the_questions_condition():
+    """A patellofemoral pain trial's window is in PFP and MACL; its first index row said MACL."""
+    citations = [
+        {"n": 1, "window_id": "w1", "condition": "MACL"},  # shared with PFP
+        {"n": 2, "window_id": "w2", "condition": "MACL"},  # MACL only
+    ]
+    label_shared_windows(citations, "PFP", {"w1"})
+    assert [c["condition"] for c in citations] == ["PFP", "MACL"]
+    label_shared_windows(citations, None, set())  # a question with no condition changes nothing
+    assert [c["condition"] for c in citations] == ["PFP", "MACL"]
 
 
 def test_certainty_starts_from_the_sources_that_support_the_bottom_line():

@@ -29,6 +29,7 @@ from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.findings import (
+    CONCLUDES_UNCERTAIN,
     STRENGTH,
     is_finding,
     names_question,
@@ -62,6 +63,14 @@ def citation(n: int, row: dict) -> dict:
         "doc_id": row["doc_id"],
         "year": row.get("year"),
     }
+
+
+def label_shared_windows(citations: list[dict], condition: str | None, in_condition: set[str]) -> None:
+    """A cited window that several conditions share carries the question's condition when it is one of
+    them (its first index row named another: a patellofemoral pain trial shown as "(grade C, MACL)")."""
+    for cite in citations:
+        if condition and cite["window_id"] in in_condition:
+            cite["condition"] = condition
 
 
 def missing_terms(anchor: str, evidence: str) -> list[str]:
@@ -199,6 +208,17 @@ def assess_certainty(
             start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
+    elif best == "B":  # a supporting review's own GRADE rating, or its conclusion that the evidence is uncertain
+        own = [s["statement"] for s in backing if any(by_n[n]["grade"] == "B" for n in s["citations"] if n in by_n)]
+        rated = next((m for s in own for m in [STATED_CERTAINTY.search(s)] if m), None)
+        if rated:
+            start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
+            starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the review's own rating"
+        elif any(CONCLUDES_UNCERTAIN.search(s) for s in own):
+            start = 0
+            starts_from = (
+                f"{design} (grade {best}{side}): very low, the review's own conclusion that the evidence is uncertain"
+            )
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})
     if condition:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
-from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline
+from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline, label_shared_windows
 from ebm_platform.retrieval.bottom_line import UNCERTAIN, bottom_line, stated_bottom_line, take_sides, with_certainty
 from ebm_platform.retrieval.closed_answer import MAYBE
 from ebm_platform.retrieval.learned import gate_line
@@ -132,6 +132,7 @@ def answer_from(
         if condition and cited
         else set()
     )
+    label_shared_windows(answer["citations"], condition, in_condition)
     stated = answer.pop("llm_bottom_line", None)
     line = (
         stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])

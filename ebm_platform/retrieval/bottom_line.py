@@ -338,6 +338,8 @@ def bottom_line(
         # demo read "Yes" to "Should patients with neck pain receive massage?" from the results of a Cochrane
         # review that concludes "the effectiveness of massage for neck pain remains uncertain")
         review_unsettled = top is not None and unsettled(top, first[top])
+        # the reviews that conclude the evidence is uncertain support the "Uncertain" they decide
+        concluding = {n for n, s in first.items() if unsettled(n, s)} if review_unsettled else set()
         target = as_closed_answer(verdict, direction)
         if readers_answer or review_unsettled:  # that source's answer (the ranking already weighs grade)
             target = stances[top]
@@ -385,6 +387,7 @@ def bottom_line(
     else:  # the cited recommendations on the arms, else the core's verdict unless no source that names the arms
         # supports it: then the best-graded ones decide
         neutral = INSUFFICIENT
+        concluding = set()
         stances = {n: recommended_verdict(s, anchors) if recommends(s) else verdict_of(s) for n, s in first.items()}
         directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
         stances = _by_recommendation(stances, document, on_arms | directing, neutral)
@@ -396,7 +399,13 @@ def bottom_line(
         text = _phrase(target, anchors)
         text = text[0].upper() + text[1:]
     sides = {
-        n: "neutral" if target == neutral or st == neutral else "supports" if st == target else "contradicts"
+        n: "supports"
+        if n in concluding and target == UNCERTAIN
+        else "neutral"
+        if target == neutral or st == neutral
+        else "supports"
+        if st == target
+        else "contradicts"
         for n, st in stances.items()
     }
     line = _line(kind, target, text, answer, sides, grade)

@@ -27,7 +27,9 @@ OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated)|"
     r"they (?:found|showed|demonstrated|concluded)|"
-    r"it is (?:well )?known|et al|in their)\b|\(\d{4}\)",
+    r"it is (?:well )?known|et al|in their|"
+    r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
+    r"\(\d{4}\)",
     re.I,
 )
 CONTEXT = re.compile(
