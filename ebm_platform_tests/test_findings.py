@@ -153,6 +153,17 @@ def test_a_supporting_review_that_rates_its_evidence_starts_the_certainty_there(
     unrated = _answer([(1, "supports")], {1: "B"}, {1: "review"})
     assess_certainty(unrated, "LBP", {"w1"})
     assert unrated["certainty"]["level"] == "high"  # a review that states no rating starts from its design
+    # the rating stated elsewhere in the review's cited windows (its conclusions, here its second window): the
+    # lowest of them; a trial's window rates nothing
+    two_windows = _answer([(1, "supports")], {1: "B", 2: "B", 3: "C"}, {1: "review", 2: "review", 3: "trial"})
+    passages = {
+        "w1": "Taping did not reduce pain more than no taping (MD -0.15; 95% CI -1.15 to 0.85).",
+        "w2": "The evidence is low-quality for pain; for function it is moderate quality.",
+        "w3": "Very low quality evidence was all that earlier trials gave.",
+    }
+    assess_certainty(two_windows, "LBP", {"w1", "w2", "w3"}, passages=passages)
+    assert two_windows["certainty"]["level"] == "low"
+    assert two_windows["certainty"]["starts_from"].endswith("the lowest rating the review's cited windows state")
 
 
 def test_a_shared_window_is_labelled_with_the_questions_condition():

@@ -164,7 +164,11 @@ START = {
 
 
 def assess_certainty(
-    answer: dict, condition: str | None, in_condition: set[str], unanswered: str | None = None
+    answer: dict,
+    condition: str | None,
+    in_condition: set[str],
+    unanswered: str | None = None,
+    passages: dict[str, str] | None = None,
 ) -> None:
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
     design of the best-graded evidence that supports the bottom line (the statements `take_sides`
@@ -175,8 +179,10 @@ def assess_certainty(
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's; no cited statement that names the question's arms supports the bottom
     line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
-    rests on a single study). A bottom line that no cited finding answers (`unanswered`: why,
-    `bottom_line.unnamed`) is very low. Sets answer["certainty"]."""
+    rests on a single study). A supporting systematic review's own rating starts it too: stated in the
+    quoted statement, or very low when that concludes the evidence is uncertain, else the lowest that
+    the review's cited windows state (`passages`: window id -> text). A bottom line that no cited finding answers
+    (`unanswered`: why, `bottom_line.unnamed`) is very low. Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
@@ -209,8 +215,18 @@ def assess_certainty(
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     elif best == "B":  # a supporting review's own GRADE rating, or its conclusion that the evidence is uncertain
-        own = [s["statement"] for s in backing if any(by_n[n]["grade"] == "B" for n in s["citations"] if n in by_n)]
+        reviews = [s for s in backing if any(by_n[n]["grade"] == "B" for n in s["citations"] if n in by_n)]
+        own = [s["statement"] for s in reviews]
         rated = next((m for s in own for m in [STATED_CERTAINTY.search(s)] if m), None)
+        documents = {
+            by_n[n]["doc_id"] for s in reviews for n in s["citations"] if n in by_n and by_n[n]["grade"] == "B"
+        }
+        passage = [  # what the supporting reviews' cited windows state (the rating often sits in the conclusions)
+            CERTAINTY_LEVELS.index((m.group(1) or m.group(2)).lower())
+            for c in citations
+            if c["doc_id"] in documents
+            for m in STATED_CERTAINTY.finditer((passages or {}).get(c["window_id"], ""))
+        ]
         if rated:
             start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the review's own rating"
@@ -218,6 +234,12 @@ def assess_certainty(
             start = 0
             starts_from = (
                 f"{design} (grade {best}{side}): very low, the review's own conclusion that the evidence is uncertain"
+            )
+        elif passage:
+            start = min(passage)
+            starts_from = (
+                f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the lowest rating the review's cited "
+                "windows state"
             )
     reasons = []
     comparison = answer.setdefault("pico_comparison", {})

@@ -148,7 +148,7 @@ def answer_from(
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
-    assess_certainty(answer, condition, in_condition, line.get("unanswered"))
+    assess_certainty(answer, condition, in_condition, line.get("unanswered"), {r["window_id"]: r["text"] for r in rows})
     line = with_certainty(line, answer["certainty"]["level"])
     retrieval.timings["answer"] = time.perf_counter() - t0
     score = {row["window_id"]: row["score"] for row in rows}
