@@ -163,6 +163,11 @@ START = {
 }
 
 
+def stated_level(rating: re.Match) -> int:
+    """The index in CERTAINTY_LEVELS of a `STATED_CERTAINTY` match."""
+    return CERTAINTY_LEVELS.index((rating.group(1) or rating.group(2)).lower())
+
+
 def assess_certainty(
     answer: dict,
     condition: str | None,
@@ -211,7 +216,7 @@ def assess_certainty(
         quoted = next((q for q in strengths if STATED_CERTAINTY.search(q)), strengths[0] if strengths else None)
         rated = STATED_CERTAINTY.search(quoted or "")
         if rated:  # the guideline graded its own evidence: its rating, not the design's, is the start
-            start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
+            start = stated_level(rated)
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     elif best == "B":  # a supporting review's own GRADE rating, or its conclusion that the evidence is uncertain
@@ -222,13 +227,13 @@ def assess_certainty(
             by_n[n]["doc_id"] for s in reviews for n in s["citations"] if n in by_n and by_n[n]["grade"] == "B"
         }
         passage = [  # what the supporting reviews' cited windows state (the rating often sits in the conclusions)
-            CERTAINTY_LEVELS.index((m.group(1) or m.group(2)).lower())
+            stated_level(m)
             for c in citations
             if c["doc_id"] in documents
             for m in STATED_CERTAINTY.finditer((passages or {}).get(c["window_id"], ""))
         ]
         if rated:
-            start = CERTAINTY_LEVELS.index((rated.group(1) or rated.group(2)).lower())
+            start = stated_level(rated)
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the review's own rating"
         elif any(CONCLUDES_UNCERTAIN.search(s) for s in own):
             start = 0
