@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ebm_platform.corpus.model import GRADE_LABELS, GRADES
-from ebm_platform.corpus.pdf_text import CONFIDENCE_LABEL
+from ebm_platform.corpus.pdf_text import CONFIDENCE_LABEL, CONFIDENCE_LEVELS
 from ebm_platform.corpus.windows import flatten
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
@@ -144,7 +144,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     }
 
 
-CERTAINTY_LEVELS = ("very low", "low", "moderate", "high")
+CERTAINTY_LEVELS = CONFIDENCE_LEVELS  # GRADE's four levels, lowest first: the ones a guideline's discussion states
 # a guideline's own GRADE rating of its evidence, stated with its recommendation ("conditional
 # recommendation in favour of use, low certainty evidence") or in its discussion (VA/DoD: "Weak for,
 # the Work Group's confidence in the quality of the evidence: low", `pdf_text.with_stated_confidence`);
