@@ -56,3 +56,40 @@ def test_memory_a_step_freed_is_not_held_by_the_process_that_runs_the_next_one(t
     from, and be measured at, the previous step's high-water mark."""
     peaks = _peaks_of_two_steps(tmp_path, _scattered)
     assert peaks["large"] >= peaks["small"] + 300
+
+
+def test_an_input_that_names_its_columns_reads_only_those(tmp_path):
+    """A global step that counts windows by condition (corpus_report) reads the condition column of
+    every partition, not the windows' texts."""
+    partitions = dg.StaticPartitionsDefinition(["ACL", "LBP"])
+
+    @dg.asset(partitions_def=partitions)
+    def windows(context) -> pl.DataFrame:
+        return pl.DataFrame({"condition": [context.partition_key] * 2, "text": ["a long window text"] * 2})
+
+    @dg.asset(
+        ins={
+            "condition_only": dg.AssetIn(
+                "windows", partition_mapping=dg.AllPartitionMapping(), metadata={"columns": ["condition"]}
+            )
+        }
+    )
+    def counts(condition_only: pl.DataFrame) -> pl.DataFrame:
+        return condition_only.group_by("condition").len().sort("condition")
+
+    instance = dg.DagsterInstance.ephemeral()
+    resources = {"io_manager": LakeParquetIOManager(root=str(tmp_path))}
+    for key in partitions.get_partition_keys():
+        dg.materialize([windows], partition_key=key, instance=instance, resources=resources)
+    result = dg.materialize([windows, counts], selection=[counts], instance=instance, resources=resources)
+    out = result.output_for_node("counts")
+    assert out.columns == ["condition", "len"] and out["len"].to_list() == [2, 2]
+    read = LakeParquetIOManager(root=str(tmp_path)).load_input(
+        dg.build_input_context(
+            asset_key=dg.AssetKey("windows"),
+            definition_metadata={"columns": ["condition"]},
+            asset_partitions_def=partitions,
+            partition_key="ACL",
+        )
+    )
+    assert read.columns == ["condition"]

@@ -209,8 +209,12 @@ def evidence_windows(
     kinds={"polars"},
     automation_condition=AFTER_DEPS,
     ins={
-        "documents": dg.AssetIn("source_documents", partition_mapping=dg.AllPartitionMapping()),
-        "windows": dg.AssetIn("evidence_windows", partition_mapping=dg.AllPartitionMapping()),
+        "documents": dg.AssetIn(
+            "source_documents", partition_mapping=dg.AllPartitionMapping(), metadata={"columns": ["condition", "grade"]}
+        ),
+        "windows": dg.AssetIn(
+            "evidence_windows", partition_mapping=dg.AllPartitionMapping(), metadata={"columns": ["condition"]}
+        ),
     },
 )
 def corpus_report(

@@ -220,7 +220,13 @@ def knowledge_graph(
     kinds={"kuzu"},
     pool="kuzu_writer",
     automation_condition=AFTER_DEPS,
-    ins={"entities": dg.AssetIn("knowledge_graph", partition_mapping=dg.AllPartitionMapping())},
+    ins={
+        "entities": dg.AssetIn(
+            "knowledge_graph",
+            partition_mapping=dg.AllPartitionMapping(),
+            metadata={"columns": ["id", "name", "type", "vector"]},
+        )
+    },
 )
 def knowledge_tree(
     context: dg.AssetExecutionContext, entities: pl.DataFrame, graph: GraphResource, llm: LLMResource
@@ -254,7 +260,8 @@ def knowledge_tree(
         attributes = store.query(
             "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
         )
-        entities = entities.unique("id", keep="first", maintain_order=True)  # one row per global entity
+        if entities["id"].is_duplicated().any():  # one row per global entity (a copy only when needed)
+            entities = entities.unique("id", keep="first", maintain_order=True)
         community, stats = build_tree(entities, edges)
         context.log.info(f"knowledge tree: {stats}")
         tables, summary_mode = tree_tables(

@@ -97,9 +97,13 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         )
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        """The asset's parquet (every mapped partition's, concatenated); an input whose definition
+        metadata names `columns` reads only those (a global step that counts windows by condition
+        need not hold their texts)."""
         name, layout = "/".join(context.asset_key.path), LakeLayout(self.root)
+        columns = (context.definition_metadata or {}).get("columns")
         if not context.has_asset_partitions:
-            return lake_files.read_parquet(layout.asset(name))
+            return lake_files.read_parquet(layout.asset(name), columns)
         keys = context.asset_partition_keys
         missing = [key for key in keys if not lake_files.is_file(layout.asset(name, key))]
         if missing:  # a partial input is read, but never silently
@@ -107,7 +111,7 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
                 f"{context.asset_key.to_user_string()}: {len(missing)} of {len(keys)} partitions not materialised, "
                 f"read without them: {', '.join(sorted(missing))}"
             )
-        frames = [lake_files.read_parquet(layout.asset(name, key)) for key in keys if key not in missing]
+        frames = [lake_files.read_parquet(layout.asset(name, key), columns) for key in keys if key not in missing]
         if not frames:
             return pl.DataFrame()
         return pl.concat(frames, how="diagonal_relaxed")

@@ -15,12 +15,14 @@ records its L2 and L1 counts and a summary (extractive from the graph offline, t
 
 from __future__ import annotations
 
+import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-import networkx as nx
+import igraph
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from ebm_platform.graph.build import entity_matrix
 from ebm_platform.llm.prompts import fill
@@ -41,56 +43,112 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(v)
-    return v / n if n else v
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+
+
+@dataclass
+class EntityGraph:
+    """The entity graph as arrays: node i is `ids[i]`; each undirected pair once (`source` < `target`)
+    with its summed weight; `psi[i]` the typed relations node i takes part in."""
+
+    ids: list[str]
+    source: np.ndarray
+    target: np.ndarray
+    weight: np.ndarray
+    psi: list[frozenset[str]]
+
+    @classmethod
+    def build(cls, ids: list[str], edges: pl.DataFrame) -> EntityGraph:
+        """From string-keyed edges (source, target, type, weight); edges to unknown ids are dropped."""
+        index = pl.DataFrame({"id": ids, "i": np.arange(len(ids), dtype=np.int64)})
+        coded = (
+            edges.select("source", "target", "type", "weight")
+            .join(index.rename({"id": "source", "i": "s"}), on="source")
+            .join(index.rename({"id": "target", "i": "t"}), on="target")
+            .filter(pl.col("s") != pl.col("t"))
+            .select(pl.min_horizontal("s", "t").alias("a"), pl.max_horizontal("s", "t").alias("b"), "type", "weight")
+        )
+        pairs = coded.group_by("a", "b").agg(pl.col("weight").sum()).sort("a", "b")
+        psi: list[set[str]] = [set() for _ in ids]
+        typed = coded.filter(pl.col("type") != "co_mention")
+        for end in ("a", "b"):
+            for i, types in typed.group_by(end).agg(pl.col("type").unique()).iter_rows():
+                psi[i].update(types)
+        return cls(
+            ids,
+            pairs["a"].to_numpy(),
+            pairs["b"].to_numpy(),
+            pairs["weight"].to_numpy().astype(np.float64),
+            [frozenset(p) for p in psi],
+        )
+
+    def neighbours(self) -> sp.csr_matrix:
+        """The symmetric adjacency (CSR): row i's indices are i's neighbours."""
+        n = len(self.ids)
+        rows = np.concatenate([self.source, self.target])
+        cols = np.concatenate([self.target, self.source])
+        return sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
+
+    def louvain(self, seed: int) -> np.ndarray:
+        """Seeded Louvain (Blondel et al., igraph's multilevel algorithm) over the weighted graph:
+        each node's community number."""
+        graph = igraph.Graph(n=len(self.ids), edges=np.column_stack([self.source, self.target]))
+        igraph.set_random_number_generator(random.Random(seed))
+        try:
+            membership = graph.community_multilevel(weights=self.weight).membership
+        finally:
+            igraph.set_random_number_generator(random)
+        return np.asarray(membership, dtype=np.int64)
 
 
 def build_tree(
     entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()
 ) -> tuple[dict[str, int], dict]:
-    """Community id per entity id, and statistics. `edges`: source, target, type, weight."""
+    """Community id per entity id, and statistics. `edges`: source, target, type, weight. The graph
+    is held as integer arrays (about 30 bytes an edge), so the step's memory is the entity vectors
+    and those arrays, not a Python object per edge."""
     ids = entities["id"].to_list()
     if not ids:
         return {}, {"communities": 0}
-    vectors = dict(zip(ids, entity_matrix(entities)))
-    psi: dict[str, set[str]] = defaultdict(set)
-    graph = nx.Graph()
-    graph.add_nodes_from(ids)
-    for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
-        if s in vectors and t in vectors:
-            graph.add_edge(s, t, weight=graph.get_edge_data(s, t, {"weight": 0})["weight"] + w)
-            if typ != "co_mention":
-                psi[s].add(typ)
-                psi[t].add(typ)
-    seeds = nx.community.louvain_communities(graph, weight="weight", seed=params.seed)
-    community = {node: c for c, members in enumerate(seeds) for node in members}
+    vectors = entity_matrix(entities)
+    graph = EntityGraph.build(ids, edges)
+    psi = graph.psi
+    adjacency = graph.neighbours()
+    community = graph.louvain(params.seed)
+    seeds = int(community.max()) + 1
 
     def summary() -> tuple[dict[int, set[str]], dict[int, np.ndarray], dict[int, int]]:
+        labels, inverse = np.unique(community, return_inverse=True)
+        totals = np.zeros((len(labels), vectors.shape[1]), dtype=np.float64)
+        np.add.at(totals, inverse, vectors)
         rel: dict[int, set[str]] = defaultdict(set)
-        total: dict[int, np.ndarray] = {}
-        size: dict[int, int] = defaultdict(int)
-        for node, c in community.items():
+        for node, c in enumerate(community.tolist()):
             rel[c] |= psi[node]
-            total[c] = total.get(c, 0) + vectors[node]
-            size[c] += 1
-        return rel, {c: _unit(v) for c, v in total.items()}, size
+        units = _unit_rows(totals)
+        return (
+            rel,
+            {int(c): units[k] for k, c in enumerate(labels)},
+            defaultdict(int, zip(labels.tolist(), np.bincount(inverse).tolist())),
+        )
 
     rel, centroid, size = summary()
     moved, passes = 0, 0
     while passes < params.max_passes:  # reassignment to convergence: a pass that moves nothing ends it
         passes += 1
         moved_now = 0
-        for node in ids:
-            own = community[node]
-            options = {community[n] for n in graph.neighbors(node)} - {own}
+        for node in range(len(ids)):
+            own = int(community[node])
+            neighbours = adjacency.indices[adjacency.indptr[node] : adjacency.indptr[node + 1]]
+            options = set(community[neighbours].tolist()) - {own}
             if not options:
                 continue
 
             def phi(c: int) -> float:
                 return _jaccard(psi[node], rel[c]) + params.lam * float(vectors[node] @ centroid[c])  # noqa: B023 (called within this iteration)
 
-            best = max(options, key=phi)
+            best = max(sorted(options), key=phi)
             if phi(best) > phi(own) + params.epsilon and size[best] < params.max_size:
                 community[node] = best
                 size[own] -= 1
@@ -100,21 +158,20 @@ def build_tree(
         rel, centroid, size = summary()
         if not moved_now:
             break
-    rel, centroid, size = summary()
-    members: dict[int, list[str]] = defaultdict(list)
-    for node, c in community.items():
-        members[c].append(node)
     merges = 0
     changed = True
     while changed:
         changed = False
-        adjacent = {
-            (min(community[s], community[t]), max(community[s], community[t]))
-            for s, t in graph.edges()
-            if community[s] != community[t]
-        }
+        a_side, b_side = community[graph.source], community[graph.target]
+        across = a_side != b_side
+        adjacent = np.unique(
+            np.column_stack([np.minimum(a_side, b_side)[across], np.maximum(a_side, b_side)[across]]), axis=0
+        )
         scored = sorted(
-            ((_jaccard(rel[a], rel[b]) + params.lam * float(centroid[a] @ centroid[b]), a, b) for a, b in adjacent),
+            (
+                (_jaccard(rel[a], rel[b]) + params.lam * float(centroid[a] @ centroid[b]), a, b)
+                for a, b in adjacent.tolist()
+            ),
             reverse=True,
         )
         used: set[int] = set()
@@ -123,23 +180,21 @@ def build_tree(
                 break
             if a in used or b in used or size[a] + size[b] > params.max_size:
                 continue
-            for node in members[b]:
-                community[node] = a
-            members[a].extend(members.pop(b))
+            community[community == b] = a
+            size[a] += size.pop(b)
             used |= {a, b}
             merges += 1
             changed = True
         rel, centroid, size = summary()
-    renumber = {c: i for i, c in enumerate(sorted(set(community.values())))}
-    community = {n: renumber[c] for n, c in community.items()}
-    return community, {
-        "communities": len(renumber),
-        "louvain_seeds": len(seeds),
+    _, renumbered = np.unique(community, return_inverse=True)
+    return dict(zip(ids, renumbered.tolist())), {
+        "communities": int(renumbered.max()) + 1,
+        "louvain_seeds": seeds,
         "moved_nodes": moved,
         "reassignment_passes": passes,
         "merges": merges,
         "entities": len(ids),
-        "edges": graph.number_of_edges(),
+        "edges": len(graph.source),
     }
 
 
