@@ -54,10 +54,10 @@ def _execute(
 ):
     """Run job `name` as the UI's runs go: recorded in the DAGSTER_HOME instance and executed by the
     job's multiprocess executor (steps forked from the preloaded forkserver, concurrency pools
-    enforced). With no instance configured (evaluation lakes keep out of the history) the run
-    executes in this process on an ephemeral instance. `partition`: one key, or (first, last) for
-    one run over that range of partitions. `log_level`: what the console shows (CRITICAL where the
-    caller reports the outcome itself in one line)."""
+    enforced). With no instance configured the run executes in this process on an ephemeral
+    instance (an evaluation lake's build has its own: `evaluation.lakes.lake_instance`).
+    `partition`: one key, or (first, last) for one run over that range of partitions. `log_level`:
+    what the console shows (CRITICAL where the caller reports the outcome itself in one line)."""
     from dagster import build_reconstructable_job, execute_job
 
     from ebm_platform.definitions import defs

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from dagster import DagsterInstance
+
 from ebm_platform.cli import main
 from ebm_platform.settings import get_settings
 from ebm_platform_tests.test_readers import GUIDELINE
@@ -65,6 +67,9 @@ def test_evaluation_run_leaves_production_untouched(lake, datasets_dir, tmp_path
     assert _snapshot(lake) == before
     first = json.loads((Path(summary["lake"]) / "COMPLETE.json").read_text())
     assert first["resumed"] is False and first["encodings_reused"] is False  # built from empty
+    # the build's runs are in the lake's own instance (an ephemeral one ran them all in the builder's process)
+    built = DagsterInstance.from_config(str(Path(summary["lake"]) / ".dagster")).get_runs()
+    assert {run.job_name for run in built} >= {"models_job", "corpus_index_job", "graph_global_job"}
     assert main(args) == 0
     assert "reusing evaluation lake" in capsys.readouterr().err
 

@@ -136,6 +136,28 @@ def evaluation_lake(
     return lake
 
 
+LAKE_INSTANCE = """# The evaluation lake's own Dagster instance (written by evaluation/lakes.py).
+telemetry:
+  enabled: false
+concurrency:
+  pools:
+    default_limit: 1
+"""
+
+
+def lake_instance(lake: Path) -> Path:
+    """The evaluation lake's own Dagster instance folder (DAGSTER_HOME of its build): its runs stay
+    out of the production history, and, as with any persistent instance, the build runs each step
+    in a process of its own (the multiprocess executor), so that the peak memory it records is the
+    step's own and not what the runs before it left resident (an ephemeral instance ran every run
+    in the building process)."""
+    home = LakeLayout(lake).dagster
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").is_file():
+        write_text_atomic(home / "dagster.yaml", LAKE_INSTANCE)
+    return home
+
+
 def _build(
     lake: Path, benchmark: str, datasets_dir: Path, rebuild: bool, progress: Callable[[str], None], ids: set[str] | None
 ) -> None:
@@ -146,7 +168,7 @@ def _build(
     env = dict(
         os.environ, EBM_LAKE=str(lake), EBM_CATALOGUE=str(EVALUATION_CATALOGUE), EBM_DATASETS_DIR=str(datasets_dir)
     )
-    env.pop("DAGSTER_HOME", None)  # an ephemeral instance: evaluation runs stay out of the production history
+    env["DAGSTER_HOME"] = str(lake_instance(lake))
     env.pop(OBJECT_STORE, None)  # evaluation lakes keep their stores in their own folder
     command = [sys.executable, "-m", "ebm_platform.cli", "lake", "build", benchmark]
     if ids is not None:
