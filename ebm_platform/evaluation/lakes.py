@@ -139,6 +139,8 @@ def evaluation_lake(
 LAKE_INSTANCE = """# The evaluation lake's own Dagster instance (written by evaluation/lakes.py).
 telemetry:
   enabled: false
+python_logs:
+  python_log_level: INFO  # as the production instance: no "Executing step in subprocess" lines on the console
 concurrency:
   pools:
     default_limit: 1
@@ -153,8 +155,9 @@ def lake_instance(lake: Path) -> Path:
     in the building process)."""
     home = LakeLayout(lake).dagster
     home.mkdir(parents=True, exist_ok=True)
-    if not (home / "dagster.yaml").is_file():
-        write_text_atomic(home / "dagster.yaml", LAKE_INSTANCE)
+    config = home / "dagster.yaml"
+    if not config.is_file() or config.read_text() != LAKE_INSTANCE:
+        write_text_atomic(config, LAKE_INSTANCE)
     return home
 
 
