@@ -105,3 +105,48 @@ def test_a_sentence_is_not_cut_after_an_abbreviation(datasets_dir):
         e for e in evidence if 25 <= len(e) <= 600 and not re.search(r"[.!?]\s+[A-Z0-9(\[]", e.replace("vs. ", ""))
     ]
     assert whole and all(sentence_spans(e) == [(0, len(e.rstrip()))] for e in whole)
+
+
+def test_windowing_a_partition_holds_one_batch_of_block_vectors(datasets_dir, monkeypatch):
+    """Offline grouping embeds the partition's blocks batch by batch and windows each document as soon
+    as its blocks are in: the same windows as with every block embedded up front, while the grouper
+    never holds much more than one batch of vectors (before, it held every block's to the end)."""
+    import hashlib
+    from pathlib import Path
+
+    from ebm_platform.corpus import chunking
+    from ebm_platform.llm.client import LLMClient
+
+    def embed(texts: list[str]) -> np.ndarray:  # a vector per text that does not depend on its batch
+        seeds = [int(hashlib.sha1(t.encode()).hexdigest()[:8], 16) for t in texts]
+        return np.stack([np.random.default_rng(s).normal(size=8) for s in seeds]).astype(np.float32)
+
+    folder = Path(datasets_dir) / "evidence_inference" / "xml"
+    documents = [
+        {
+            "doc_id": p.stem,
+            "text": read_jats(p.read_bytes()).text,
+            "grade": "C",
+            "title": "",
+            "year": 2020,
+            "source": "",
+        }
+        for p in sorted(folder.glob("*.nxml"))[:6]
+    ]
+    monkeypatch.setattr(chunking, "PRECOMPUTE_BATCH", 10**9)
+    whole = chunking.window_documents(documents, chunking.BlockGrouper(WindowParams(), LLMClient(), embed))
+
+    held: list[int] = []
+    grouper = chunking.BlockGrouper(WindowParams(), LLMClient(), embed)
+    real_precompute = grouper.precompute
+
+    def precompute(texts: list[str]) -> None:
+        real_precompute(texts)
+        held.append(len(grouper._vectors_of))
+
+    monkeypatch.setattr(grouper, "precompute", precompute)
+    monkeypatch.setattr(chunking, "PRECOMPUTE_BATCH", 40)
+    batched = chunking.window_documents(documents, grouper)
+    assert batched == whole and len(whole) > 20
+    largest_document = max(sum(b.kind != "table_row" for b in split_blocks(d["text"])) for d in documents)
+    assert len(held) > 5 and max(held) <= 40 + largest_document and not grouper._vectors_of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import groupby
 
@@ -28,12 +29,20 @@ class BlockGrouper:
         self.llm_sections = 0
         self.fallback_sections = 0
         self._vectors_of: dict[str, np.ndarray] = {}
+        self._dim = 1  # the embedder's width, once it has embedded a block
 
     def precompute(self, texts: list[str]) -> None:
         """Embed many blocks' texts in one call (sorted and batched by the encoder), for reuse."""
         todo = list(dict.fromkeys(t for t in texts if t not in self._vectors_of))
         if todo:
-            self._vectors_of.update(zip(todo, self.embedder(todo)))
+            vectors = self.embedder(todo)
+            self._dim = vectors.shape[1]
+            self._vectors_of.update(zip(todo, vectors))
+
+    def forget(self, texts: list[str]) -> None:
+        """Drop the vectors of blocks no document still to be windowed contains."""
+        for text in texts:
+            self._vectors_of.pop(text, None)
 
     def __call__(self, blocks: Sequence[Block]) -> list[int]:
         vectors = self._vectors(blocks)
@@ -57,8 +66,7 @@ class BlockGrouper:
         """Embeddings of non-table blocks; table rows get zero vectors (grouped by structure)."""
         prose = [i for i, b in enumerate(blocks) if b.kind != "table_row"]
         self.precompute([blocks[i].text for i in prose])
-        dim = len(next(iter(self._vectors_of.values()))) if self._vectors_of else 1
-        vectors = np.zeros((len(blocks), dim), dtype=np.float32)
+        vectors = np.zeros((len(blocks), self._dim), dtype=np.float32)
         for i in prose:
             vectors[i] = self._vectors_of[blocks[i].text]
         return vectors
@@ -97,18 +105,38 @@ def window_documents(
     documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None
 ) -> list[dict]:
     """Evidence windows of every document, carrying the document's grade and metadata. Offline, the
-    prose blocks of all documents are embedded up front in large length-sorted batches."""
+    prose blocks of all documents are embedded in large batches (PRECOMPUTE_BATCH, in document
+    order); each document is windowed as soon as its last block is embedded, and a block's vector
+    is dropped once no later document repeats its text, so that the vectors held are a batch's, not
+    the partition's."""
     rows: list[dict] = []
+
+    def window(n: int) -> None:
+        doc = documents[n]
+        for found in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
+            found.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
+            rows.append(found)
+        if progress and (n + 1) % 25 == 0:
+            progress(f"windowed {n + 1}/{len(documents)} documents, {len(rows)} windows")
+
+    done = 0
     if grouper.client.offline:
-        prose = [b.text for doc in documents for b in split_blocks(doc["text"]) if b.kind != "table_row"]
+        per_document = [[b.text for b in split_blocks(d["text"]) if b.kind != "table_row"] for d in documents]
+        prose = [text for texts in per_document for text in texts]
+        still_needed = Counter(prose)
+        last_block = np.cumsum([len(texts) for texts in per_document])
         for start in range(0, len(prose), PRECOMPUTE_BATCH):
             grouper.precompute(prose[start : start + PRECOMPUTE_BATCH])
+            embedded = min(start + PRECOMPUTE_BATCH, len(prose))
             if progress:
-                progress(f"embedded {min(start + PRECOMPUTE_BATCH, len(prose))}/{len(prose)} blocks for grouping")
-    for n, doc in enumerate(documents, 1):
-        for window in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
-            window.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
-            rows.append(window)
-        if progress and (n % 25 == 0 or n == len(documents)):
-            progress(f"windowed {n}/{len(documents)} documents, {len(rows)} windows")
+                progress(f"embedded {embedded}/{len(prose)} blocks for grouping")
+            while done < len(documents) and last_block[done] <= embedded:
+                window(done)
+                still_needed.subtract(per_document[done])
+                grouper.forget([text for text in per_document[done] if still_needed[text] <= 0])
+                done += 1
+    for n in range(done, len(documents)):
+        window(n)
+    if progress and documents:
+        progress(f"windowed {len(documents)}/{len(documents)} documents, {len(rows)} windows")
     return rows
