@@ -269,9 +269,10 @@ def test_a_guideline_that_rates_its_own_evidence_starts_the_certainty_there():
 
 
 def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_budget():
-    """SR-RAG's evidence budget: when none of the twelve best is grade A, the best-ranked guideline
-    window of the question's condition that recommends on its arms replaces the twelfth; never a
-    guideline of another condition, nor one that recommends something else."""
+    """SR-RAG's evidence budget: when none of the twelve best is a guideline recommendation on the
+    question's arms, the best-ranked guideline window of the question's condition that recommends on
+    them replaces the twelfth (also when a guideline's background is cited); never a guideline of
+    another condition, nor one that recommends something else."""
     from ebm_platform.retrieval.pipeline import Candidate
     from ebm_platform.retrieval.sr_rag import with_guideline
 
@@ -288,8 +289,10 @@ def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_
     assert len(chosen) == 12 and chosen[:11] == ranked[:11] and chosen[-1] is on_arms
     assert with_guideline([*ranked, off_topic, other_condition], 12, anchors, "LBP") == ranked
     assert with_guideline([*ranked, other_condition], 12, anchors, None)[-1] is other_condition  # no condition asked
-    with_a = [*ranked[:11], window(11, "A", "Guideline background.")]
-    assert with_guideline([*with_a, on_arms], 12, anchors, "LBP") == with_a  # a guideline is already cited
+    background = [*ranked[:11], window(11, "A", "Guideline background.")]  # cited, but recommends nothing on the arms
+    assert with_guideline([*background, on_arms], 12, anchors, "LBP") == [*ranked[:11], on_arms]
+    cited = [*ranked[:11], on_arms]
+    assert with_guideline([*cited, window(23, "A", on_arms.row["text"])], 12, anchors, "LBP") == cited  # already cited
 
 
 def test_a_guideline_that_rates_its_own_evidence_sets_the_certainty_whatever_the_order():

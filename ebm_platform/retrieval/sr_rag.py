@@ -3,7 +3,7 @@ pool quotas -> every candidate's features (pipeline.gather) -> fine s(q, d): the
 model when the lake holds one that passed its gate, else the hand-set cos + 0.4 * coverage (or a
 cross-encoder when EBM_CROSS_ENCODER names one) -> BETR r = a*s + u(grade), applied only when
 fitted for this same scorer -> evidence budget 12, whose last place goes to the best-ranked
-guideline recommendation about the question's arms when none of the twelve is a guideline
+guideline recommendation about the question's arms when none of the twelve is one
 (`guideline_slot`). Ablations `sr_rag_<lever>` switch one lever off.
 """
 
@@ -54,14 +54,17 @@ def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | 
 
 
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
-    """The first `budget` of `ranked`; when none of them is grade A, the last place goes to the
-    best-ranked grade-A window of the question's condition (any, when the question names none) that
-    recommends on the question's arms (SR-RAG keeps a grade-A pool
+    """The first `budget` of `ranked`; when none of them is a guideline recommendation on the question's
+    arms, the last place goes to the best-ranked grade-A window of the question's condition (any, when
+    the question names none) that recommends on them: a guideline window that is cited but states no
+    such recommendation (its background, another recommendation) does not keep it out (a build whose
+    reranker ranked the WHO guideline's introduction eleventh answered the exercise question without
+    WHO's exercise recommendation). (SR-RAG keeps a grade-A pool
     so that guideline evidence is not diluted; on this platform's benchmark BETR learns no grade
     offset, docs/evaluation.md, so a guideline recommendation about the question can rank just
     below the budget). The evaluation's R@10 reads the first ten and is not changed by it."""
     chosen = ranked[:budget]
-    if not chosen or any(c.grade == "A" for c in chosen):
+    if not chosen or any(c.grade == "A" and recommends_on_arms(c.row["text"], anchors) for c in chosen):
         return chosen
     guideline = next(
         (
