@@ -1,5 +1,6 @@
-"""This process: the CPU cores it may use, and its costly shared objects (the encoder, a lake's
-retriever), built once per argument tuple even when several threads ask for one at the same moment."""
+"""This process: the CPU cores it may use, its costly shared objects (the encoder, a lake's
+retriever), built once per argument tuple even when several threads ask for one at the same moment,
+and the worker processes it runs calls in (`run_in_workers`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator
 from functools import lru_cache, wraps
 from typing import TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+
+# How often a call runs again after its worker process died (as the instance's run_retries in dagster.yaml).
+WORKER_RETRIES = 2
 
 
 def cores() -> int:
@@ -67,3 +73,78 @@ def peak_rss_mb(reset: bool = False) -> float | None:
     except OSError:
         return None
     return None if peak is None else round(peak / 1024, 1)
+
+
+# In a worker process of `run_in_workers`: the queue it announces each call's key on before running it.
+_started = None
+
+
+def _worker_start(started, initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    """A worker's initializer: keep the announcement queue, then run the caller's initializer."""
+    global _started
+    _started = started
+    if initializer:
+        initializer(*initargs)
+
+
+def _announced(key: Hashable, call: Callable[..., T], args: tuple) -> T:
+    """Say that the call for `key` started, then run it."""
+    _started.put(key)
+    return call(*args)
+
+
+def run_in_workers(
+    call: Callable[..., T],
+    jobs: dict[K, tuple],
+    workers: int,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+    on_death: Callable[[list[K], int], None] | None = None,
+) -> Iterator[tuple[K, T]]:
+    """`call(*args)` for each job (key -> args), `workers` at a time in processes forked from
+    multiprocessing's forkserver, yielding (key, result) as each finishes. When a worker process
+    dies (a crash in native code takes the whole pool down), the jobs not finished run again in a
+    new pool, and `on_death(keys, attempt)` is told which of them were under way. RuntimeError names
+    a job that was under way at more than WORKER_RETRIES + 1 deaths. An exception raised by `call`
+    itself is not retried: it reaches the caller."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("forkserver")
+    todo, deaths = dict(jobs), Counter()
+    while todo:
+        started = context.SimpleQueue()
+        pool = ProcessPoolExecutor(
+            min(workers, len(todo)),
+            mp_context=context,
+            initializer=_worker_start,
+            initargs=(started, initializer, initargs),
+        )
+        lost = False
+        try:
+            futures = {pool.submit(_announced, key, call, args): key for key, args in todo.items()}
+            for future in as_completed(futures):
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    lost = True
+                    continue
+                del todo[futures[future]]
+                yield futures[future], result
+        finally:  # after a failure the calls under way finish and the rest are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+        if not lost:
+            continue
+        began = set()
+        while not started.empty():
+            began.add(started.get())
+        under_way = [key for key in todo if key in began] or list(todo)
+        deaths.update(under_way)
+        if given_up := [key for key in under_way if deaths[key] > WORKER_RETRIES]:
+            raise RuntimeError(
+                f"the worker processes running {', '.join(map(str, given_up))} died "
+                f"{WORKER_RETRIES + 1} times; giving up"
+            )
+        if on_death:
+            on_death(under_way, max(deaths[key] for key in under_way) + 1)

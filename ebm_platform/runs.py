@@ -166,10 +166,12 @@ def run_many(
     (partition, outcome) as it finishes. With `workers` > 1 (see `_run_workers`) they run that
     many at a time, each in a worker process forked from the step server (a partition chain
     is mostly one step after another, so one run leaves a core idle); the writer pools and the
-    stores' file locks keep one writer per store. Otherwise they run one after another here."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
+    stores' file locks keep one writer per store. A run whose worker process dies is marked failed
+    in the instance and run again (`process.run_in_workers`): every partition write is atomic and
+    idempotent. With one worker they run one after another here."""
+    from datetime import UTC, datetime
+
+    from ebm_platform.process import run_in_workers
 
     if workers < 2 or len(requests) < 2:
         for partition, selection in requests:
@@ -177,26 +179,39 @@ def run_many(
             yield partition, _outcome(_execute(name, dagster_instance(), partition, selection), started)
         return
     start_step_server()
+    since = datetime.now(UTC)
+
+    def died(partitions: list, attempt: int) -> None:
+        orphans = fail_orphaned_runs(dagster_instance(), name, partitions, since)
+        _say(
+            f"a worker process died (a crash in native code; its run{'s' if len(orphans) > 1 else ''} "
+            f"{', '.join(orphans) or 'none'} marked failed in the Dagster UI): running "
+            f"{', '.join(map(str, partitions))} again in new workers (attempt {attempt})"
+        )
+
     environment = {k: v for k, v in os.environ.items() if k.startswith(("EBM_", "DAGSTER_"))}
-    pool = ProcessPoolExecutor(
+    yield from run_in_workers(
+        _worker_run,
+        {partition: (name, partition, selection) for partition, selection in requests},
         workers,
-        mp_context=multiprocessing.get_context("forkserver"),
         initializer=_start_worker,
         initargs=(environment,),
+        on_death=died,
     )
-    try:
-        futures = {pool.submit(_worker_run, name, partition, selection): partition for partition, selection in requests}
-        for future in as_completed(futures):
-            try:
-                outcome = future.result()
-            except BrokenProcessPool as error:
-                raise RuntimeError(
-                    f"the worker process running {futures[future]} died ({error}); its run is "
-                    "left as started in the Dagster UI"
-                ) from error
-            yield futures[future], outcome
-    finally:  # after a failure the runs under way finish and the rest are not started
-        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def fail_orphaned_runs(instance, name: str, partitions: list, since) -> list[str]:
+    """Mark failed the runs of job `name` for `partitions`, created after `since`, that are still
+    recorded as started (their process died before it could say so); returns their short ids."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    wanted = [_tags(partition) for partition in partitions]
+    orphans = []
+    for run in instance.get_runs(RunsFilter(job_name=name, statuses=[DagsterRunStatus.STARTED], created_after=since)):
+        if any(tags.items() <= run.tags.items() for tags in wanted):
+            instance.report_run_failed(run, "its worker process died; `ebm` ran the partition again in a new run")
+            orphans.append(run.run_id[:8])
+    return orphans
 
 
 def _run_workers() -> int:

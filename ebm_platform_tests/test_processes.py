@@ -48,3 +48,79 @@ def test_a_program_that_runs_too_long_fails_with_its_stack(tmp_path):
     with pytest.raises(pytest.fail.Exception, match="still running after 2 s") as failure:
         run_python("import time\ntime.sleep(600)", dict(os.environ), REPO, timeout=2)
     assert 'File "<string>", line 2' in str(failure.value)
+
+
+# A call whose worker process dies (as a crash in native code kills it) the first `times` times it
+# is given the key "b": each death is counted in a file, so a new worker knows how many went before.
+CRASHING = """
+import os
+from pathlib import Path
+
+def work(folder, key, times):
+    count = Path(folder) / key
+    died = int(count.read_text()) if count.exists() else 0
+    if key == "b" and died < times:
+        count.write_text(str(died + 1))
+        os._exit(9)
+    return key * 2
+"""
+
+RUN_IN_WORKERS = """
+from ebm_platform.process import run_in_workers
+from crashing import work
+deaths = []
+try:
+    for key, result in run_in_workers(
+        work, {{k: ({folder!r}, k, {times}) for k in "abcd"}}, 2, on_death=lambda keys, n: deaths.append((sorted(keys), n))
+    ):
+        print("result", key, result)
+except RuntimeError as error:
+    print("error", error)
+print("deaths", deaths)
+"""
+
+
+def _run_crashing(tmp_path, times: int):
+    (tmp_path / "crashing.py").write_text(CRASHING)
+    code = RUN_IN_WORKERS.format(folder=str(tmp_path), times=times)
+    return run_python(code, {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"}, REPO, timeout=300)
+
+
+def test_a_call_whose_worker_dies_runs_again_in_a_new_worker(tmp_path):
+    done = _run_crashing(tmp_path, times=1)
+    results = sorted(line for line in done.stdout.splitlines() if line.startswith("result"))
+    assert results == ["result a aa", "result b bb", "result c cc", "result d dd"], done.stdout + done.stderr
+    deaths = next(line for line in done.stdout.splitlines() if line.startswith("deaths"))
+    assert "'b'" in deaths and ", 2)" in deaths  # told once, before the second attempt
+
+
+def test_a_call_whose_worker_always_dies_fails_with_its_name(tmp_path):
+    done = _run_crashing(tmp_path, times=99)
+    assert "error the worker processes running b died 3 times" in done.stdout, done.stdout + done.stderr
+    assert "result b" not in done.stdout
+
+
+def test_a_run_left_started_by_a_dead_worker_is_marked_failed_and_no_other():
+    from datetime import UTC, datetime, timedelta
+
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.storage.dagster_run import DagsterRun
+
+    from ebm_platform.runs import fail_orphaned_runs
+
+    instance = DagsterInstance.ephemeral()
+    since = datetime.now(UTC) - timedelta(seconds=5)
+    for run_id, partition, status in (
+        ("a" * 32, "LBP", DagsterRunStatus.STARTED),  # its worker died
+        ("b" * 32, "MACL", DagsterRunStatus.STARTED),  # another partition's, still running
+        ("c" * 32, "LBP", DagsterRunStatus.SUCCESS),
+    ):
+        instance.add_run(
+            DagsterRun(job_name="conditions_job", run_id=run_id, status=status, tags={"dagster/partition": partition})
+        )
+    assert fail_orphaned_runs(instance, "conditions_job", ["LBP"], since) == ["aaaaaaaa"]
+    assert {run.run_id[0]: run.status for run in instance.get_runs()} == {
+        "a": DagsterRunStatus.FAILURE,
+        "b": DagsterRunStatus.STARTED,
+        "c": DagsterRunStatus.SUCCESS,
+    }
