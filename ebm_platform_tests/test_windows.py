@@ -146,7 +146,11 @@ def test_windowing_a_partition_holds_one_batch_of_block_vectors(datasets_dir, mo
 
     monkeypatch.setattr(grouper, "precompute", precompute)
     monkeypatch.setattr(chunking, "PRECOMPUTE_BATCH", 40)
-    batched = chunking.window_documents(documents, grouper)
+    monkeypatch.setattr(chunking, "PROGRESS_EVERY", 3)
+    said: list[str] = []
+    batched = chunking.window_documents(documents, grouper, said.append)
     assert batched == whole and len(whole) > 20
+    windowed = [line.split(" documents")[0] for line in said if line.startswith("windowed")]
+    assert windowed == ["windowed 3/6", "windowed 6/6"]  # the last line once
     largest_document = max(sum(b.kind != "table_row" for b in split_blocks(d["text"])) for d in documents)
     assert len(held) > 5 and max(held) <= 40 + largest_document and not grouper._vectors_of

@@ -15,6 +15,7 @@ from ebm_platform.llm.prompts import GROUPING_PROMPT, GROUPING_SCHEMA, fill
 Embedder = Callable[[list[str]], np.ndarray]
 EMBED_TOKENS = 64  # blocks are embedded for grouping from their first 64 word pieces
 PRECOMPUTE_BATCH = 2048  # blocks per embedding call when a whole partition is windowed
+PROGRESS_EVERY = 25  # documents between progress lines (and the last)
 
 
 def _valid_group_ids(ids: list[int], n: int) -> bool:
@@ -116,7 +117,7 @@ def window_documents(
         for found in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
             found.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
             rows.append(found)
-        if progress and (n + 1) % 25 == 0:
+        if progress and ((n + 1) % PROGRESS_EVERY == 0 or n + 1 == len(documents)):
             progress(f"windowed {n + 1}/{len(documents)} documents, {len(rows)} windows")
 
     done = 0
@@ -137,6 +138,4 @@ def window_documents(
                 done += 1
     for n in range(done, len(documents)):
         window(n)
-    if progress and documents:
-        progress(f"windowed {len(documents)}/{len(documents)} documents, {len(rows)} windows")
     return rows

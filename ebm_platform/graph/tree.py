@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from ebm_platform.graph.build import entity_matrix
 from ebm_platform.llm.prompts import fill
+from ebm_platform.vectors import unit_rows
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,6 @@ class TreeParams:
 
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
 
 
 @dataclass
@@ -126,7 +122,7 @@ def build_tree(
         rel: dict[int, set[str]] = defaultdict(set)
         for node, c in enumerate(community.tolist()):
             rel[c] |= psi[node]
-        units = _unit_rows(totals)
+        units = unit_rows(totals)
         return (
             rel,
             {int(c): units[k] for k, c in enumerate(labels)},

@@ -38,6 +38,7 @@ import numpy as np
 
 from ebm_platform.bundled_model import BUNDLED, model_path
 from ebm_platform.process import cores, shared_instance
+from ebm_platform.vectors import unit_rows
 
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
@@ -375,8 +376,7 @@ class Encoder:
                     pooled = content[inside].mean(axis=0) if inside.any() else np.zeros(self.dim, np.float32)
                     rows.append(pooled / (np.linalg.norm(pooled) or 1.0))
                 sentence_vectors = np.asarray(rows, dtype=np.float16)
-            norms = np.linalg.norm(content, axis=1, keepdims=True)
-            tokens = (content / np.where(norms == 0, 1, norms)).astype(np.float16)
+            tokens = unit_rows(content).astype(np.float16)
             result.append(WindowEncoding(vector.astype(np.float32), tokens, offsets, sentence_vectors))
         return result
 

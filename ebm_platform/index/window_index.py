@@ -43,6 +43,7 @@ import pyarrow as pa
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.index.embeddings import Encoder
 from ebm_platform.lake_files import Location, files, is_uri, join
+from ebm_platform.vectors import unit_rows
 
 TABLE = "windows"
 COLUMNS = ("key", "window_id", "condition", "doc_id", "grade", "title", "year", "section", "text")
@@ -376,9 +377,7 @@ class WindowIndex:
         if self._memory is None:
             table = self.table()
             frame = pl.from_arrow(table.search().select([*COLUMNS, "vector"]).limit(table.count_rows()).to_arrow())
-            vectors = frame["vector"].to_numpy().astype(np.float32).reshape(frame.height, -1)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            self._memory = frame, vectors / np.where(norms == 0, 1.0, norms)
+            self._memory = frame, unit_rows(frame["vector"].to_numpy().astype(np.float32).reshape(frame.height, -1))
         return self._memory
 
     def _mask(self, frame: pl.DataFrame, conditions: list[str] | None, grades: tuple[str, ...] | None) -> np.ndarray:
