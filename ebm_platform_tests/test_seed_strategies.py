@@ -9,6 +9,7 @@ import pytest
 
 from ebm_platform.corpus.grading import document_type, evidence_rank, publication_tier
 from ebm_platform.index.embeddings import get_encoder
+from ebm_platform.retrieval.answer import OFFLINE_MODE
 from ebm_platform.retrieval.ask import ask
 from ebm_platform.retrieval.claims import (
     Claim,
@@ -249,6 +250,7 @@ def test_each_strategy_answers_a_question_on_a_condition_with_no_evidence(small_
     (its question's entities found triples whose windows are all in other conditions)."""
     result = ask(QUESTION, condition="MACL", strategy=strategy, lake=small_lake)
     assert result["strategy"] == strategy and not result["citations"]
+    assert result["mode"] == OFFLINE_MODE  # one mode name, with evidence or without, in the demo's report
 
 
 def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake, monkeypatch):

@@ -52,6 +52,9 @@ IRCOT_ROUNDS = 3
 
 Embed = Callable[[list[str]], np.ndarray]
 
+# the offline answer's mode, with evidence or without (a report lists the modes its answers ran in)
+OFFLINE_MODE = "offline-extractive (sentences selected from the cited windows; no text was generated)"
+
 
 def citation(n: int, row: dict) -> dict:
     return {
@@ -339,7 +342,7 @@ def compose_offline(
     ({"statement", "window_ids"}); they replace the selected sentences and are cited the same way."""
     if not rows:
         return {
-            "mode": "offline-extractive",
+            "mode": OFFLINE_MODE,
             "core_answer": [],
             "evidence_by_grade": [],
             "citations": [],
@@ -406,7 +409,7 @@ def compose_offline(
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
     return {
-        "mode": "offline-extractive (sentences selected from the cited windows; no text was generated)",
+        "mode": OFFLINE_MODE,
         "core_answer": selected,
         "sentence_selection": "core statements from CLAIMS"
         if core
