@@ -253,6 +253,19 @@ def test_each_strategy_answers_a_question_on_a_condition_with_no_evidence(small_
     assert result["mode"] == OFFLINE_MODE  # one mode name, with evidence or without, in the demo's report
 
 
+def test_rows_for_no_windows_have_the_columns_of_rows_for_some(small_lake):
+    """A channel that finds no window (kg_refine's triples all outside the question's conditions) reads
+    an empty frame with the usual columns, pinned (queries) or not (the assets)."""
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.lake_layout import LakeLayout
+
+    for pinned in (True, False):
+        index = WindowIndex(LakeLayout(small_lake).lancedb, pinned=pinned)
+        window = index.table().search().select(["window_id"]).limit(1).to_list()[0]["window_id"]
+        some, none = index.rows_for_windows([window]), index.rows_for_windows([])
+        assert none.height == 0 and none.schema == some.schema and some.height >= 1
+
+
 def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake, monkeypatch):
     """float32 cosines of identical names can come out as 1.0000001: T must stay in [0, 1] (the
     evaluation of the demo lake once failed on HSI with this)."""

@@ -434,13 +434,14 @@ class WindowIndex:
         return frame.unique("window_id", keep="first", maintain_order=True)["text"].to_list()
 
     def rows_for_windows(self, window_ids: list[str], conditions: list[str] | None = None) -> pl.DataFrame:
-        """Rows (with vectors) of the given windows, in any (or the given) conditions."""
-        if not window_ids:
-            return pl.DataFrame()
+        """Rows (with vectors) of the given windows, in any (or the given) conditions; none (with the
+        same columns) for no windows."""
         if self.pinned:
             frame, _ = self.in_memory()
             keep = pl.col("window_id").is_in(list(window_ids))
             return frame.filter(keep & pl.col("condition").is_in(conditions) if conditions else keep)
+        if not window_ids:
+            return pl.from_arrow(self.table().schema.empty_table()).select([*COLUMNS, "vector"])
         where = _in("window_id", window_ids)
         if conditions:
             where += f" AND {self._where(conditions, None)}"

@@ -142,10 +142,7 @@ class Laps:
 
 def collect(frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
     """A channel's ranked window ids; each window's row is kept once in `into`, its `vector` as a
-    NumPy array (only rows not kept yet are read: a vector as a Python list cost a query 20 ms).
-    An empty frame (no windows asked for, or none in the conditions) gives none."""
-    if not frame.height:
-        return []
+    NumPy array (only rows not kept yet are read: a vector as a Python list cost a query 20 ms)."""
     new = frame.filter(~pl.col("window_id").is_in(list(into))) if into else frame
     vectors = new["vector"].to_numpy() if "vector" in new.columns else None
     for n, row in enumerate(new.drop("vector", strict=False).iter_rows(named=True)):
