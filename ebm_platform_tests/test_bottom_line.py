@@ -346,6 +346,53 @@ def test_a_sentence_that_overlapping_windows_share_is_quoted_once() -> None:
     assert quoted.count(shared) == 1 and len(quoted) == 2
 
 
+def _window(window_id: str, doc_id: str, grade: str, sentences: list[str], axis: int) -> dict:
+    """An evidence row as Retriever.attach_evidence leaves it, its sentences' vectors unit axes."""
+    return {
+        "window_id": window_id,
+        "doc_id": doc_id,
+        "title": f"Trial {doc_id}",
+        "grade": grade,
+        "condition": "LBP",
+        "section": "Results",
+        "text": " ".join(sentences),
+        "sentences": sentences,
+        "sentence_vectors": np.eye(4, dtype=np.float32)[[axis] * len(sentences)],
+        "entities": [],
+    }
+
+
+def test_the_core_and_its_verdict_read_the_lead_source_in_full() -> None:
+    """Evidence Inference validation: the verdict read from the cited windows was right for 0.675 of the
+    prompts; read from the lead source's findings, its uncited windows included, 0.727: its result
+    sentence is often in a window that was not retrieved, and another trial's finding beside it pointed
+    elsewhere. The lead window quoted is cited after the retrieved ones, marked as read in full; the other
+    trial's finding stays in the graded evidence, out of the core."""
+    from ebm_platform.retrieval.answer import compose_offline
+
+    question = "Does exercise reduce pain compared with usual care in chronic low back pain?"
+    lead_finding = "Exercise significantly reduced pain compared with usual care (p < 0.01)."
+    other_finding = "Massage significantly increased pain relief compared with rest (p < 0.01)."
+    rows = [
+        _window("lead-1", "lead", "C", ["Participants were recruited from primary care clinics."], 0),
+        _window("other-1", "other", "C", [other_finding], 1),
+    ]
+    unretrieved = [_window("lead-2", "lead", "C", [lead_finding], 2)]
+    vector = np.array([0.6, 0.5, 0.6, 0.0], dtype=np.float32)
+    anchors = question_anchors(question)
+    answer = compose_offline(question, vector, anchors, rows, lambda t: np.ones((len(t), 4)), lead=unretrieved)
+    assert [c["statement"] for c in answer["core_answer"]] == [lead_finding]
+    assert answer["core_answer"][0]["citations"] == [3]
+    assert answer["citations"][2]["window_id"] == "lead-2" and answer["citations"][2]["read_in_full"]
+    assert not any(c.get("read_in_full") for c in answer["citations"][:2])
+    assert answer["verdict"] == offline_verdict([lead_finding])[0]
+    graded = [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]]
+    assert other_finding in graded and lead_finding in graded
+    without = compose_offline(question, vector, anchors, rows, lambda t: np.ones((len(t), 4)))
+    # a lead source with no finding among its windows: the best findings of every cited window instead
+    assert [c["statement"] for c in without["core_answer"]] == [other_finding] and len(without["citations"]) == 2
+
+
 def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() -> None:
     """The demo answered "Should patients with neck pain receive massage?" with "Yes: the top-ranked study
     reports the effect asked about (certainty high; supported by 1 grade B)": the closed-question reader

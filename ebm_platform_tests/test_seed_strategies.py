@@ -5,6 +5,7 @@ import random
 
 import networkx as nx
 import numpy as np
+import polars as pl
 import pytest
 
 from ebm_platform.corpus.grading import document_type, evidence_rank, publication_tier
@@ -264,6 +265,23 @@ def test_rows_for_no_windows_have_the_columns_of_rows_for_some(small_lake):
         window = index.table().search().select(["window_id"]).limit(1).to_list()[0]["window_id"]
         some, none = index.rows_for_windows([window]), index.rows_for_windows([])
         assert none.height == 0 and none.schema == some.schema and some.height >= 1
+
+
+def test_rows_for_a_document_are_all_its_windows_once(small_lake):
+    """The lead source is read in full: every window of its document, each once (a window tagged with
+    several conditions has a row per condition), pinned or not, and the same rows both ways."""
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.lake_layout import LakeLayout
+
+    windows = pl.read_parquet(small_lake / "assets" / "evidence_windows" / "PFP.parquet")
+    doc_id = windows["doc_id"][0]
+    expected = sorted(set(windows.filter(pl.col("doc_id") == doc_id)["window_id"].to_list()))
+    read = [
+        WindowIndex(LakeLayout(small_lake).lancedb, pinned=pinned).rows_for_document(doc_id) for pinned in (True, False)
+    ]
+    for rows in read:
+        assert rows["window_id"].to_list() == expected and set(rows["doc_id"].to_list()) == {doc_id}
+    assert read[0].drop("vector").equals(read[1].drop("vector"))
 
 
 def test_meta_rag_extrapolation_survives_cosines_that_round_above_one(small_lake, monkeypatch):

@@ -145,7 +145,9 @@ def _example_answer(question: str, lake: Path) -> list[str]:
         lines
         + [""]
         + [
-            f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}) `{c['window_id']}`"
+            f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}"
+            + ("; read in full from the lead source" if c.get("read_in_full") else "")
+            + f") `{c['window_id']}`"
             for c in answer["citations"]
         ]
     )

@@ -188,7 +188,8 @@ def _print_answer(result: dict) -> None:
     _say("\nCitations")
     for c in result["citations"]:
         year = f", {c['year']}" if c.get("year") else ""  # a Cochrane abstract states no year
-        _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}{year}) window {c['window_id']}")
+        how = "; read in full from the lead source" if c.get("read_in_full") else ""
+        _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}{year}{how}) window {c['window_id']}")
     _say(f"\nnotes: {result['notes']}\ntimings (s): {result['timings_s']}")
     for row in result.get("explain", []):
         _say(f"   {row}")

@@ -450,6 +450,21 @@ class WindowIndex:
             self.table().search().where(where).select([*COLUMNS, "vector"]).limit(len(window_ids) * 25).to_arrow()
         )
 
+    def rows_for_document(self, doc_id: str) -> pl.DataFrame:
+        """Every window of one document (with vectors), each once, in window id order."""
+        if self.pinned:
+            frame = self.in_memory()[0].filter(pl.col("doc_id") == doc_id)
+        else:
+            frame = pl.from_arrow(
+                self.table()
+                .search()
+                .where(f"doc_id = {_quote(doc_id)}")
+                .select([*COLUMNS, "vector"])
+                .limit(self.table().count_rows())
+                .to_arrow()
+            )
+        return frame.unique("window_id", keep="first").sort("window_id")
+
     def late_interaction(self, window_ids: list[str]) -> dict[str, dict]:
         """Per window: token embeddings (float16) and its quotable sentences with their vectors."""
         if not window_ids:

@@ -54,6 +54,7 @@ Embed = Callable[[list[str]], np.ndarray]
 
 # the offline answer's mode, with evidence or without (a report lists the modes its answers ran in)
 OFFLINE_MODE = "offline-extractive (sentences selected from the cited windows; no text was generated)"
+LEAD_SOURCE = "the core and its verdict read the lead source (the top-ranked window's document) in full"
 
 
 def citation(n: int, row: dict) -> dict:
@@ -335,11 +336,15 @@ def compose_offline(
     embed: Embed,
     verdict_model: VerdictModel | None = None,
     core: list[dict] | None = None,
+    lead: list[dict] | None = None,
 ) -> dict:
     """The three-part answer, extractively, with a citation on every statement. Each row carries
-    its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence). A strategy
-    that composes its own core statements (CLAIMS' root summaries) passes them as `core`
-    ({"statement", "window_ids"}); they replace the selected sentences and are cited the same way."""
+    its quotable `sentences` and their `sentence_vectors` (Retriever.attach_evidence). `lead`: the
+    lead source's other windows (`Retriever.lead_source`: the top-ranked window's document, read in
+    full), whose findings the core answer and its verdict read beside the cited windows of that
+    source; a lead window quoted in the core joins the citations. A strategy that composes its own
+    core statements (CLAIMS' root summaries) passes them as `core` ({"statement", "window_ids"});
+    they replace the selected sentences and are cited the same way."""
     if not rows:
         return {
             "mode": OFFLINE_MODE,
@@ -351,14 +356,15 @@ def compose_offline(
             "verdict_basis": {"method": "no evidence"},
             "message": "No evidence in this lake matched the question.",
         }
-    sentences = [(flatten(s), n) for n, row in enumerate(rows, 1) for s in row["sentences"]]
+    read = rows + ([] if core else list(lead or []))  # numbered 1.. in this order; rows first
+    sentences = [(flatten(s), n) for n, row in enumerate(read, 1) for s in row["sentences"]]
     if sentences:
-        vectors = np.concatenate([row["sentence_vectors"] for row in rows])
+        vectors = np.concatenate([row["sentence_vectors"] for row in read])
     else:  # no window has a quotable sentence: quote each window's opening, scored by its vector
         sentences = [(row["text"][:300], n) for n, row in enumerate(rows, 1)]
         vectors = np.stack([np.asarray(row["vector"]) for row in rows])
     texts, cosines = [s for s, _ in sentences], vectors.astype(np.float32) @ question_vector
-    sections = [rows[n - 1].get("section") for _, n in sentences]
+    sections = [read[n - 1].get("section") for _, n in sentences]
     scorer = verdict_model.sentences if verdict_model else None
     if scorer:
         features = sentence_features(question, anchors, texts, cosines, sections)
@@ -380,45 +386,68 @@ def compose_offline(
         if statement not in quoted:
             best_per_window[n] = statement
             quoted.add(statement)
-    # the core: among the CORE_POOL windows whose findings score best, and every guideline recommendation
-    # about the question's arms (a recommendation states no result, so the sentence scorer ranks it low),
-    # the recommendations lead, then guideline and review findings (grades A, B) that name the question's
-    # intervention or comparator, best grade first; then the rest by score (a trial's result often names
-    # its arms "group A", so naming does not reorder them)
-    pool = [
-        (n, statement)
-        for r, (n, statement) in enumerate(best_per_window.items())
-        if r < CORE_POOL or _core_rank(rows[n - 1], statement, anchors) == "0"
-    ]
-    ranked = sorted(range(len(pool)), key=lambda r: (_core_rank(rows[pool[r][0] - 1], pool[r][1], anchors), r))[:3]
-    selected = [{"statement": pool[r][1], "citations": [pool[r][0]]} for r in ranked]
+    selected, cited = _core(rows, read, best_per_window, anchors), rows
     if core:
         number = {row["window_id"]: n for n, row in enumerate(rows, 1)}
         selected = [
             {"statement": c["statement"], "citations": [number[w] for w in c["window_ids"] if w in number]}
             for c in core
         ]
+    else:  # a lead window quoted in the core is cited after the retrieved ones
+        extra = [n for c in selected for n in c["citations"] if n > len(rows)]
+        renumber = {n: len(rows) + k for k, n in enumerate(extra, 1)}
+        selected = [dict(c, citations=[renumber.get(n, n) for n in c["citations"]]) for c in selected]
+        best_per_window = {renumber.get(n, n): s for n, s in best_per_window.items() if n <= len(rows) or n in renumber}
+        cited = rows + [read[n - 1] for n in extra]
     verdict = _verdict([c["statement"] for c in selected], verdict_model, anchors)
     by_grade = []
     for grade in GRADES:
         statements = [
             {"statement": best_per_window[n], "citations": [n]}
-            for n, row in enumerate(rows, 1)
+            for n, row in enumerate(cited, 1)
             if row["grade"] == grade and n in best_per_window
         ]
         if statements:
             by_grade.append({"grade": grade, "label": GRADE_LABELS[grade], "statements": statements})
+    citations = [citation(n, row) for n, row in enumerate(cited, 1)]
+    for cite in citations[len(rows) :]:
+        cite["read_in_full"] = True  # not retrieved: a window of the lead source, quoted in the core
     return {
         "mode": OFFLINE_MODE,
         "core_answer": selected,
         "sentence_selection": "core statements from CLAIMS"
         if core
-        else f"{how}; findings only (results or recommendations, not background)",
+        else f"{how}; findings only (results or recommendations, not background); {LEAD_SOURCE}",
         **verdict,
         "evidence_by_grade": by_grade,
-        "citations": [citation(n, row) for n, row in enumerate(rows, 1)],
+        "citations": citations,
         "pico_comparison": pico_comparison(anchors, rows, embed),
     }
+
+
+def _core(rows: list[dict], read: list[dict], best: dict[int, str], anchors: Anchors) -> list[dict]:
+    """The core answer's (at most three) statements from each window's best finding (`best`, window
+    number -> statement, best-scored first; `read` = the cited rows, then the lead source's other
+    windows). Eligible: every guideline recommendation about the question's arms (a recommendation
+    states no result, so the sentence scorer ranks it low), the lead source's CORE_POOL best-scored
+    findings, and the cited grade A or B findings among the CORE_POOL best that name the question's
+    intervention or comparator. The recommendations lead, then those A and B findings, best grade
+    first, then the lead source's by score (a trial's result often names its arms "group A", so
+    naming does not reorder them). Other sources' findings stay out of the core: read beside the lead
+    source's, they changed its verdict more often than they confirmed it (docs/answers.md). When the
+    lead source states no finding, the CORE_POOL best-scored findings of every cited window take
+    its place."""
+    lead_doc = rows[0]["doc_id"]
+    has_lead = any(read[n - 1]["doc_id"] == lead_doc for n in best)
+    pool, from_lead = [], 0
+    for r, (n, statement) in enumerate(best.items()):
+        rank = _core_rank(read[n - 1], statement, anchors)
+        is_lead = read[n - 1]["doc_id"] == lead_doc
+        from_lead += is_lead
+        eligible = (is_lead and from_lead <= CORE_POOL) if has_lead else r < CORE_POOL
+        if rank == "0" or eligible or (rank != "Z" and r < CORE_POOL):
+            pool.append((rank, r, n, statement))
+    return [{"statement": statement, "citations": [n]} for _, _, n, statement in sorted(pool)[:3]]
 
 
 IRCOT_STEP = """Question: {question}

@@ -106,7 +106,9 @@ def answer_from(
     text, strategy = retrieval.question, retrieval.strategy
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()
+    lead: list[dict] = []
     if retriever.client.offline or not rows:
+        lead = [] if retrieval.core else retriever.lead_source(rows)
         answer = compose_offline(
             text,
             retrieval.question_vector,
@@ -115,6 +117,7 @@ def answer_from(
             retriever._embed,
             retriever.verdict_model,
             retrieval.core,
+            lead,
         )
     else:
 
@@ -148,7 +151,9 @@ def answer_from(
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
-    assess_certainty(answer, condition, in_condition, line.get("unanswered"), {r["window_id"]: r["text"] for r in rows})
+    assess_certainty(
+        answer, condition, in_condition, line.get("unanswered"), {r["window_id"]: r["text"] for r in rows + lead}
+    )
     line = with_certainty(line, answer["certainty"]["level"])
     retrieval.timings["answer"] = time.perf_counter() - t0
     score = {row["window_id"]: row["score"] for row in rows}

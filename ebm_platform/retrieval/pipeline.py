@@ -222,6 +222,15 @@ class Retriever:
                 row["entities"] = mentioned.get(row["window_id"], [])
         return rows
 
+    def lead_source(self, rows: list[dict]) -> list[dict]:
+        """The lead source read in full: the windows of the top-ranked row's document that are not
+        among `rows`, with their evidence attached (none when there are no rows)."""
+        if not rows:
+            return []
+        have = {row["window_id"] for row in rows}
+        found = self.index.rows_for_document(rows[0]["doc_id"]).filter(~pl.col("window_id").is_in(list(have)))
+        return self.attach_evidence(found.to_dicts())
+
     def betr_for(self, scorer: str) -> tuple[BetrParameters | None, str]:
         """BETR parameters when they were fitted on this same fine scorer, else none and why."""
         if self.betr is None:
