@@ -624,3 +624,34 @@ def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_mea
         "Platelet-rich plasma increased the outcome measured compared with corticosteroid injection for "
         "lateral epicondylitis."
     )
+
+
+def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
+    """A closed question's reader reads the top-ranked study whole: its windows that were not retrieved
+    too (PubMedQA's reader was fitted on whole abstracts), and another cited source only as cited."""
+    from types import SimpleNamespace
+
+    from ebm_platform.retrieval.ask import source_reader
+
+    class Reader:
+        def read(self, question: str, sentences: list[tuple[str, str | None]]) -> tuple[str, dict]:
+            self.sentences = [s for s, _ in sentences]
+            return "maybe", {}
+
+    def row(window_id: str, sentence: str) -> dict:
+        return {
+            "window_id": window_id,
+            "doc_id": window_id[0],
+            "section": None,
+            "text": sentence,
+            "sentences": [sentence],
+        }
+
+    reader = Reader()
+    retriever = SimpleNamespace(closed_model=reader, attach_evidence=lambda rows: rows)
+    rows = [row("a1", "Methods were standard."), row("b1", "Other study result.")]
+    answer = {"citations": [{"n": 1, "doc_id": "a", "window_id": "a1"}, {"n": 2, "doc_id": "b", "window_id": "b1"}]}
+    read = source_reader(retriever, "Is it safe?", rows, answer, [row("a2", "No adverse events occurred.")])
+    assert read(1) == "uncertain" and reader.sentences == ["Methods were standard.", "No adverse events occurred."]
+    read(2)
+    assert reader.sentences == ["Other study result."]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
@@ -66,13 +66,16 @@ def ranking_line(retriever: Retriever) -> str:
     return f"ranking: {gate_line(reranker.learned.meta)}"
 
 
-def source_reader(retriever: Retriever, question: str, rows: list[dict], answer: dict) -> Callable[[int], str] | None:
+def source_reader(
+    retriever: Retriever, question: str, rows: list[dict], answer: dict, lead: Sequence[dict] = ()
+) -> Callable[[int], str] | None:
     """Cited source n -> the closed-question reader's yes / no / uncertain for the question over the
-    sentences of every cited window of n's document; None when the lake holds no promoted reader."""
+    sentences of every cited window of n's document, and for the lead source every window of it
+    (`lead`: its windows that were not retrieved); None when the lake holds no promoted reader."""
     model = retriever.closed_model
     if model is None:
         return None
-    by_window = {row["window_id"]: row for row in rows}
+    by_window = {row["window_id"]: row for row in [*rows, *lead]}
     document = {c["n"]: c["doc_id"] for c in answer.get("citations", [])}
 
     def read(n: int) -> str:
@@ -81,6 +84,8 @@ def source_reader(retriever: Retriever, question: str, rows: list[dict], answer:
             for c in answer["citations"]
             if c["doc_id"] == document[n] and c["window_id"] in by_window
         ]
+        seen = {row["window_id"] for row in cited}
+        cited += [row for row in lead if row["doc_id"] == document[n] and row["window_id"] not in seen]
         retriever.attach_evidence([row for row in cited if "sentences" not in row])
         sentences = [(s, row.get("section")) for row in cited for s in row.get("sentences") or [row["text"]]]
         return {MAYBE: UNCERTAIN}.get(label := model.read(question, sentences)[0], label)
@@ -145,7 +150,7 @@ def answer_from(
             retrieval.anchors,
             answer,
             lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
-            source_reader(retriever, text, rows, answer),
+            source_reader(retriever, text, rows, answer, lead),
             condition,
             in_condition,
         )
