@@ -376,17 +376,23 @@ def compose_offline(
     # each window's best finding, quoted without its own citation markers; a sentence that overlapping
     # windows share is quoted once, for the best-scored of them (the demo once quoted a guideline's
     # recommendation twice in a row, from two of its windows)
-    best_per_window: dict[int, str] = {}
+    best_per_window: dict[int, tuple[int, str]] = {}  # window -> (its place in the score order, statement)
+    lead_findings: dict[
+        str, tuple[int, int]
+    ] = {}  # the lead source's findings, any window: statement -> (place, window)
     quoted: set[str] = set()
-    for i in order:
+    for place, i in enumerate(order):
         n = sentences[i][1]
-        if not finding[i] or n in best_per_window:
+        if not finding[i]:
             continue
         statement = without_markers(sentences[i][0])
-        if statement not in quoted:
-            best_per_window[n] = statement
+        if read[n - 1]["doc_id"] == rows[0]["doc_id"]:
+            lead_findings.setdefault(statement, (place, n))
+        if n not in best_per_window and statement not in quoted:
+            best_per_window[n] = (place, statement)
             quoted.add(statement)
-    selected, cited = _core(rows, read, best_per_window, anchors), rows
+    selected, cited = _core(read, best_per_window, lead_findings, anchors), rows
+    best_per_window = {n: statement for n, (_, statement) in best_per_window.items()}
     if core:
         number = {row["window_id"]: n for n, row in enumerate(rows, 1)}
         selected = [
@@ -425,29 +431,35 @@ def compose_offline(
     }
 
 
-def _core(rows: list[dict], read: list[dict], best: dict[int, str], anchors: Anchors) -> list[dict]:
-    """The core answer's (at most three) statements from each window's best finding (`best`, window
-    number -> statement, best-scored first; `read` = the cited rows, then the lead source's other
-    windows). Eligible: every guideline recommendation about the question's arms (a recommendation
-    states no result, so the sentence scorer ranks it low), the lead source's CORE_POOL best-scored
-    findings, and the cited grade A or B findings among the CORE_POOL best that name the question's
-    intervention or comparator. The recommendations lead, then those A and B findings, best grade
-    first, then the lead source's by score (a trial's result often names its arms "group A", so
-    naming does not reorder them). Other sources' findings stay out of the core: read beside the lead
-    source's, they changed its verdict more often than they confirmed it (docs/answers.md). When the
-    lead source states no finding, the CORE_POOL best-scored findings of every cited window take
-    its place."""
-    lead_doc = rows[0]["doc_id"]
-    has_lead = any(read[n - 1]["doc_id"] == lead_doc for n in best)
-    pool, from_lead = [], 0
-    for r, (n, statement) in enumerate(best.items()):
+def _core(
+    read: list[dict], best: dict[int, tuple[int, str]], lead: dict[str, tuple[int, int]], anchors: Anchors
+) -> list[dict]:
+    """The core answer's (at most three) statements. `read`: the cited rows, then the lead source's
+    other windows; `best`: window number -> (place in the sentence scorer's order, the window's best
+    finding); `lead`: the lead source's findings, any window, best-scored first -> (place, window).
+    Eligible: every guideline recommendation about the question's arms (a recommendation states no
+    result, so the sentence scorer ranks it low), the cited grade A or B findings among the CORE_POOL
+    best windows that name the question's intervention or comparator, and the lead source's CORE_POOL
+    best-scored findings, several from one window if they score so. The recommendations lead, then
+    those A and B findings, best grade first, then the rest by score (a trial's result often names its
+    arms "group A", so naming does not reorder them). Other sources' findings stay out of the core:
+    read beside the lead source's, they changed its verdict more often than they confirmed it
+    (docs/answers.md). When the lead source states no finding, the best findings of the CORE_POOL
+    best windows take its place."""
+    pool: dict[str, tuple[str, int, int]] = {}  # statement -> (precedence, place, window)
+
+    def add(statement: str, place: int, n: int) -> None:
+        entry = (_core_rank(read[n - 1], statement, anchors), place, n)
+        pool[statement] = min(pool.get(statement, entry), entry)
+
+    for r, (n, (place, statement)) in enumerate(best.items()):
         rank = _core_rank(read[n - 1], statement, anchors)
-        is_lead = read[n - 1]["doc_id"] == lead_doc
-        from_lead += is_lead
-        eligible = (is_lead and from_lead <= CORE_POOL) if has_lead else r < CORE_POOL
-        if rank == "0" or eligible or (rank != "Z" and r < CORE_POOL):
-            pool.append((rank, r, n, statement))
-    return [{"statement": statement, "citations": [n]} for _, _, n, statement in sorted(pool)[:3]]
+        if rank == "0" or (r < CORE_POOL and (rank != "Z" or not lead)):
+            add(statement, place, n)
+    for statement, (place, n) in list(lead.items())[:CORE_POOL]:
+        add(statement, place, n)
+    ranked = sorted(pool.items(), key=lambda item: item[1])[:3]
+    return [{"statement": statement, "citations": [n]} for statement, (_, _, n) in ranked]
 
 
 IRCOT_STEP = """Question: {question}
