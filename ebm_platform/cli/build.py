@@ -122,7 +122,7 @@ EXAMPLE_QUESTIONS = (
 
 def _example_answer(question: str, lake: Path) -> list[str]:
     """One `ebm ask` answer as the demo report's markdown: bottom line, certainty, core, citations."""
-    from ebm_platform.retrieval.answer import certainty_line
+    from ebm_platform.retrieval.answer import READ_IN_FULL, certainty_line
     from ebm_platform.retrieval.ask import ask
     from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 
@@ -146,7 +146,7 @@ def _example_answer(question: str, lake: Path) -> list[str]:
         + [""]
         + [
             f"[{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}"
-            + ("; read in full from the lead source" if c.get("read_in_full") else "")
+            + (f"; {READ_IN_FULL}" if c.get("read_in_full") else "")
             + f") `{c['window_id']}`"
             for c in answer["citations"]
         ]

@@ -149,7 +149,7 @@ def _stance_note(item: dict) -> str:
 
 def _print_answer(result: dict) -> None:
     """Human-readable rendering of an `ask` result."""
-    from ebm_platform.retrieval.answer import certainty_line
+    from ebm_platform.retrieval.answer import READ_IN_FULL, certainty_line
     from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 
     line = result["bottom_line"]
@@ -188,7 +188,7 @@ def _print_answer(result: dict) -> None:
     _say("\nCitations")
     for c in result["citations"]:
         year = f", {c['year']}" if c.get("year") else ""  # a Cochrane abstract states no year
-        how = "; read in full from the lead source" if c.get("read_in_full") else ""
+        how = f"; {READ_IN_FULL}" if c.get("read_in_full") else ""
         _say(f"   [{c['n']}] {c['title']} (grade {c['grade']}, {c['condition']}{year}{how}) window {c['window_id']}")
     _say(f"\nnotes: {result['notes']}\ntimings (s): {result['timings_s']}")
     for row in result.get("explain", []):

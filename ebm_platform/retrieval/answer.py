@@ -55,6 +55,7 @@ Embed = Callable[[list[str]], np.ndarray]
 # the offline answer's mode, with evidence or without (a report lists the modes its answers ran in)
 OFFLINE_MODE = "offline-extractive (sentences selected from the cited windows; no text was generated)"
 LEAD_SOURCE = "the core and its verdict read the lead source (the top-ranked window's document) in full"
+READ_IN_FULL = "read in full from the lead source"  # how a citation of a window that was not retrieved is shown
 
 
 def citation(n: int, row: dict) -> dict:
@@ -377,9 +378,8 @@ def compose_offline(
     # windows share is quoted once, for the best-scored of them (the demo once quoted a guideline's
     # recommendation twice in a row, from two of its windows)
     best_per_window: dict[int, tuple[int, str]] = {}  # window -> (its place in the score order, statement)
-    lead_findings: dict[
-        str, tuple[int, int]
-    ] = {}  # the lead source's findings, any window: statement -> (place, window)
+    # the lead source's findings, any window: statement -> (place, window)
+    lead_findings: dict[str, tuple[int, int]] = {}
     quoted: set[str] = set()
     for place, i in enumerate(order):
         n = sentences[i][1]
@@ -448,16 +448,15 @@ def _core(
     best windows take its place."""
     pool: dict[str, tuple[str, int, int]] = {}  # statement -> (precedence, place, window)
 
-    def add(statement: str, place: int, n: int) -> None:
-        entry = (_core_rank(read[n - 1], statement, anchors), place, n)
+    def add(entry: tuple[str, int, int], statement: str) -> None:
         pool[statement] = min(pool.get(statement, entry), entry)
 
     for r, (n, (place, statement)) in enumerate(best.items()):
         rank = _core_rank(read[n - 1], statement, anchors)
         if rank == "0" or (r < CORE_POOL and (rank != "Z" or not lead)):
-            add(statement, place, n)
+            add((rank, place, n), statement)
     for statement, (place, n) in list(lead.items())[:CORE_POOL]:
-        add(statement, place, n)
+        add((_core_rank(read[n - 1], statement, anchors), place, n), statement)
     ranked = sorted(pool.items(), key=lambda item: item[1])[:3]
     return [{"statement": statement, "citations": [n]} for statement, (_, _, n) in ranked]
 
