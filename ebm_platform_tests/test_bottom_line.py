@@ -14,7 +14,7 @@ from ebm_platform.retrieval.bottom_line import (
     question_type,
     take_sides,
 )
-from ebm_platform.retrieval.findings import arm_words, recommendation_stance
+from ebm_platform.retrieval.findings import arm_words, compares_arms, recommendation_stance
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
 
@@ -675,3 +675,92 @@ def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
     assert read(1) == "uncertain" and reader.sentences == ["Methods were standard.", "No adverse events occurred."]
     read(2)
     assert reader.sentences == ["Other study result."]
+
+
+@pytest.mark.parametrize(
+    "question, statement, title, compares",
+    [
+        # two forms of the intervention, and a "controlled" trial whose control is the other form
+        (
+            "Is acupuncture better than usual care for chronic low back pain?",
+            "Individualized acupuncture was not superior to standardized acupuncture.",
+            "Standardized versus Individualized Acupuncture for Chronic Low Back Pain: A Randomized Controlled Trial",
+            False,
+        ),
+        (
+            "Is acupuncture better than usual care for chronic low back pain?",
+            "Pain fell more with acupuncture than in the control group (p = 0.01).",
+            "Acupuncture for chronic low back pain",
+            True,
+        ),
+        # a review of the intervention, which names no other arm
+        (
+            "Is exercise therapy better than usual care for chronic low back pain?",
+            "Exercise therapy appears to be slightly effective at decreasing pain.",
+            "Exercise therapy for chronic low back pain",
+            True,
+        ),
+        # an active comparator must be named: two graft fixations do not compare surgery with physiotherapy
+        (
+            "Is surgery better than physiotherapy for anterior cruciate ligament rupture?",
+            "The comparison of the two groups was not statistically significant (P = 0.99).",
+            "Comparative Study after Hamstring Anterior Cruciate Ligament Reconstruction with Endobutton and Rigidfix",
+            False,
+        ),
+        (
+            "Is surgery better than physiotherapy for anterior cruciate ligament rupture?",
+            "Knee function did not differ between surgery and physiotherapy at two years.",
+            "",
+            True,
+        ),
+        # "the two groups" may be the question's arms; a saline group is the control
+        (
+            "Is surgery better than physiotherapy for anterior cruciate ligament rupture?",
+            "Knee function did not differ between the two groups at two years.",
+            "Surgery for anterior cruciate ligament rupture: a randomised trial",
+            True,
+        ),
+        (
+            "What is the effect of magnesium compared with normal saline on sore throat?",
+            "Sore throat was less frequent with magnesium than in the placebo group (p = 0.02).",
+            "",
+            True,
+        ),
+        (
+            "Does taping reduce pain in patellofemoral pain?",
+            "Individualized taping was not better than standard taping.",
+            "",
+            True,
+        ),
+    ],
+)
+def test_a_source_compares_the_questions_arms(question: str, statement: str, title: str, compares: bool) -> None:
+    assert compares_arms([statement, title], question_anchors(question)) is compares
+
+
+def test_sources_that_compare_other_arms_take_no_side_and_alone_answer_nothing() -> None:
+    """The demo answered "Is surgery better than physiotherapy for ACL rupture?" with "No significant
+    difference ... between surgery and physiotherapy", read from a study of two graft fixations; and
+    counted a trial of two acupuncture styles as contradicting acupuncture against usual care."""
+    question = "Is surgery better than physiotherapy for anterior cruciate ligament rupture?"
+    fixation = _answer(
+        NO_DIFFERENCE,
+        [("Outcomes did not differ between the two fixation groups after surgery (P = 0.99).", 1)],
+        {1: "D"},
+        {1: "Comparative Study after Hamstring Anterior Cruciate Ligament Reconstruction with Endobutton and Rigidfix"},
+    )
+    line = bottom_line(question, question_anchors(question), fixation, _rules)
+    assert line["answer"] == INSUFFICIENT and line["support"] == {} and line["contradict"] == {}
+    assert line["text"] == "Insufficient evidence: no cited finding compares surgery with physiotherapy."
+    assert line["unanswered"] == "no cited finding compares surgery with physiotherapy"
+    question = "Is acupuncture better than usual care for chronic low back pain?"
+    sources = {  # statement, title
+        1: ("Pain decreased more with acupuncture than with usual care (p < 0.001).", "Acupuncture for back pain"),
+        2: ("Individualized acupuncture was not superior to standardized acupuncture.", "Two acupuncture styles"),
+    }
+    statements, titles = [(s, n) for n, (s, _) in sources.items()], {n: t for n, (_, t) in sources.items()}
+    line = bottom_line(
+        question, question_anchors(question), _answer(DECREASED, statements, {1: "C", 2: "C"}, titles), _rules
+    )
+    assert line["answer"] == DECREASED and line["support"] == {"C": 1} and line["contradict"] == {}
+    assert line["sides"] == {"1": "supports", "2": "neutral"}

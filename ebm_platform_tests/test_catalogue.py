@@ -71,3 +71,18 @@ def test_bad_catalogue_is_a_clear_error(tmp_path: Path):
         load_catalogue(bad)
     with pytest.raises(CatalogueError, match="not found"):
         load_catalogue(tmp_path / "missing.yaml")
+
+
+def test_a_graft_named_after_a_tendon_does_not_file_an_acl_trial_under_that_tendons_condition():
+    """The demo filed ACL reconstruction trials with patellar tendon and hamstring tendon grafts under
+    patellar tendinopathy (PT) and hamstring strain injury (HSI): "patellar tendon" and "hamstring" alone
+    name the graft."""
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    title = "Patellar tendon versus hamstring tendon autograft for anterior cruciate ligament rupture in adults"
+    body = "bone-patellar tendon-bone and hamstring tendon grafts " * 5
+    assert tag_conditions(catalogue, title, "", body, "B") == ["ACL"]
+    assert tag_conditions(catalogue, "Eccentric training for patellar tendinopathy", "", "", "C") == ["PT"]
+    assert tag_conditions(catalogue, "Nordic exercise and hamstring strain injuries in football", "", "", "C") == [
+        "HSI"
+    ]
+    assert tag_conditions(catalogue, "A trial", "", "recurrent injuries to the hamstring " * 3, "C") == ["HSI"]

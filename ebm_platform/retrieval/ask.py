@@ -12,6 +12,7 @@ from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline, label_shared_windows
 from ebm_platform.retrieval.bottom_line import UNCERTAIN, bottom_line, stated_bottom_line, take_sides, with_certainty
 from ebm_platform.retrieval.closed_answer import MAYBE
+from ebm_platform.retrieval.findings import abstract
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.retrieval.sr_rag import question_condition
@@ -142,6 +143,7 @@ def answer_from(
     )
     label_shared_windows(answer["citations"], condition, in_condition)
     stated = answer.pop("llm_bottom_line", None)
+    doc_of = {c["n"]: c.get("doc_id") for c in answer["citations"]}
     line = (
         stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])
         if stated
@@ -153,6 +155,7 @@ def answer_from(
             source_reader(retriever, text, rows, answer, lead),
             condition,
             in_condition,
+            lambda n: abstract(retriever.documents.get(doc_of[n], {}).get("text") or ""),
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line

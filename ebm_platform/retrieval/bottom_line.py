@@ -14,7 +14,11 @@ comparative question it reads as the direction on the outcome that favours the a
 (`recommended_verdict`): a recommendation for exercise on a pain outcome is a decrease.
 Findings about other interventions or other conditions answer nothing: when no cited finding of the
 question's condition, nor its source's title, names a word that tells the question's arms apart,
-the answer is insufficient evidence.
+the answer is insufficient evidence. A comparative question is answered only by the sources that
+compare its arms (`findings.compares_arms`: both arms named, or one and a control arm when the other
+is a control) and by recommendations on them: a trial of two kinds of acupuncture takes no side on
+acupuncture against usual care, and when no cited source compares the arms the answer is insufficient
+evidence (GRADE's indirectness of comparison).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     REPORTED_RECOMMENDATION,
     arm_words,
+    compares_arms,
     names_question,
     recommendation_stance,
     recommends,
@@ -248,6 +253,7 @@ def bottom_line(
     read_source: Callable[[int], str] | None = None,
     condition: str | None = None,
     in_condition: frozenset[str] | set[str] = frozenset(),
+    abstract_of: Callable[[int], str] | None = None,
 ) -> dict:
     """The bottom line of a composed answer (its verdict, core statements, graded evidence and certainty): the
     question type, one sentence in the question's terms, and the cited sources by grade that support or
@@ -267,7 +273,9 @@ def bottom_line(
     verdict is a significant effect the other way; before anything else the cited recommendations about the
     question's arms decide. A guideline's other sentences (its discussion of studies) count as support or
     contradiction but do not overrule the reader: read out of context they once answered "Does spinal
-    manipulation reduce neck pain?" with no from "benefits ... slightly outweighed the potential harm"."""
+    manipulation reduce neck pain?" with no from "benefits ... slightly outweighed the potential harm".
+    `abstract_of(n)`, when given, is cited source n's abstract: with its quoted statements and title it tells
+    whether the source compares a comparative question's arms (`findings.compares_arms`)."""
     kind = question_type(question, anchors)
     direction = question_direction(question)
     verdict = answer.get("verdict", INSUFFICIENT)
@@ -388,7 +396,21 @@ def bottom_line(
         # supports it: then the best-graded ones decide
         neutral = INSUFFICIENT
         concluding = set()
-        stances = {n: recommended_verdict(s, anchors) if recommends(s) else verdict_of(s) for n, s in first.items()}
+        # a comparative question is answered by the sources that compare its arms (and the recommendations on
+        # them); a trial of two kinds of the intervention takes no side (GRADE's indirectness of comparison)
+        quoted: dict[object, list[str]] = {}  # each document's quoted statements
+        for statement, n in statements:
+            quoted.setdefault(document[n], []).append(statement)
+        comparing = {
+            n
+            for n, s in first.items()
+            if recommends(s)
+            or compares_arms([*quoted[document[n]], titles[n]], anchors, abstract_of(n) if abstract_of else "")
+        }
+        stances = {
+            n: neutral if n not in comparing else recommended_verdict(s, anchors) if recommends(s) else verdict_of(s)
+            for n, s in first.items()
+        }
         directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
         stances = _by_recommendation(stances, document, on_arms | directing, neutral)
         best = _best_grade_answer(stances, grade, neutral)
@@ -396,6 +418,12 @@ def bottom_line(
         recommended = _recommended(stances, directing, neutral)
         if recommended not in (None, neutral):  # as for a closed question, the guideline's recommendation decides
             target = recommended
+        if first and not comparing:  # the cited findings compare other arms: they do not answer the question
+            reason = uncompared(anchors)
+            return {
+                **_line(kind, INSUFFICIENT, f"Insufficient evidence: {reason}", answer, {}, grade),
+                "unanswered": reason,
+            }
         text = _phrase(target, anchors)
         text = text[0].upper() + text[1:]
     sides = {
@@ -431,6 +459,11 @@ def unnamed(anchors: Anchors, condition: str | None = None) -> str:
         return f"no cited finding comes from {condition}"
     finding = f"{condition} finding" if condition else "finding"
     return f"no cited {finding} (nor the title of its source) mentions {named}"
+
+
+def uncompared(anchors: Anchors) -> str:
+    """Why no cited finding answers a comparative question: none compares its arms (`findings.compares_arms`)."""
+    return f"no cited finding compares {anchors.intervention} with {anchors.comparator}"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:

@@ -152,6 +152,75 @@ def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     return not named or bool(named & (stems(statement) | stems(title)))
 
 
+# an arm that is a control: usual, standard or routine care, placebo, sham, saline, nothing, baseline, a waiting list
+CONTROL_ARM = re.compile(
+    r"\b(?:placebo|sham|controls?|usual|standard|routine|conventional|untreated|saline|vehicle|nothing|none|"
+    r"baseline|comparator|no \w+|wait(?:ing)?[- ]?list)\b",
+    re.I,
+)
+# a control arm in a source's words ("the control group", "placebo", "usual care"; not a "controlled" trial)
+CONTROL_NAMED = re.compile(
+    r"\b(?:placebo|sham|controls?|usual care|standard care|routine care|no (?:treatment|intervention)|untreated|"
+    r"wait(?:ing)?[- ]?list)\b",
+    re.I,
+)
+# a comparison stated ("A versus B", "not superior to", "a comparative study of")
+COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
+ABSTRACT = re.compile(r"^## Abstract\s*$(.*?)(?=^## (?!#)|\Z)", re.M | re.S)
+
+
+def abstract(text: str) -> str:
+    """A document's abstract (its "## Abstract" section), "" when it has none."""
+    found = ABSTRACT.search(text)
+    return found.group(1).strip() if found else ""
+
+
+def _own_stems(arm: str, other: str) -> set[str]:
+    """The stems of an arm's own words: those the other arm lacks, qualifiers and single letters left out."""
+    return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
+
+
+# words that name no arm in particular: "printed intervention versus web-based intervention" is not two forms of one
+GENERIC_ARM = frozenset(
+    stems("intervention treatment therapy group arm program programme care management strategy regimen")
+)
+
+
+def _two_forms(text: str, own: set[str], reach: int = 6) -> bool:
+    """Whether a comparison in the text has the arm's own words (not `GENERIC_ARM` ones) within `reach` words on
+    both sides of its comparing word, in one clause: two forms of one arm ("individualized acupuncture was not
+    superior to standardized acupuncture")."""
+    own = own - GENERIC_ARM
+    for m in COMPARISON_STATED.finditer(text):
+        before = re.split(r"[.;:]\s", text[: m.start()])[-1].split()[-reach:]  # within the sentence's clause
+        after = re.split(r"[.;:]\s", text[m.end() :])[0].split()[:reach]
+        if own & stems(" ".join(before)) and own & stems(" ".join(after)):
+            return True
+    return False
+
+
+def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> bool:
+    """Whether a source (the statements quoted from it and its title, `quoted`; its abstract, `summary`)
+    compares the question's two arms, or may. Against a control arm (usual care, placebo, nothing ...), False
+    when it compares two forms of the other arm and no quoted text names a control ("individualized
+    acupuncture was not superior to standardized acupuncture" for acupuncture vs usual care; a trial of two
+    doses and placebo names its placebo); between two active arms, False when it states a comparison and
+    never names one of them by an own word (`_own_stems`): "a comparative study of ACL reconstruction with
+    Endobutton and Rigidfix" for surgery vs physiotherapy. GRADE's indirectness of comparison. True when the
+    question names fewer than two arms or one arm has no word of its own ("X plus Y" vs "X")."""
+    intervention, comparator = anchors.intervention or "", anchors.comparator or ""
+    own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
+    if not (own_i and own_c):
+        return True
+    texts = [*quoted, summary]
+    if CONTROL_ARM.search(comparator) or CONTROL_ARM.search(intervention):
+        active = own_c if CONTROL_ARM.search(intervention) and not CONTROL_ARM.search(comparator) else own_i
+        return any(CONTROL_NAMED.search(t) for t in quoted) or not any(_two_forms(t, active) for t in texts)
+    words = stems(" ".join(texts))
+    stated = any(COMPARISON_STATED.search(t) for t in texts)
+    return not stated or bool(own_i & words and own_c & words)
+
+
 _RECOMMEND_VERB = r"(?:recommend|suggest|advise)s?"
 RECOMMENDS = re.compile(
     rf"\b(?:we|guidelines?) {_RECOMMEND_VERB}(?P<against> against)?\b|"
