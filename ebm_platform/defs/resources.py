@@ -107,7 +107,7 @@ class BenchmarkResource(dg.ConfigurableResource):
 
     datasets_dir: str | None = None
     sources: list[str] = ["sr_rag_release", "evidence_inference", "pubmedqa", "generated"]
-    per_grade: int = 40
+    per_grade: int = 48  # generated questions per grade and partition: keeps >= 150 test questions with gold windows
     seed: int = 7
 
     def root(self) -> Path:
