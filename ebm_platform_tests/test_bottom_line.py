@@ -644,6 +644,15 @@ def test_the_core_quotes_two_findings_of_one_lead_window_when_they_score_best() 
     assert all(c["citations"] == [1] for c in answer["core_answer"])
     graded = [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]]
     assert graded.count(first) + graded.count(second) == 1
+    # the same window read in full from the lead source is cited once for both (the demo cited one window
+    # three times, [13] [14] [15])
+    unretrieved, rows[0] = lead, _window("lead-2", "lead", "C", ["Participants were recruited in clinics."], 2)
+    answer = compose_offline(
+        question, vector, question_anchors(question), rows, lambda t: np.ones((len(t), 4)), lead=[unretrieved]
+    )
+    assert [c["statement"] for c in answer["core_answer"]] == [first, second]
+    assert all(c["citations"] == [3] for c in answer["core_answer"])
+    assert [c["window_id"] for c in answer["citations"]] == ["lead-2", "other-1", "lead-1"]
 
 
 def test_the_closed_reader_reads_the_lead_source_in_full() -> None:

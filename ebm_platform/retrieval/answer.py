@@ -400,7 +400,7 @@ def compose_offline(
             for c in core
         ]
     else:  # a lead window quoted in the core is cited after the retrieved ones
-        extra = [n for c in selected for n in c["citations"] if n > len(rows)]
+        extra = list(dict.fromkeys(n for c in selected for n in c["citations"] if n > len(rows)))  # each window once
         renumber = {n: len(rows) + k for k, n in enumerate(extra, 1)}
         selected = [dict(c, citations=[renumber.get(n, n) for n in c["citations"]]) for c in selected]
         best_per_window = {renumber.get(n, n): s for n, s in best_per_window.items() if n <= len(rows) or n in renumber}
