@@ -194,11 +194,13 @@ def test_findings_about_other_interventions_leave_the_question_unanswered() -> N
     )
     assert bottom_line(question, anchors, tdcs, _rules)["support"] == {"C": 1}  # no condition: it counts
     # a patellofemoral trial cited beside it (about arthroscopy: it names neither arm) makes the
-    # knee-OA trial indirect; with no PFP window cited at all, the condition cannot tell them apart
+    # knee-OA trial indirect; with no PFP window cited at all, nothing answers a PFP question
     tdcs["citations"].append(
         {"n": 2, "grade": "C", "title": "Knee arthroscopy for patellofemoral pain", "window_id": "w2"}
     )
-    assert bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition=set())["support"] == {"C": 1}
+    line = bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition=set())
+    assert line["answer"] == INSUFFICIENT and line["support"] == {}
+    assert line["unanswered"] == "no cited finding comes from PFP, the question's condition"
     line = bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition={"w2"})
     assert line["answer"] == INSUFFICIENT and line["support"] == {}
     assert line["text"].startswith("Insufficient evidence: no cited PFP finding (nor the title of its source) mentions")

@@ -1154,3 +1154,14 @@ def test_the_text_answer_names_no_year_a_source_does_not_state(capsys):
     _print_answer(result)
     out = capsys.readouterr().out
     assert "(grade B, LBP) window w1" in out and "(grade B, LBP, 2017) window w2" in out and "None" not in out
+
+
+def test_a_condition_the_lake_has_no_partition_of_leaves_the_evidence_direct(small_lake):
+    """An evaluation lake holds one catch-all partition: a question naming neck pain there must not read
+    "no cited finding comes from NP" (the demo lake holds every catalogue code, empty ones included, where
+    that is the answer)."""
+    retriever = retriever_for(str(small_lake))
+    assert "PFP" in retriever.partitions and "PT" not in retriever.partitions
+    result = ask("Does eccentric training reduce pain in patellar tendinopathy?", lake=small_lake)
+    assert result["condition"] == "PT"
+    assert "comes from PT" not in (result["bottom_line"].get("unanswered") or "")

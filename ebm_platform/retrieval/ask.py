@@ -153,7 +153,7 @@ def answer_from(
             answer,
             lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
             source_reader(retriever, text, rows, answer, lead),
-            condition,
+            condition if condition in retriever.partitions else None,  # a condition this lake has a partition of
             in_condition,
             lambda n: abstract(retriever.documents.get(doc_of[n], {}).get("text") or ""),
         )

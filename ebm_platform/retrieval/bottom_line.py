@@ -259,10 +259,12 @@ def bottom_line(
     question type, one sentence in the question's terms, and the cited sources by grade that support or
     contradict it (each document counted once; each window by its first statement that names a word telling
     the question's arms apart, `findings.arm_words`, in itself or in its source's title; a source about
-    something else counts neither way, and so does, when the question has a `condition` and some cited
-    windows are that condition's (`in_condition`), a source whose cited window is not: GRADE's population
-    indirectness). When no cited source is left, the answer is insufficient evidence (uncertain for a closed
-    question) whatever the quoted findings say. A closed question is answered as the best-graded cited
+    something else counts neither way, and so does, when the question has a `condition`, a source whose cited
+    window is not that condition's (`in_condition`): GRADE's population indirectness). When no cited source
+    is left, or none of the cited windows is the question's condition's (the demo answered "Does eccentric
+    training reduce pain in patellar tendinopathy?" "Yes" from a shoulder trial's protocol, its lake holding
+    no patellar tendinopathy document), the answer is insufficient evidence (uncertain for a closed question)
+    whatever the quoted findings say. A closed question is answered as the best-graded cited
     sources answer it (a guideline recommendation by its strength), which may overrule the verdict of the
     core statements; a comparative or open question states that verdict when a source that names the arms
     supports it, else what the best-graded such sources find (a verdict read from trials of other arms does
@@ -305,10 +307,10 @@ def bottom_line(
                 first[n] = statement
     closed = kind in ("yes/no", "effect")
     on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}  # guidelines recommending on the arms
+    if grade and condition and not of_condition:  # nothing cited comes from the question's condition
+        return _unanswered(kind, f"no cited finding comes from {condition}, the question's condition", answer, grade)
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
-        reason = unnamed(anchors, condition)
-        text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
-        return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
+        return _unanswered(kind, unnamed(anchors, condition), answer, grade)
     reader = read_source if closed else None
     if closed:
         neutral = UNCERTAIN
@@ -419,11 +421,7 @@ def bottom_line(
         if recommended not in (None, neutral):  # as for a closed question, the guideline's recommendation decides
             target = recommended
         if first and not comparing:  # the cited findings compare other arms: they do not answer the question
-            reason = uncompared(anchors)
-            return {
-                **_line(kind, INSUFFICIENT, f"Insufficient evidence: {reason}", answer, {}, grade),
-                "unanswered": reason,
-            }
+            return _unanswered(kind, uncompared(anchors), answer, grade)
         text = _phrase(target, anchors)
         text = text[0].upper() + text[1:]
     sides = {
@@ -459,6 +457,14 @@ def unnamed(anchors: Anchors, condition: str | None = None) -> str:
         return f"no cited finding comes from {condition}"
     finding = f"{condition} finding" if condition else "finding"
     return f"no cited {finding} (nor the title of its source) mentions {named}"
+
+
+def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> dict:
+    """The bottom line when no cited source answers the question: uncertain (a closed question) or
+    insufficient evidence, for `reason`, with no source on either side."""
+    closed = kind in ("yes/no", "effect")
+    text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
+    return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
 
 
 def uncompared(anchors: Anchors) -> str:

@@ -241,6 +241,13 @@ class Retriever:
         return self.betr, f"r = {self.betr.a:.4f}*s + u(grade), u = {self.betr.u}"
 
     @cached_property
+    def partitions(self) -> frozenset[str]:
+        """The condition codes this lake holds a corpus partition of, empty ones included (an evaluation
+        lake: its one catch-all code)."""
+        files = LakeLayout(self.lake).asset_partitions("source_documents")
+        return frozenset(Path(str(f)).stem for f in files)  # a local path or an object-store URI
+
+    @cached_property
     def documents(self) -> dict[str, dict]:
         """doc_id -> title, year, grade, study design, article type and text, from the lake's corpus."""
         files = LakeLayout(self.lake).asset_partitions("source_documents")
