@@ -42,6 +42,7 @@ from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, N
 from ebm_platform.vocabulary import Anchors
 
 QUESTION_TYPES = ("comparative", "effect", "yes/no", "open")
+CLOSED_KINDS = ("yes/no", "effect")  # the question types answered yes / no / uncertain
 CLOSED = re.compile(r"^\W*(?:is|are|does|do|did|can|could|should|will|would|has|have|was|were|may|might)\b", re.I)
 WH = re.compile(r"^\W*(?:what|which|how|why|when|where|who|whom|whose)\b", re.I)
 CLAUSES = re.compile(r":|\.\s|--|\s-\s|;")
@@ -292,9 +293,11 @@ def bottom_line(
     cited = answer.get("citations", [])
     titles = {c["n"]: c.get("title") or "" for c in cited}
     document = _documents(cited)
-    # with a condition whose windows are among the cited, the other conditions' sources are indirect
-    of_condition = bool(condition) and any(c["window_id"] in in_condition for c in cited)
-    direct = {c["n"] for c in cited if not of_condition or c["window_id"] in in_condition}
+    if cited and condition and not any(c["window_id"] in in_condition for c in cited):
+        # nothing cited comes from the question's condition
+        return _unanswered(kind, f"no cited finding comes from {condition}, the question's condition", answer, grade)
+    # with a condition, the other conditions' sources are indirect
+    direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
     for statement, n in statements:  # a guideline's recommendation before its other statements
         # (a comparative question's: also a recommendation about one of its arms, "we suggest against opioids"
@@ -305,10 +308,8 @@ def bottom_line(
         if n in direct and (names_question(statement, anchors, titles[n]) or recommending):
             if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
                 first[n] = statement
-    closed = kind in ("yes/no", "effect")
+    closed = kind in CLOSED_KINDS
     on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}  # guidelines recommending on the arms
-    if grade and condition and not of_condition:  # nothing cited comes from the question's condition
-        return _unanswered(kind, f"no cited finding comes from {condition}, the question's condition", answer, grade)
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         return _unanswered(kind, unnamed(anchors, condition), answer, grade)
     reader = read_source if closed else None
@@ -462,7 +463,7 @@ def unnamed(anchors: Anchors, condition: str | None = None) -> str:
 def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> dict:
     """The bottom line when no cited source answers the question: uncertain (a closed question) or
     insufficient evidence, for `reason`, with no source on either side."""
-    closed = kind in ("yes/no", "effect")
+    closed = kind in CLOSED_KINDS
     text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
     return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
 

@@ -213,8 +213,9 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     if not (own_i and own_c):
         return True
     texts = [*quoted, summary]
-    if CONTROL_ARM.search(comparator) or CONTROL_ARM.search(intervention):
-        active = own_c if CONTROL_ARM.search(intervention) and not CONTROL_ARM.search(comparator) else own_i
+    control_i, control_c = bool(CONTROL_ARM.search(intervention)), bool(CONTROL_ARM.search(comparator))
+    if control_i or control_c:
+        active = own_c if control_i and not control_c else own_i
         return any(CONTROL_NAMED.search(t) for t in quoted) or not any(_two_forms(t, active) for t in texts)
     words = stems(" ".join(texts))
     stated = any(COMPARISON_STATED.search(t) for t in texts)
