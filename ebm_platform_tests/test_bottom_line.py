@@ -14,8 +14,9 @@ from ebm_platform.retrieval.bottom_line import (
     question_type,
     take_sides,
 )
-from ebm_platform.retrieval.findings import arm_words, compares_arms, recommendation_stance
+from ebm_platform.retrieval.findings import arm_words, compares_arms, other_stage, recommendation_stance
 from ebm_platform.retrieval.questions import question_anchors
+from ebm_platform.retrieval.sr_rag import condition_named, question_condition
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
 
 
@@ -628,6 +629,25 @@ def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_mea
     )
 
 
+def test_a_condition_asked_about_as_the_outcome_is_the_condition() -> None:
+    """The demo read "Hip arthroscopy increased femoroacetabular impingement compared with physiotherapy":
+    femoroacetabular impingement is no catalogue name but a term of Nonarthritic hip joint pain."""
+    question = "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?"
+    anchors = question_anchors(question)
+    code = question_condition(anchors, None)
+    assert code == "NAHJP" and anchors.condition is None
+    named = condition_named(anchors, code)
+    assert named.condition == "femoroacetabular impingement" and anchors.condition is None  # a copy
+    answer = _answer(
+        INCREASED, [("The iHOT-33 score was higher after hip arthroscopy than physiotherapy (p = 0.01).", 1)], {1: "C"}
+    )
+    assert bottom_line(question, named, answer, _rules)["text"] == (
+        "Hip arthroscopy increased the outcome measured compared with physiotherapy for femoroacetabular impingement."
+    )
+    pain = question_anchors("Is hip arthroscopy better than physiotherapy for pain?")
+    assert condition_named(pain, "NAHJP") is pain  # an outcome, not the condition
+
+
 def test_the_core_quotes_two_findings_of_one_lead_window_when_they_score_best() -> None:
     """The lead source's best findings enter the core whatever window holds them (on 768 cross-fitted
     Evidence Inference train prompts the verdict read 0.695 so, 0.682 with one finding per window);
@@ -743,6 +763,27 @@ def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
             "",
             True,
         ),
+        # surgery against conservative care, in other words (a Cochrane review in the demo's rotator cuff answer)
+        (
+            "Is surgery better than conservative treatment for rotator cuff tears?",
+            "Exercise alone led to less improvement in overall pain, but not function, when compared with surgical "
+            "repair for rotator cuff tear.",
+            "",
+            True,
+        ),
+        # "non-operative" names the conservative arm, not surgery
+        (
+            "Is surgery better than non-operative treatment for Achilles tendon rupture?",
+            "Open surgical repair reduced rerupture compared with minimally invasive surgical repair.",
+            "",
+            False,
+        ),
+        (
+            "Is surgery better than non-operative treatment for Achilles tendon rupture?",
+            "Operative treatment reduced rerupture compared with non-operative treatment.",
+            "",
+            True,
+        ),
     ],
 )
 def test_a_source_compares_the_questions_arms(question: str, statement: str, title: str, compares: bool) -> None:
@@ -775,3 +816,29 @@ def test_sources_that_compare_other_arms_take_no_side_and_alone_answer_nothing()
     )
     assert line["answer"] == DECREASED and line["support"] == {"C": 1} and line["contradict"] == {}
     assert line["sides"] == {"1": "supports", "2": "neutral"}
+
+
+def test_a_recommendation_for_another_stage_of_the_condition_does_not_answer() -> None:
+    """The demo read "Spinal manipulation decreased pain in acute low back pain compared with placebo" from the
+    VA/DoD guideline's recommendation for chronic low back pain; for acute low back pain it recommends neither
+    for nor against, and that is the answer."""
+    question = "Does spinal manipulation reduce pain in acute low back pain compared with placebo?"
+    chronic = (
+        "For patients with chronic low back pain, we suggest spinal mobilization/manipulation (Strength of "
+        "recommendation: Weak for, the Work Group's confidence in the quality of the evidence: low)."
+    )
+    acute = (
+        "For patients with acute low back pain, there is insufficient evidence to recommend for or against spinal "
+        "mobilization/manipulation (Strength of recommendation: Neither for nor against)."
+    )
+    assert other_stage(chronic, question) and not other_stage(acute, question)
+    assert not other_stage(chronic, "Does spinal manipulation reduce low back pain?")  # no stage asked
+    answer = _answer(DECREASED, [(chronic, 1), (acute, 2)], {1: "A", 2: "A"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert (
+        line["text"] == "Insufficient evidence: the guideline recommends neither for nor against spinal manipulation."
+    )
+    assert line["support"] == {"A": 1} and line["contradict"] == {}
+    chronic_question = question.replace("acute", "chronic")
+    line = bottom_line(chronic_question, question_anchors(chronic_question), answer, _rules)
+    assert line["text"].startswith("Spinal manipulation decreased pain")

@@ -4,7 +4,7 @@ certainty with every downgrade named. Sentences are quoted from the demo lake's 
 from __future__ import annotations
 
 from ebm_platform.retrieval.answer import assess_certainty, label_shared_windows
-from ebm_platform.retrieval.findings import arm_words, is_finding, names_question, without_markers
+from ebm_platform.retrieval.findings import arm_words, is_finding, is_protocol, names_question, without_markers
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND = [
@@ -36,6 +36,31 @@ BACKGROUND = [
     "Baseline characteristics of the two groups were comparable.",
     # earlier work of the authors (the demo's rotator cuff answer rested on it: "no significant difference")
     "The decision tree was previously tested in patients with SIS to improve weaknesses and to test its practicability.",
+    # how the study was run, quoted as findings in the demo's answers (2026-12-02): a sample-size calculation, the
+    # analysis plan, an instrument's definition, the sample's make-up, what the authors used
+    "To detect a difference in SPADI on 10 points between the groups with a statistical power of 80 % and a "
+    "significance level of 0.05 we need 50 persons in each group.",
+    "All tests were two-sided, and the statistical significance was set at 0.05.",
+    "Global Perceived Effect (GPE) measures overall improvement or worsening.",
+    "Among study subjects, 52% were male and the mean age was 64.4 years, with statistically significant "
+    "differences between HA2 and HA3 (p=0.007).",
+    "We used the hot pack to induce vasodilitation and reduce muscle spasm in this study.",
+    "To assess the effectiveness of viscosupplementation or platelet-rich plasma (PRP), compared to standard care, "
+    "for pain relief after knee arthroscopic debridement.",
+    # a protocol's expectation, a trend, an abstract's background run into its title
+    "A positive result will support current practice, while no difference between the groups indicates that the "
+    "use of rESWT for subacromial shoulder pain should not be recommended.",
+    "Radial ESWT is being increasingly used for musculoskeletal complaints including subacromial shoulder pain.",
+    "Efficacy of adding a physiotherapy rehabilitation program to arthroscopic management of femoroacetabular "
+    "impingement: The FAIR randomised controlled trial Background: It is unknown if rehabilitation improves outcomes.",
+    # other work: reviews a trial cites, a reference printed as a superscript
+    "In summary, reviews showed that manual therapy is an effective method but compared to controls there is in "
+    "general no clear evidence that one of them is superior.",
+    "Edwards and Calandruccio,10 investigating autologous blood injections in 28 patients, found that 22 patients "
+    "(79%) had a reduction in pain over 9.5 months post-injection.",
+    "The significant short-term benefits of corticosteroid injection are paradoxically reversed after six weeks, "
+    "implying that this treatment should be used with caution in the management of tennis elbow.38 These are "
+    "comparable to our results.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -52,6 +77,9 @@ FINDINGS = [
     "Generally, AEs were mild-to-moderate in intensity, and their incidence was similar across the three treatment groups.",
     "Difference of BIS from baseline was not significant between two groups at most time points.",
     "When drug A was compared with placebo, pain fell significantly (p < 0.01).",
+    # "vs.10" is no superscript reference (an Evidence Inference train-split evidence sentence)
+    "Morbidity and reoperation rates in the total laparoscopic, hand-assisted laparoscopic, and open groups were "
+    "comparable (29 vs. 20 vs. 23 percent and 17 vs.10 vs. 13 percent, respectively).",
 ]
 
 
@@ -67,6 +95,21 @@ def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_
     )
     assert is_finding("For adults we suggest exercise therapy.", "Guideline > Background")
     assert is_finding(result, "Dementia trial > Abstract > Methods and findings")
+
+
+def test_a_trial_protocol_states_no_finding():
+    """The demo answered a neck pain question "Yes" from a protocol's background ("Rationale and design of a
+    Randomized Controlled Trial"); a trial of "a standard exercise protocol" still reports results."""
+    result = "Pain at 12 weeks was lower with manual therapy than with physiotherapy (p = 0.01)."
+    for title in (
+        "Manual therapy for neck pain. Rationale and design of a Randomized Controlled Trial (RCT)",
+        "Acupuncture for chronic shoulder pain: study protocol for a randomized controlled trial",
+        "Dexamethasone for plantar fasciitis: protocol for a randomised controlled trial",
+        "Acupuncture for acute low back pain: a randomised controlled multicentre trial protocol",
+    ):
+        assert is_protocol(title) and not is_finding(result, f"{title} > Abstract > Results")
+    title = "Individualized physiotherapy compared to a standard exercise protocol: a randomized controlled trial"
+    assert not is_protocol(title) and is_finding(result, f"{title} > Abstract > Results")
 
 
 def test_quotes_lose_their_source_citation_markers():
@@ -94,6 +137,11 @@ def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or
     # a trial's result names its arms "group A"; its title names them
     assert not names_question("Pain fell more in group A (p = 0.01).", anchors)
     assert names_question("Pain fell more in group A (p = 0.01).", anchors, "Exercise therapy for neck pain")
+    # surgery and conservative care in other words; conservative care takes in exercise, not the other way round
+    surgery = Anchors(intervention="surgery", comparator="conservative treatment")
+    assert names_question("Exercise alone led to less improvement than surgical repair.", surgery)
+    assert names_question("Non-operative care was as good.", surgery)
+    assert not names_question("Conservative care was as good.", Anchors(intervention="exercise", outcome="pain"))
 
 
 def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
@@ -310,3 +358,14 @@ def test_a_guideline_that_rates_its_own_evidence_sets_the_certainty_whatever_the
         assess_certainty(answer, None, set())
         assert answer["certainty"]["level"] == "low"
         assert "low, the guideline's own rating" in answer["certainty"]["starts_from"]
+
+
+def test_the_findings_rules_read_evidence_inference_results_as_findings_and_most_else_not(datasets_dir):
+    """`ebm eval findings` on a few real articles: annotated evidence sentences (trial results) are read as
+    findings far more often than the articles' other sentences."""
+    from ebm_platform.evaluation.findings_eval import evaluate_findings
+
+    report = evaluate_findings(datasets_dir, "validation", articles=8)
+    evidence, other = report["evidence_sentences"], report["other_sentences"]
+    assert report["articles"] == 8 and evidence["n"] > 0 and other["n"] > evidence["n"]
+    assert evidence["read_as_findings"] > 0.6 and other["read_as_findings"] < 0.4

@@ -110,6 +110,20 @@ def cmd_eval_questions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_findings(args: argparse.Namespace) -> int:
+    from ebm_platform.evaluation.findings_eval import evaluate_findings
+    from ebm_platform.settings import get_settings
+
+    result = evaluate_findings(get_settings().require_datasets_dir(), args.split, args.articles, progress=_progress)
+    table = [f"Findings rules on Evidence Inference {args.split} ({result['articles']} articles):"] + [
+        f"  {kind} sentences: {result[f'{kind}_sentences']['n']}, read as findings "
+        f"{result[f'{kind}_sentences']['read_as_findings']}"
+        for kind in ("evidence", "other")
+    ]
+    _say(json.dumps(result, indent=2) if args.json else "\n".join(table))
+    return 0
+
+
 def shipped_reranker(retriever, lake: Path) -> dict:
     """Load the production lake's learned reranker (the one `ebm ask` ranks with) into `retriever`."""
     from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
@@ -526,6 +540,15 @@ def _closed_readers(verdict_model) -> tuple[dict, dict]:
     return readers, oracle
 
 
+def _split_command(evaluation, name: str, help: str, count: tuple[str, str], func) -> None:
+    """An `ebm eval` command over one Evidence Inference split: --split, a count option, --json."""
+    parser = evaluation.add_parser(name, help=help)
+    parser.add_argument("--split", default="validation", choices=["train", "validation"])
+    parser.add_argument(count[0], type=int, help=count[1])
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=func)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's commands to `ebm`'s parser."""
     evaluation = sub.add_parser("eval", help="evaluations").add_subparsers(dest="eval_command", required=True)
@@ -543,15 +566,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     pico.add_argument("--llm", action="store_true", help="also score the LLM extraction (EBM_LLM_MODEL)")
     pico.add_argument("--json", action="store_true")
     pico.set_defaults(func=cmd_eval_pico)
-    questions = evaluation.add_parser(
+    _split_command(
+        evaluation,
         "questions",
-        help="question parsing (I, C, O anchors) on Evidence Inference "
-        "prompts put into clinicians' phrasings (a proxy)",
+        "question parsing (I, C, O anchors) on Evidence Inference prompts put into clinicians' phrasings (a proxy)",
+        ("--limit", "at most this many prompts"),
+        cmd_eval_questions,
     )
-    questions.add_argument("--split", default="validation", choices=["train", "validation"])
-    questions.add_argument("--limit", type=int, help="at most this many prompts")
-    questions.add_argument("--json", action="store_true")
-    questions.set_defaults(func=cmd_eval_questions)
+    _split_command(
+        evaluation,
+        "findings",
+        "the share of Evidence Inference's annotated evidence sentences (results) and of the other sentences "
+        "that the findings rules read as findings",
+        ("--articles", "a seeded sample of this many articles"),
+        cmd_eval_findings,
+    )
     retrieval = evaluation.add_parser("retrieval", help="R@k / Hit@k / MRR per strategy on a real benchmark")
     retrieval.add_argument(
         "--benchmark",

@@ -15,7 +15,7 @@ from ebm_platform.retrieval.closed_answer import MAYBE
 from ebm_platform.retrieval.findings import abstract
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
-from ebm_platform.retrieval.sr_rag import question_condition
+from ebm_platform.retrieval.sr_rag import condition_named, question_condition
 from ebm_platform.retrieval.strategies import retrieve
 from ebm_platform.retrieval.verdict import read_verdict
 from ebm_platform.settings import get_settings
@@ -149,7 +149,7 @@ def answer_from(
         if stated
         else bottom_line(
             text,
-            retrieval.anchors,
+            condition_named(retrieval.anchors, condition),
             answer,
             lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
             source_reader(retriever, text, rows, answer, lead),

@@ -33,6 +33,7 @@ from ebm_platform.retrieval.findings import (
     arm_words,
     compares_arms,
     names_question,
+    other_stage,
     recommendation_stance,
     recommends,
     recommends_about_arms,
@@ -305,6 +306,8 @@ def bottom_line(
         recommending = (
             kind == "comparative" and recommends(statement) and recommended_arm(statement, anchors) is not None
         )
+        if recommends(statement) and other_stage(statement, question):  # a recommendation for chronic pain
+            continue  # does not answer a question about acute pain (the guideline's acute one may)
         if n in direct and (names_question(statement, anchors, titles[n]) or recommending):
             if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
                 first[n] = statement
@@ -423,11 +426,20 @@ def bottom_line(
             target = recommended
         if first and not comparing:  # the cited findings compare other arms: they do not answer the question
             return _unanswered(kind, uncompared(anchors), answer, grade)
-        text = _phrase(target, anchors)
-        text = text[0].upper() + text[1:]
+        neither = [
+            n
+            for n in first
+            if grade[n] == GUIDELINE and n in on_arms and recommendation_stance(first[n], anchors) == "neither"
+        ]
+        if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
+            target, concluding = neutral, set(neither)  # those recommendations support it
+            text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
+        else:
+            text = _phrase(target, anchors)
+            text = text[0].upper() + text[1:]
     sides = {
         n: "supports"
-        if n in concluding and target == UNCERTAIN
+        if n in concluding and target == neutral
         else "neutral"
         if target == neutral or st == neutral
         else "supports"

@@ -23,11 +23,16 @@ BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objecti
 RESULTS_SECTION = re.compile(r"\b(?:results?|findings)\b", re.I)  # "Methods and findings" holds results
 _MARKER = r"\[\d+(?:\s*[-–,]\s*\d+)*\]"
 CITATION_MARKER = re.compile(rf"\s*{_MARKER}(?:\s*,\s*{_MARKER})*")
+# a reference number printed as a superscript and glued to the word or full stop before it ("tennis elbow.38
+# These", "tendons.39-42", "Edwards and Calandruccio,10 investigating"): another study's result or context
+SUPERSCRIPT_REFERENCE = re.compile(
+    r"(?<!\bv)(?<!\bn)[a-z)][.,]\d{1,3}(?:[-–,]\d{1,3})*(?=\s+[A-Za-z]|$)"
+)  # not "vs.10", "no.3"
 OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated)|"
     r"they (?:found|showed|demonstrated|concluded)|"
-    r"it is (?:well )?known|et al|in their|"
+    r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
     r"\(\d{4}\)",
     re.I,
@@ -39,7 +44,24 @@ CONTEXT = re.compile(
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
     r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
-    r"\b(?:more|further|additional) (?:research|studies|trials)\b",
+    r"\b(?:more|further|additional) (?:research|studies|trials)\b|"
+    r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|"
+    r"\b(?:it is|it remains|remains|is still) (?:unknown|not known)\b|"
+    r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
+    r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:",  # an abstract's heading inside the sentence
+    re.I,
+)
+# how the study was run or its outcomes were measured, not what it found: a sample-size calculation ("a
+# statistical power of 80% ... we need 50 persons in each group"), the analysis plan ("the statistical
+# significance was set at 0.05"), an instrument's definition ("Global Perceived Effect (GPE) measures overall
+# improvement or worsening"), the sample's make-up ("52% were male and the mean age was 64.4 years"), what the
+# authors used ("We used the hot pack to induce vasodilatation"); each quoted as a finding in the demo's answers
+METHODS = re.compile(
+    r"\bstatistical power\b|\bsample size\b|\bpower (?:of|calculation|analysis)\b|\bto detect a (?:difference|change)\b|"
+    r"\bsignificance (?:level )?(?:was|were|is) (?:set|defined|considered)\b|\b(?:were|was) two-sided\b|"
+    r"\([A-Z][A-Za-z-]*[A-Z]\) (?:measures|assesses|evaluates|quantifies|consists|is a|is an)\b|"
+    r"\bmean age (?:was|of)\b|\b(?:were|was) (?:male|female)\b|"
+    r"^\s*we used\b",
     re.I,
 )
 # a protocol's plan or a design statement, not a result: "Study participants will be asked to avoid ...",
@@ -48,6 +70,7 @@ CONTEXT = re.compile(
 PROTOCOL = re.compile(
     r"\bwill be (?:\w+ )?(?:asked|randomi[sz]ed|allocated|assigned|measured|assessed|compared|recruited|enrolled|"
     r"given|treated|followed|evaluated|collected|analy[sz]ed|informed|recommended|instructed|offered|used)\b|"
+    r"\bwill (?:support|indicate|inform|provide|help)\b|"  # "A positive result will support current practice"
     r"\b(?:is|are) compared (?:with|to)\b",  # the design, in the present tense; "was compared with" may open a result
     re.I,
 )
@@ -84,6 +107,21 @@ REFERENCE_LIST = re.compile(
 )
 
 
+# a trial protocol's title ("... study protocol for a randomised controlled trial", "Rationale and design of a
+# Randomized Controlled Trial"; not "a standard exercise protocol"): the document reports no result, and the
+# demo answered "Does exercise therapy reduce pain in chronic neck pain?" "Yes" from one's background
+PROTOCOL_TITLE = re.compile(
+    r"\b(?:study|trial) protocol\b|\bprotocol (?:for|of) (?:a|an|the)\b|:\s*(?:a |the )?protocol\b|"
+    r"\brationale and design\b|\bdesign and rationale\b",
+    re.I,
+)
+
+
+def is_protocol(title: str) -> bool:
+    """Whether a document's title names it a trial protocol (`PROTOCOL_TITLE`): it states no finding."""
+    return bool(PROTOCOL_TITLE.search(title or ""))
+
+
 def without_markers(sentence: str) -> str:
     """The sentence without the in-text citation markers of its source ("[1]", "[3-5]", a guideline's
     "(105, 106, 120)")."""
@@ -91,13 +129,18 @@ def without_markers(sentence: str) -> str:
 
 
 def is_finding(sentence: str, section: str | None = None) -> bool:
-    """True when the sentence states a result or a recommendation of its own source."""
+    """True when the sentence states a result or a recommendation of its own source (`section`: its
+    window's section path, the document's title first; a trial protocol's sentences are none)."""
+    if section and is_protocol(section.split(">")[0]):
+        return False
     if RECOMMENDATION.search(sentence):
         return True
     heading = section.split(">")[-1] if section else ""
     if BACKGROUND_SECTION.search(heading) and not RESULTS_SECTION.search(heading):
         return False
-    if any(p.search(sentence) for p in (CITATION_MARKER, OTHER_WORK, CONTEXT, PROTOCOL)):
+    if any(
+        p.search(sentence) for p in (CITATION_MARKER, SUPERSCRIPT_REFERENCE, OTHER_WORK, CONTEXT, METHODS, PROTOCOL)
+    ):
         return False
     if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence):
         return False
@@ -144,12 +187,38 @@ def _arm_word_stems(anchors: Anchors) -> set[str]:
     return {stem(w) for w in arm_words(anchors)}
 
 
+# Words that name the same kind of care, for telling whether a source names an arm: a review of "exercise
+# alone compared with surgical repair" compares surgery with conservative treatment. One-way: conservative
+# care takes in exercise and physiotherapy, not the other way round.
+ARM_FAMILIES: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        stems("surgery surgical surgically operative operation"),
+        stems("surgery surgical surgically operative operation"),
+    ),
+    **dict.fromkeys(
+        stems("conservative nonoperative nonsurgical"),
+        stems("conservative nonoperative nonsurgical exercise exercises physiotherapy rehabilitation"),
+    ),
+}
+NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
+
+
+def _text_stems(text: str) -> frozenset[str]:
+    """The stems of a text, "non-operative" and "non-surgical" as one word each (`NEGATED_PREFIX`)."""
+    return stems(NEGATED_PREFIX.sub(r"non\1", text))
+
+
+def _with_family(own: set[str]) -> set[str]:
+    """An arm's own stems with the words that name the same kind of care (`ARM_FAMILIES`)."""
+    return set(own).union(*(ARM_FAMILIES.get(w, frozenset()) for w in own))
+
+
 def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     """True when the statement, or the title of the source it comes from, names a word that tells the
     question's arms apart (`arm_words`; a trial's result often calls its arms "group A", its title
     names them), or the question names no arm: only such statements answer it."""
-    named = _arm_word_stems(anchors)
-    return not named or bool(named & (stems(statement) | stems(title)))
+    named = _with_family(_arm_word_stems(anchors))
+    return not named or bool(named & (_text_stems(statement) | _text_stems(title)))
 
 
 # an arm that is a control: usual, standard or routine care, placebo, sham, saline, nothing, baseline, a waiting list
@@ -208,7 +277,9 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     never names one of them by an own word (`_own_stems`): "a comparative study of ACL reconstruction with
     Endobutton and Rigidfix" for surgery vs physiotherapy. GRADE's indirectness of comparison. True when the
     question names fewer than two arms or one arm has no word of its own ("X plus Y" vs "X")."""
-    intervention, comparator = anchors.intervention or "", anchors.comparator or ""
+    intervention, comparator = (
+        NEGATED_PREFIX.sub(r"non\1", arm or "") for arm in (anchors.intervention, anchors.comparator)
+    )
     own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
     if not (own_i and own_c):
         return True
@@ -217,9 +288,9 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     if control_i or control_c:
         active = own_c if control_i and not control_c else own_i
         return any(CONTROL_NAMED.search(t) for t in quoted) or not any(_two_forms(t, active) for t in texts)
-    words = stems(" ".join(texts))
+    words = _text_stems(" ".join(texts))
     stated = any(COMPARISON_STATED.search(t) for t in texts)
-    return not stated or bool(own_i & words and own_c & words)
+    return not stated or bool(_with_family(own_i) & words and _with_family(own_c) & words)
 
 
 _RECOMMEND_VERB = r"(?:recommend|suggest|advise)s?"
@@ -273,6 +344,20 @@ def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str
             return None
         stance = "neither" if words.group("neither") else "against" if words.group("against") else "for"
     return "against" if stance == "for" and anchors is not None and _avoided(statement, anchors) else stance
+
+
+# the stage of a condition a guideline recommends for ("For patients with acute low back pain, ...")
+STAGE = re.compile(r"\b(acute|sub-?acute|chronic|persistent)\b", re.I)
+
+
+def other_stage(statement: str, question: str) -> bool:
+    """Whether the statement names only stages of the condition that the question does not ask about: "For
+    patients with chronic low back pain, we suggest spinal manipulation" answered "Does spinal manipulation
+    reduce pain in acute low back pain compared with placebo?" (the guideline's acute recommendation is neither
+    for nor against). False when either names no stage."""
+    stages = {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(statement)}
+    asked = {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(question)}
+    return bool(stages and asked and not stages & asked)
 
 
 def recommends(statement: str) -> bool:

@@ -53,6 +53,20 @@ def question_condition(anchors: Anchors, conditions: list[str] | None) -> str | 
     return matched[0] if len(matched) == 1 else None
 
 
+def condition_named(anchors: Anchors, code: str | None) -> Anchors:
+    """The anchors with their condition filled in when the question's outcome is a catalogue term of the
+    condition `code` it is about: "Is hip arthroscopy better than physiotherapy for femoroacetabular
+    impingement?" names no outcome, and its bottom line read "Hip arthroscopy increased femoroacetabular
+    impingement" (the verdict was the iHOT-33 score's). Unchanged otherwise."""
+    if anchors.condition or not code or not anchors.outcome or code not in active_catalogue().codes:
+        return anchors
+    return (
+        replace(anchors, condition=anchors.outcome)
+        if active_catalogue().get(code).matches(anchors.outcome)
+        else anchors
+    )
+
+
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
     """The first `budget` of `ranked`; when none of them is a guideline recommendation on the question's
     arms, the last place goes to the best-ranked grade-A window of the question's condition (any, when
