@@ -201,10 +201,12 @@ def test_findings_about_other_interventions_leave_the_question_unanswered() -> N
     )
     line = bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition=set())
     assert line["answer"] == INSUFFICIENT and line["support"] == {}
-    assert line["unanswered"] == "no cited finding comes from PFP, the question's condition"
+    assert line["unanswered"] == "no cited finding comes from patellofemoral pain (PFP), the question's condition"
     line = bottom_line(question, anchors, tdcs, _rules, condition="PFP", in_condition={"w2"})
     assert line["answer"] == INSUFFICIENT and line["support"] == {}
-    assert line["text"].startswith("Insufficient evidence: no cited PFP finding (nor the title of its source) mentions")
+    assert line["text"].startswith(
+        "Insufficient evidence: no cited patellofemoral pain (PFP) finding (nor the title of its source) mentions"
+    )
     named = _answer(
         DECREASED,
         [("Pain decreased more with the combined programme than with knee exercise (p = 0.01).", 1)],

@@ -1164,4 +1164,4 @@ def test_a_condition_the_lake_has_no_partition_of_leaves_the_evidence_direct(sma
     assert "PFP" in retriever.partitions and "PT" not in retriever.partitions
     result = ask("Does eccentric training reduce pain in patellar tendinopathy?", lake=small_lake)
     assert result["condition"] == "PT"
-    assert "comes from PT" not in (result["bottom_line"].get("unanswered") or "")
+    assert "(PT)" not in (result["bottom_line"].get("unanswered") or "")

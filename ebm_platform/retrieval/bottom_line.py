@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from ebm_platform.conditions import active_catalogue
 from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     REPORTED_RECOMMENDATION,
@@ -296,7 +297,9 @@ def bottom_line(
     document = _documents(cited)
     if cited and condition and not any(c["window_id"] in in_condition for c in cited):
         # nothing cited comes from the question's condition
-        return _unanswered(kind, f"no cited finding comes from {condition}, the question's condition", answer, grade)
+        return _unanswered(
+            kind, f"no cited finding comes from {condition_label(condition)}, the question's condition", answer, grade
+        )
     # with a condition, the other conditions' sources are indirect
     direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
@@ -461,14 +464,24 @@ def bottom_line(
     return line
 
 
+def condition_label(code: str | None) -> str:
+    """A condition as a reader knows it: its catalogue name with its code ("patellar tendinopathy (PT)"); the
+    code alone when the catalogue has no such code."""
+    catalogue = active_catalogue()
+    if code not in catalogue.codes:
+        return str(code)
+    name = catalogue.get(code).name
+    return f"{name[0].lower()}{name[1:]} ({code})"
+
+
 def unnamed(anchors: Anchors, condition: str | None = None) -> str:
     """Why no cited finding answers the question: none (of the question's condition, when it has
     one) names, in itself or its source's title, a word that tells the question's arms apart."""
     words = [f"'{w}'" for w in arm_words(anchors)]
     named = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
     if not named:
-        return f"no cited finding comes from {condition}"
-    finding = f"{condition} finding" if condition else "finding"
+        return f"no cited finding comes from {condition_label(condition)}"
+    finding = f"{condition_label(condition)} finding" if condition else "finding"
     return f"no cited {finding} (nor the title of its source) mentions {named}"
 
 
