@@ -190,22 +190,23 @@ def _arm_word_stems(anchors: Anchors) -> set[str]:
 # Words that name the same kind of care, for telling whether a source names an arm: a review of "exercise
 # alone compared with surgical repair" compares surgery with conservative treatment. One-way: conservative
 # care takes in exercise and physiotherapy, not the other way round.
+_SURGERY = stems("surgery surgical surgically operative operation")
+_CONSERVATIVE = stems("conservative nonoperative nonsurgical")
 ARM_FAMILIES: dict[str, frozenset[str]] = {
-    **dict.fromkeys(
-        stems("surgery surgical surgically operative operation"),
-        stems("surgery surgical surgically operative operation"),
-    ),
-    **dict.fromkeys(
-        stems("conservative nonoperative nonsurgical"),
-        stems("conservative nonoperative nonsurgical exercise exercises physiotherapy rehabilitation"),
-    ),
+    **dict.fromkeys(_SURGERY, _SURGERY),
+    **dict.fromkeys(_CONSERVATIVE, _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")),
 }
 NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
 
 
+def _negation_joined(text: str) -> str:
+    """The text with "non-operative" and "non-surgical" written as one word each (`NEGATED_PREFIX`)."""
+    return NEGATED_PREFIX.sub(r"non\1", text)
+
+
 def _text_stems(text: str) -> frozenset[str]:
-    """The stems of a text, "non-operative" and "non-surgical" as one word each (`NEGATED_PREFIX`)."""
-    return stems(NEGATED_PREFIX.sub(r"non\1", text))
+    """The stems of a text, "non-operative" and "non-surgical" as one word each."""
+    return stems(_negation_joined(text))
 
 
 def _with_family(own: set[str]) -> set[str]:
@@ -277,9 +278,7 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     never names one of them by an own word (`_own_stems`): "a comparative study of ACL reconstruction with
     Endobutton and Rigidfix" for surgery vs physiotherapy. GRADE's indirectness of comparison. True when the
     question names fewer than two arms or one arm has no word of its own ("X plus Y" vs "X")."""
-    intervention, comparator = (
-        NEGATED_PREFIX.sub(r"non\1", arm or "") for arm in (anchors.intervention, anchors.comparator)
-    )
+    intervention, comparator = (_negation_joined(arm or "") for arm in (anchors.intervention, anchors.comparator))
     own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
     if not (own_i and own_c):
         return True
@@ -350,13 +349,17 @@ def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str
 STAGE = re.compile(r"\b(acute|sub-?acute|chronic|persistent)\b", re.I)
 
 
+def _stages(text: str) -> set[str]:
+    """The stages of a condition a text names, "sub-acute" as "subacute" and "persistent" as "chronic"."""
+    return {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(text)}
+
+
 def other_stage(statement: str, question: str) -> bool:
     """Whether the statement names only stages of the condition that the question does not ask about: "For
     patients with chronic low back pain, we suggest spinal manipulation" answered "Does spinal manipulation
     reduce pain in acute low back pain compared with placebo?" (the guideline's acute recommendation is neither
     for nor against). False when either names no stage."""
-    stages = {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(statement)}
-    asked = {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(question)}
+    stages, asked = _stages(statement), _stages(question)
     return bool(stages and asked and not stages & asked)
 
 

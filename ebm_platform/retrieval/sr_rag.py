@@ -58,13 +58,10 @@ def condition_named(anchors: Anchors, code: str | None) -> Anchors:
     condition `code` it is about: "Is hip arthroscopy better than physiotherapy for femoroacetabular
     impingement?" names no outcome, and its bottom line read "Hip arthroscopy increased femoroacetabular
     impingement" (the verdict was the iHOT-33 score's). Unchanged otherwise."""
-    if anchors.condition or not code or not anchors.outcome or code not in active_catalogue().codes:
+    catalogue = active_catalogue()
+    if anchors.condition or not code or not anchors.outcome or code not in catalogue.codes:
         return anchors
-    return (
-        replace(anchors, condition=anchors.outcome)
-        if active_catalogue().get(code).matches(anchors.outcome)
-        else anchors
-    )
+    return replace(anchors, condition=anchors.outcome) if catalogue.get(code).matches(anchors.outcome) else anchors
 
 
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
