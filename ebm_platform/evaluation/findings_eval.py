@@ -3,6 +3,7 @@ annotated evidence sentences (every one a trial's result) read as findings, and 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def evaluate_findings(
     if articles and articles < len(pmcids):
         pmcids = sorted(pmcids[i] for i in np.random.default_rng(seed).choice(len(pmcids), articles, replace=False))
     counts = {"evidence": [0, 0], "other": [0, 0]}  # [sentences, read as findings]
+    started = time.perf_counter()
     for done, pmcid in enumerate(pmcids, 1):
         article = parse_jats((Path(datasets_dir) / "evidence_inference" / "xml" / f"{pmcid}.nxml").read_bytes())
         parts = [(article.title, article.title)] + [
@@ -44,7 +46,8 @@ def evaluate_findings(
             tally[0] += 1
             tally[1] += is_finding(sentence, section)
         if progress and (done % 50 == 0 or done == len(pmcids)):
-            progress(f"findings: {done}/{len(pmcids)} articles read")
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            progress(f"findings: {done}/{len(pmcids)} articles read ({rate:.0f}/s)")
     return {
         "split": split,
         "articles": len(pmcids),
