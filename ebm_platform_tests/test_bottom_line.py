@@ -456,6 +456,75 @@ def test_the_top_ranked_study_that_names_the_question_answers_it() -> None:
     assert line["answer"] == "yes" and line["support"] == {"B": 1} and line["contradict"] == {}
 
 
+def test_the_reader_reads_the_top_ranked_study_when_none_of_its_sentences_is_quoted() -> None:
+    """PubMedQA's "Does the leukocyte count correlate with the severity of injury?" was answered no from
+    another study's quoted finding: its own top-ranked study had no quoted statement, so it was never read."""
+    question = "Does the leukocyte count correlate with the severity of injury?"
+    other = "There was no statistically significant difference in leukocyte counts between the groups (P > .05)."
+    answer = _answer(NO_DIFFERENCE, [(other, 2)], {1: "D", 2: "D"}, {1: question, 2: "Leukocytes in appendicitis"})
+    answer["citations"][0]["doc_id"], answer["citations"][1]["doc_id"] = "own", "other"
+    readings = {1: "yes", 2: "no"}
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=readings.get)
+    assert line["answer"] == "yes" and line["sides"] == {"1": "supports", "2": "contradicts"}
+    answer["citations"][0]["title"] = "Leukocyte count and injury severity: study protocol for a cohort"
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=readings.get)
+    assert line["answer"] == "no" and "1" not in line["sides"]  # a protocol has no results to read
+    answer["citations"][0]["grade"] = "A"  # a guideline speaks through its recommendations, not the reader
+    assert "1" not in bottom_line(question, question_anchors(question), answer, _rules, readings.get)["sides"]
+    # a title that shares one word of the arms does not answer the question (the demo's hip strengthening
+    # question was answered yes from an EMG study of hip abduction in healthy subjects)
+    question = "Does hip strengthening reduce pain in patellofemoral pain?"
+    emg = "The effect of hip abduction on the EMG activity of vastus medialis obliquus in healthy subjects"
+    answer = _answer(NO_DIFFERENCE, [], {1: "D"}, {1: emg})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain" and line["support"] == {}
+
+
+def test_a_review_the_reader_answers_from_is_named_a_review() -> None:
+    """The demo's neck pain exercise question, answered from the Cochrane review's conclusion."""
+    question = "Does exercise therapy reduce pain in chronic neck pain?"
+    conclusion = (
+        "Low to moderate quality evidence supports the use of specific cervical and scapular stretching and "
+        "strengthening exercise for chronic neck pain immediately post treatment."
+    )
+    answer = _answer(INSUFFICIENT, [(conclusion, 1)], {1: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: the top-ranked review reports the effect asked about."
+    assert line["support"] == {"B": 1}
+
+
+def test_a_review_that_finds_no_effect_and_insufficient_evidence_is_not_read_as_yes() -> None:
+    """The demo's "Does the Nordic hamstring exercise prevent hamstring injuries?" read "Yes" from a review
+    whose first quoted statement found no significant effect and whose second concludes the evidence is
+    insufficient; a review that finds an effect and calls other evidence insufficient is still read."""
+    question = "Does the Nordic hamstring exercise prevent hamstring injuries?"
+    title = "Cochrane systematic review CD006782: interventions for preventing hamstring injuries"
+    no_effect = "Three trials of exercise found no statistically significant effect for hamstring injury."
+    insufficient = (
+        "There is insufficient evidence from randomised controlled trials to draw conclusions on the "
+        "effectiveness of interventions used to prevent hamstring injuries."
+    )
+    answer = _answer(NO_DIFFERENCE, [(no_effect, 1), (insufficient, 1)], {1: "B"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain"
+    effect = "Nordic hamstring exercise significantly reduced hamstring injuries (RR 0.49, 95% CI 0.32 to 0.74)."
+    answer = _answer(DECREASED, [(effect, 1), (insufficient, 1)], {1: "B"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes"
+
+
+def test_a_direction_read_from_another_outcome_does_not_overrule_the_reader() -> None:
+    """The reader's yes to "Does X reduce O?" becomes no when the study found O increased, not when it found
+    another outcome increased (PubMedQA's "Do hospitals provide lower quality care on weekends?")."""
+    question = "Does early mobilisation reduce length of stay?"
+    other_outcome = "Early mobilisation significantly increased quadriceps strength (p < 0.01)."
+    answer = _answer(INCREASED, [(other_outcome, 1)], {1: "C"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+    asked = "Early mobilisation significantly increased length of stay (p < 0.01)."
+    answer = _answer(INCREASED, [(asked, 1)], {1: "C"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "no"
+
+
 def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer() -> None:
     """The demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial;
     and a review of other hamstring injury prevention does not answer a Nordic hamstring exercise question."""

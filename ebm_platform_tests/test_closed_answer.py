@@ -117,7 +117,7 @@ def test_the_reader_answers_from_the_top_ranked_study_and_gives_each_source_its_
     )
     reads = {1: "no", 2: "yes"}
     line = bottom_line(question, question_anchors(question), answer, _rules, reads.__getitem__)
-    assert line["answer"] == "no" and line["text"] == "No: the top-ranked study reports no such effect."
+    assert line["answer"] == "no" and line["text"] == "No: the top-ranked review reports no such effect."
     assert line["sides"] == {"1": "supports", "2": "contradicts"} and line["read_by"].startswith(
         "closed-question reader"
     )

@@ -8,6 +8,21 @@ from ebm_platform.retrieval.findings import arm_words, is_finding, is_protocol, 
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND = [
+    # an outcome's name, a research agenda, a spirometry unit: no conclusion (Evidence Inference train articles)
+    "The primary efficacy variable was the average FEV1 from the first intake of study drug to 90 minutes.",
+    "Further trials studying interventions for lymphocytic colitis are warranted.",
+    "| Mean FEV1 (% predicted) | 94.6 (14.1) | 95.2 (14.4) |",
+    # the sample and its balance at baseline (the demo's ankle sprain answer)
+    "Ninety-five males (49 %) were included.",
+    "One hundred and sixty-one (59 + 50 + 52) patients completed the study through final follow-up; 32 % lost at follow-up.",
+    "There were no significant differences in any baseline characteristic between the three groups.",
+    # the arms' balance at the start (Evidence Inference validation answers led by these once tables were left out)
+    "There were no differences between groups in energy intakes, GI, GL, or other macronutrient at baseline.",
+    "No significant difference was seen between the two fractionation schedules for the characteristics "
+    "studied at the start of RT.",
+    # a table quoted whole, its caption first (the demo's tennis elbow answer)
+    "Descriptive statistics for pain scores in the intralesional and intramuscular groups |  | Intralesional | "
+    "Intramuscular | |  | Baseline | 6 weeks | Change | Baseline | 6 weeks | Change | Mean 6.1 | 2.3 | p < 0.01 |",
     # a protocol's plan and a design statement, quoted as findings in the demo's answers
     "Study participants will be asked to avoid significant changes in medical/healthcare management of their LBP.",
     "The patient will be recommended to avoid remaining in bed and to keep as active as possible.",
@@ -78,8 +93,22 @@ FINDINGS = [
     "Difference of BIS from baseline was not significant between two groups at most time points.",
     "When drug A was compared with placebo, pain fell significantly (p < 0.01).",
     # "vs.10" is no superscript reference (an Evidence Inference train-split evidence sentence)
+    # the balance at baseline beside a later result (an Evidence Inference train-split evidence sentence)
+    "There were no differences in utilization between the NetmumsHWD and TAU groups at baseline or at follow up.",
     "Morbidity and reoperation rates in the total laparoscopic, hand-assisted laparoscopic, and open groups were "
     "comparable (29 vs. 20 vs. 23 percent and 17 vs.10 vs. 13 percent, respectively).",
+    # an association stated without result words (PubMedQA abstracts' results: their question's study went
+    # unquoted, and so unread, when these were background)
+    "Statistical analysis revealed that WBC was correlated positively with ISS, but negatively with GCS and RTS.",
+    "Those who had participated in prevention programs were more likely to respond that they should participate.",
+    "Low serum albumin was an independent predictor of mortality.",
+    # a Cochrane review's conclusions (the demo lake's neck pain and knee reviews)
+    "Low to moderate quality evidence supports the use of specific cervical and scapular stretching and "
+    "strengthening exercise for chronic neck pain immediately post treatment.",
+    "The short-term benefit of IA corticosteroids in treatment of knee OA is well established.",
+    "The use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures.",
+    "The available evidence from the randomized trials is insufficient to advise on any specific conservative "
+    "modality for treating exercise-related groin pain.",
 ]
 
 
@@ -95,6 +124,14 @@ def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_
     )
     assert is_finding("For adults we suggest exercise therapy.", "Guideline > Background")
     assert is_finding(result, "Dementia trial > Abstract > Methods and findings")
+    # a subsection of the methods is the methods (the demo quoted a neck pain trial's description of its
+    # ultrasound therapy, under "2. Material and Methods > 2.4. Treatment Programs > 2.4.1. ... Group")
+    mechanism = "Ultrasound increases local metabolism, circulation and extensibility of connective tissue."
+    assert is_finding(mechanism, "Neck pain trial > Discussion")
+    assert not is_finding(
+        mechanism, "Neck pain trial > 2. Material and Methods > 2.4. Treatment Programs > 2.4.1. Group"
+    )
+    assert is_finding(result, "Trial > Results > Pain") and not is_finding(result, "Introduction")
 
 
 def test_a_trial_protocol_states_no_finding():

@@ -33,6 +33,8 @@ from ebm_platform.retrieval.findings import (
     REPORTED_RECOMMENDATION,
     arm_words,
     compares_arms,
+    is_protocol,
+    names_every_arm_word,
     names_question,
     other_stage,
     recommendation_stance,
@@ -124,9 +126,18 @@ def as_closed_answer(verdict: str, direction: str | None) -> str:
 
 def directed(read: str, verdict: str, direction: str | None) -> str:
     """A reader's yes for a question that asks about one direction, overruled to no when the
-    source's verdict is a significant effect the other way."""
+    source's verdict is a significant effect the other way (`verdict`: read from a statement about the
+    question's outcome, `outcome_verdict`)."""
     opposite = verdict in (INCREASED, DECREASED) and as_closed_answer(verdict, direction) == NO
     return NO if read == YES and direction and opposite else read
+
+
+def outcome_verdict(statement: str, anchors: Anchors, verdict_of: Callable[[str], str]) -> str:
+    """The statement's verdict when it names the question's outcome, else insufficient: a direction
+    read from another outcome says nothing of the question's ("Do hospitals provide lower quality care on
+    weekends?" is not answered no by a rise in weekend mortality)."""
+    named = anchors.outcome and stems(anchors.outcome) & stems(statement)
+    return verdict_of(statement) if named else INSUFFICIENT
 
 
 def statement_answer(
@@ -242,6 +253,22 @@ def _documents(citations: list[dict]) -> dict[int, object]:
     return {c["n"]: c.get("doc_id") or c["n"] for c in citations}
 
 
+def unquoted_lead_study(
+    cited: list[dict], first: dict[int, str], direct: set[int], grade: dict[int, str], anchors: Anchors
+) -> int | None:
+    """The top-ranked cited study when no statement of it was quoted (none of its sentences read as a
+    finding, "Statistical analysis revealed that WBC was correlated positively with ISS"), it is the question's
+    condition's, and its title names every word of the question's arms: the closed-question reader reads it
+    whole all the same. Not a guideline (its recommendations speak for it) nor a trial protocol (it has no
+    results)."""
+    document = _documents(cited)
+    top = min(direct, default=None)
+    if top is None or grade[top] == GUIDELINE or document[top] in {document[n] for n in first}:
+        return None
+    title = next(c.get("title") or "" for c in cited if c["n"] == top)
+    return top if not is_protocol(title) and names_every_arm_word(title, anchors) else None
+
+
 def _recommended(stances: dict[int, str], speaking: set[int], tie: str) -> str | None:
     """What the cited guidelines' recommendations about the question's arms (`speaking`) answer: the
     majority of their stances, a tie `tie`; None when none is about them."""
@@ -316,16 +343,30 @@ def bottom_line(
                 first[n] = statement
     closed = kind in CLOSED_KINDS
     on_arms = {n for n in first if _recommends_on_arms(n, first, grade, anchors)}  # guidelines recommending on the arms
+    quoted: dict[object, list[str]] = {}  # each document's quoted statements
+    for statement, n in statements:
+        quoted.setdefault(document[n], []).append(statement)
+    reader = read_source if closed else None
+    if reader is not None and (lead := unquoted_lead_study(cited, first, direct, grade, anchors)) is not None:
+        first[lead] = ""  # read by the reader alone: no quoted statement gives it a verdict
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         return _unanswered(kind, unnamed(anchors, condition), answer, grade)
-    reader = read_source if closed else None
     if closed:
         neutral = UNCERTAIN
 
         def unsettled(n: int, statement: str) -> bool:
             """Whether source n is a systematic review (grade B) whose statement concludes that the
-            evidence does not settle the question: its authors' conclusion, not a reading of its results."""
-            return grade[n] == REVIEW and bool(CONCLUDES_UNCERTAIN.search(statement)) and not recommends(statement)
+            evidence does not settle the question: its authors' conclusion, not a reading of its results; or
+            one of its other quoted statements does and none of them finds an effect (the demo's Nordic
+            hamstring question read "Yes" from a review quoted as "no statistically significant effect" and
+            "insufficient evidence ... to draw conclusions")."""
+            if grade[n] != REVIEW or recommends(statement):
+                return False
+            others = quoted.get(document[n], [])
+            return bool(CONCLUDES_UNCERTAIN.search(statement)) or (
+                any(CONCLUDES_UNCERTAIN.search(o) for o in others)
+                and not any(verdict_of(o) in (INCREASED, DECREASED) for o in others)
+            )
 
         def read(n: int, statement: str) -> bool:
             """Whether the reader answers for source n: a study, not a guideline (grade A), nor a review
@@ -340,7 +381,7 @@ def bottom_line(
         stances = {
             n: UNCERTAIN
             if unsettled(n, s)
-            else directed(reader(n), verdict_of(s), direction)
+            else directed(reader(n), outcome_verdict(s, anchors, verdict_of), direction)
             if read(n, s)
             else statement_answer(s, verdict_of, direction, anchors)
             for n, s in first.items()
@@ -364,7 +405,11 @@ def bottom_line(
         generic = (
             "the top-ranked systematic review concludes that the evidence is uncertain"
             if review_unsettled
-            else ("the top-ranked study " if readers_answer else "the cited evidence ")
+            else (
+                f"the top-ranked {'review' if grade[top] == REVIEW else 'study'} "
+                if readers_answer
+                else "the cited evidence "
+            )
             + {YES: "reports the effect asked about", NO: "reports no such effect", UNCERTAIN: "does not settle it"}[
                 target
             ]
@@ -407,14 +452,11 @@ def bottom_line(
         concluding = set()
         # a comparative question is answered by the sources that compare its arms (and the recommendations on
         # them); a trial of two kinds of the intervention takes no side (GRADE's indirectness of comparison)
-        quoted: dict[object, list[str]] = {}  # each document's quoted statements
-        for statement, n in statements:
-            quoted.setdefault(document[n], []).append(statement)
         comparing = {
             n
             for n, s in first.items()
             if recommends(s)
-            or compares_arms([*quoted[document[n]], titles[n]], anchors, abstract_of(n) if abstract_of else "")
+            or compares_arms([*quoted.get(document[n], []), titles[n]], anchors, abstract_of(n) if abstract_of else "")
         }
         stances = {
             n: neutral if n not in comparing else recommended_verdict(s, anchors) if recommends(s) else verdict_of(s)

@@ -42,7 +42,7 @@ CONTEXT = re.compile(
     r"\bis defined as\b|\b(?:is|are) those (?:involving|with|that|who|which)\b|"
     r"\bencompass(?:es)?\b|\bresponsible for\b|\bburden\b|"
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
-    r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled)\b|"
+    r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled|included)\b|"
     r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
     r"\b(?:more|further|additional) (?:research|studies|trials)\b|"
     r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|"
@@ -61,7 +61,8 @@ METHODS = re.compile(
     r"\bsignificance (?:level )?(?:was|were|is) (?:set|defined|considered)\b|\b(?:were|was) two-sided\b|"
     r"\([A-Z][A-Za-z-]*[A-Z]\) (?:measures|assesses|evaluates|quantifies|consists|is a|is an)\b|"
     r"\bmean age (?:was|of)\b|\b(?:were|was) (?:male|female)\b|"
-    r"^\s*we used\b",
+    r"^\s*we used\b|"
+    r"\bcompleted the (?:study|trial)\b|\blost (?:to|at) follow-up\b|\b(?:withdrew|dropped out)\b",  # the flow
     re.I,
 )
 # a protocol's plan or a design statement, not a result: "Study participants will be asked to avoid ...",
@@ -80,8 +81,8 @@ EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
 # the arms' balance at baseline ("Baseline characteristics of the two groups were comparable") is the
 # trial's set-up, not its result
 BASELINE = re.compile(
-    r"\bdemographic\w*|\bbaseline (?:characteristics|demographics|data|variables|features|profiles?|values)\b|"
-    r"\bclinical characteristics\b",
+    r"\bdemographic\w*|\bbaseline (?:characteristics?|demographics|data|variables?|features?|profiles?|values?)\b|"
+    r"\bclinical characteristics\b|\bat baseline\b|\bat the (?:start|outset|beginning) of\b",
     re.I,
 )
 BALANCED = re.compile(
@@ -89,13 +90,36 @@ BALANCED = re.compile(
     r"\bbalanced\b|\bwell matched\b|\bhomogeneous\b|\bnot (?:statistically )?(?:significantly )?different\b",
     re.I,
 )
+# a later time beside the baseline: "no differences ... at baseline or at follow up" reports a result too
+FOLLOW_UP = re.compile(
+    r"\bfollow[- ]?up\b|\bover the course\b|\bpost-?(?:treatment|intervention|test)\b|\bat \d+ (?:days?|weeks?|months?|years?)\b",
+    re.I,
+)
 GROUPS = re.compile(r"\b(?:groups?|arms?|than|compared|between|versus|vs)\b|\bp\s*[<=>≤≥]", re.I)
 COMPARISON = re.compile(  # a comparison's result stated without RESULT_CUES' words
     r"\b(?:better|worse|more effective|less effective|no more|no less) than\b|\bdid not (?:differ|change)|"
     r"\bdiffered\b|\bsimilar (?:to|in|between|for|across|among|\()|\bequivalent\b|\bnon-?inferior|\boutperform\w*|\bcomparable\b|"
-    r"\b(?:higher|lower|greater|shorter|longer) than\b|\b(?:not|neither|nor) (?:affected|altered|changed)\b",
+    r"\b(?:higher|lower|greater|shorter|longer) than\b|\b(?:not|neither|nor) (?:affected|altered|changed)\b|"
+    r"\bcorrelated\b|\bcorrelations? (?:between|of|with|was|were)\b|\b(?:more|less) likely\b|"
+    r"\bpredict(?:s|ive|ors?)\b|\brisk factors? (?:for|of|was|were)\b",
     re.I,
 )
+# what a review concludes about the evidence, in words a trial's result does not use: "Low to moderate quality
+# evidence supports the use of ... exercise for chronic neck pain", "The short-term benefit of IA corticosteroids
+# ... is well established", "global treatment success was more common ... with glucocorticoid injection" (the
+# Cochrane reviews' conclusions read as background until 2026-12-02, so the review that answered the demo's
+# neck pain exercise question was never quoted); `CONCLUDES_UNCERTAIN` adds "the evidence is insufficient"
+CONCLUSION = re.compile(
+    r"\bevidence\b[^.;]{0,40}?\b(?:supports?|suggests?|shows?|indicates?|favou?rs?|to support)\b|"
+    r"\b(?:no|little|some|small|short-term|long-term|clear|clinical|significant|any|of) benefits?\b|"
+    r"\bbenefit(?:s|ed)? (?:more|less)\b|\bbeneficial\b|\bharmful\b|"
+    r"\b(?:efficacy|effectiveness) (?:is|was|remains) (?:\w+ )?(?:clear|established|less|more|limited|similar|modest)\b|"
+    r"\b(?:small|medium|moderate|large|low|high) effect sizes?\b|\beffect sizes? (?:for|of|was|were)\b|"
+    r"\b(?:more|less) common (?:in|among|with|up)\b|"
+    r"\b(?:reduc|lower|decreas|increas|prevent)\w* (?:the )?(?:incidence|prevalence|risk)\b",
+    re.I,
+)
+TABLE_CELLS = 4  # a table's rows, quoted whole, are no statement
 RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
 STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)  # a guideline statement's stated strength
 
@@ -135,18 +159,22 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
         return False
     if RECOMMENDATION.search(sentence):
         return True
-    heading = section.split(">")[-1] if section else ""
-    if BACKGROUND_SECTION.search(heading) and not RESULTS_SECTION.search(heading):
+    if sentence.count("|") >= TABLE_CELLS:
+        return False
+    parts = section.split(">") if section else []
+    headings = parts[1:] or parts  # the title first, then the section path
+    if any(BACKGROUND_SECTION.search(h) for h in headings) and not any(RESULTS_SECTION.search(h) for h in headings):
         return False
     if any(
         p.search(sentence) for p in (CITATION_MARKER, SUPERSCRIPT_REFERENCE, OTHER_WORK, CONTEXT, METHODS, PROTOCOL)
     ):
         return False
-    if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence):
+    concludes = bool(CONCLUSION.search(sentence) or CONCLUDES_UNCERTAIN.search(sentence))
+    if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence) and not concludes:
         return False
-    if BASELINE.search(sentence) and BALANCED.search(sentence):
+    if BASELINE.search(sentence) and BALANCED.search(sentence) and not FOLLOW_UP.search(sentence):
         return False
-    return bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
+    return concludes or bool(RESULT_CUES.search(sentence) or STATISTICS.search(sentence) or COMPARISON.search(sentence))
 
 
 # Words that join or qualify a question's arms without naming either ("adding hip strengthening to knee
@@ -220,6 +248,14 @@ def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     names them), or the question names no arm: only such statements answer it."""
     named = _with_family(_arm_word_stems(anchors))
     return not named or bool(named & (_text_stems(statement) | _text_stems(title)))
+
+
+def names_every_arm_word(text: str, anchors: Anchors) -> bool:
+    """True when the text names each word that tells the question's arms apart (`arm_words`, or a word of
+    its kind of care): a title that answers the question as a whole, not one that shares a word with it
+    ("The effect of hip abduction on EMG activity" for "Does hip strengthening reduce pain?")."""
+    named = _text_stems(text)
+    return all(_with_family({stem(w)}) & named for w in arm_words(anchors))
 
 
 # an arm that is a control: usual, standard or routine care, placebo, sham, saline, nothing, baseline, a waiting list
