@@ -398,6 +398,23 @@ def test_the_core_and_its_verdict_read_the_lead_source_in_full() -> None:
     assert [c["statement"] for c in without["core_answer"]] == [other_finding] and len(without["citations"]) == 2
 
 
+def test_a_finding_about_another_stage_of_the_condition_is_not_quoted() -> None:
+    """The README's chronic low back pain answer quoted "In acute low-back pain, exercise therapy is as
+    effective as either no treatment or other conservative treatments" from the Cochrane review."""
+    from ebm_platform.retrieval.answer import compose_offline
+
+    question = "Is exercise therapy effective for chronic low back pain?"
+    chronic = "Exercise therapy was slightly effective at decreasing pain in adults with chronic low-back pain."
+    acute = "In acute low-back pain, exercise therapy is as effective as either no treatment or other treatments."
+    rows = [_window("review-1", "review", "B", [chronic, acute], 0)]
+    vector = np.array([0.6, 0.5, 0.6, 0.0], dtype=np.float32)
+    answer = compose_offline(
+        question, vector, question_anchors(question), rows, lambda t: np.ones((len(t), 4)), lead=[]
+    )
+    quoted = [c["statement"] for c in answer["core_answer"]]
+    assert chronic in quoted and acute not in quoted
+
+
 def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() -> None:
     """The demo answered "Should patients with neck pain receive massage?" with "Yes: the top-ranked study
     reports the effect asked about (certainty high; supported by 1 grade B)": the closed-question reader

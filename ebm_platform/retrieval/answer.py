@@ -33,6 +33,7 @@ from ebm_platform.retrieval.findings import (
     STRENGTH,
     is_finding,
     names_question,
+    other_stage,
     recommends_about_arms,
     without_markers,
 )
@@ -373,7 +374,9 @@ def compose_offline(
     else:
         scores, how = cosine_scores(texts, cosines), SELECTED_BY_COSINE
     order = np.argsort(-scores, kind="stable")
-    finding = [is_finding(text, section) for text, section in zip(texts, sections)]
+    # a finding about another stage of the condition does not answer the question ("In acute low-back pain,
+    # exercise therapy is as effective as ..." was quoted for chronic low back pain)
+    finding = [is_finding(text, section) and not other_stage(text, question) for text, section in zip(texts, sections)]
     # each window's best finding, quoted without its own citation markers; a sentence that overlapping
     # windows share is quoted once, for the best-scored of them (the demo once quoted a guideline's
     # recommendation twice in a row, from two of its windows)
