@@ -254,19 +254,22 @@ def _documents(citations: list[dict]) -> dict[int, object]:
 
 
 def unquoted_lead_study(
-    cited: list[dict], first: dict[int, str], direct: set[int], grade: dict[int, str], anchors: Anchors
+    first: dict[int, str],
+    direct: set[int],
+    grade: dict[int, str],
+    titles: dict[int, str],
+    document: dict[int, object],
+    anchors: Anchors,
 ) -> int | None:
     """The top-ranked cited study when no statement of it was quoted (none of its sentences read as a
     finding, "Statistical analysis revealed that WBC was correlated positively with ISS"), it is the question's
     condition's, and its title names every word of the question's arms: the closed-question reader reads it
     whole all the same. Not a guideline (its recommendations speak for it) nor a trial protocol (it has no
     results)."""
-    document = _documents(cited)
     top = min(direct, default=None)
     if top is None or grade[top] == GUIDELINE or document[top] in {document[n] for n in first}:
         return None
-    title = next(c.get("title") or "" for c in cited if c["n"] == top)
-    return top if not is_protocol(title) and names_every_arm_word(title, anchors) else None
+    return top if not is_protocol(titles[top]) and names_every_arm_word(titles[top], anchors) else None
 
 
 def _recommended(stances: dict[int, str], speaking: set[int], tie: str) -> str | None:
@@ -347,14 +350,17 @@ def bottom_line(
     for statement, n in statements:
         quoted.setdefault(document[n], []).append(statement)
     reader = read_source if closed else None
-    if reader is not None and (lead := unquoted_lead_study(cited, first, direct, grade, anchors)) is not None:
+    if (
+        reader is not None
+        and (lead := unquoted_lead_study(first, direct, grade, titles, document, anchors)) is not None
+    ):
         first[lead] = ""  # read by the reader alone: no quoted statement gives it a verdict
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         return _unanswered(kind, unnamed(anchors, condition), answer, grade)
     if closed:
         neutral = UNCERTAIN
 
-        def unsettled(n: int, statement: str) -> bool:
+        def concludes_unsettled(n: int, statement: str) -> bool:
             """Whether source n is a systematic review (grade B) whose statement concludes that the
             evidence does not settle the question: its authors' conclusion, not a reading of its results; or
             one of its other quoted statements does and none of them finds an effect (the demo's Nordic
@@ -368,19 +374,16 @@ def bottom_line(
                 and not any(verdict_of(o) in (INCREASED, DECREASED) for o in others)
             )
 
+        unsettled = {n for n, s in first.items() if concludes_unsettled(n, s)}  # read once per source
+
         def read(n: int, statement: str) -> bool:
             """Whether the reader answers for source n: a study, not a guideline (grade A), nor a review
             that concludes the evidence is uncertain."""
-            return (
-                reader is not None
-                and grade[n] != GUIDELINE
-                and not recommends(statement)
-                and not unsettled(n, statement)
-            )
+            return reader is not None and grade[n] != GUIDELINE and not recommends(statement) and n not in unsettled
 
         stances = {
             n: UNCERTAIN
-            if unsettled(n, s)
+            if n in unsettled
             else directed(reader(n), outcome_verdict(s, anchors, verdict_of), direction)
             if read(n, s)
             else statement_answer(s, verdict_of, direction, anchors)
@@ -395,9 +398,9 @@ def bottom_line(
         # the top-ranked source a systematic review that finds the evidence uncertain: its conclusion stands (the
         # demo read "Yes" to "Should patients with neck pain receive massage?" from the results of a Cochrane
         # review that concludes "the effectiveness of massage for neck pain remains uncertain")
-        review_unsettled = top is not None and unsettled(top, first[top])
+        review_unsettled = top in unsettled
         # the reviews that conclude the evidence is uncertain support the "Uncertain" they decide
-        concluding = {n for n, s in first.items() if unsettled(n, s)} if review_unsettled else set()
+        concluding = unsettled if review_unsettled else set()
         target = as_closed_answer(verdict, direction)
         if readers_answer or review_unsettled:  # that source's answer (the ranking already weighs grade)
             target = stances[top]
