@@ -7,10 +7,19 @@ import json
 import polars as pl
 import pytest
 
-from ebm_platform.benchmark.generation import QuestionGenerator, grounded, offline_relation, sample_windows
+from ebm_platform.benchmark.generation import (
+    QuestionGenerator,
+    grounded,
+    ideal_answer,
+    offline_relation,
+    result_sentence,
+    sample_windows,
+)
 from ebm_platform.corpus.readers import read_jats
+from ebm_platform.corpus.windows import split_blocks
 from ebm_platform.index.embeddings import embed
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.retrieval.findings import is_finding
 from ebm_platform_tests.conftest import ScriptedServer
 
 ARTICLE = "PMC2907397"
@@ -18,19 +27,21 @@ ARTICLE = "PMC2907397"
 
 @pytest.fixture(scope="module")
 def windows(datasets_dir) -> pl.DataFrame:
-    """The article's paragraphs as grade-B windows (real text, no model needed to cut them)."""
+    """The article's paragraphs as grade-B windows with their section paths (real text, no model
+    needed to cut them)."""
     path = (
         next((datasets_dir / "evidence_inference" / "xml").glob(f"{ARTICLE}*.nxml"), None)
         or sorted((datasets_dir / "evidence_inference" / "xml").glob("*.nxml"))[0]
     )
     doc = read_jats(path.read_bytes(), path.name)
-    paragraphs = [p.strip() for p in doc.text.split("\n\n") if len(p.strip()) > 200 and not p.startswith("|")]
+    paragraphs = [b for b in split_blocks(doc.text) if len(b.text) > 200 and b.kind == "paragraph"]
     return pl.DataFrame(
         {
             "window_id": [f"w{n}" for n in range(len(paragraphs))],
             "doc_id": ["doc"] * len(paragraphs),
             "grade": ["B"] * len(paragraphs),
-            "text": paragraphs,
+            "section": [b.section for b in paragraphs],
+            "text": [b.text for b in paragraphs],
         }
     )
 
@@ -45,19 +56,21 @@ def _reply(data: dict) -> str:
 
 def test_offline_generation_is_grounded_and_says_so(windows):
     ids = windows["window_id"].to_list()
-    generator = QuestionGenerator(LLMClient(), lambda q, n: ids[:n], _embed)
+    generator = QuestionGenerator(LLMClient(), lambda q, n: ids[:n], _embed, is_finding)
     rows = generator.rows("PFP", windows, per_grade=2)
     assert rows.height >= 1 and generator.log.mode.startswith("offline")
     text = dict(zip(ids, windows["text"].to_list()))
+    section = dict(zip(ids, windows["section"].to_list()))
     for row in rows.iter_rows(named=True):
         for key in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t"):
             assert row[key] is None or grounded(row[key], text[row["seed_window_id"]])
         assert row["gold_window_ids"][0] == row["seed_window_id"]
+        assert is_finding(row["exact_answer"], section[row["seed_window_id"]])
     assert sum(generator.log.relations.values()) > 0
 
 
 def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tmp_path):
-    seed, found = sample_windows(windows, 1, 7)[0]
+    seed, found = sample_windows(windows, 1, 7, is_finding)[0]
     intervention, outcome = found.names("Intervention")[0], found.names("Outcome")[0]
     pool = [w for w in windows["window_id"].to_list() if w != seed["window_id"]][:2]
     server = ScriptedServer()
@@ -91,7 +104,7 @@ def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tm
             max_retries=0,
             cache_path=tmp_path / "cache.sqlite",
         )
-        generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], _embed)
+        generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], _embed, is_finding)
         rows = generator.rows("PFP", windows.filter(pl.col("window_id").is_in([seed["window_id"], *pool])), 1)
     finally:
         server.close()
@@ -120,7 +133,7 @@ def test_llm_question_without_grounded_intervention_or_valid_json_is_rejected(wi
     ]
     try:
         client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5, max_retries=0)
-        generator = QuestionGenerator(client, lambda q, n: [], _embed)
+        generator = QuestionGenerator(client, lambda q, n: [], _embed, is_finding)
         first = generator.rows("PFP", windows, per_grade=1)
         second = generator.rows("PFP", windows, per_grade=1, seed=8)  # a malformed answer: counted, not fatal
     finally:
@@ -139,11 +152,25 @@ def test_offline_relation_thresholds():
 
 def test_sampling_takes_one_window_per_document_before_a_second(windows):
     """One article's windows and copies of two of them filed as other documents: three picks span all three."""
-    eligible = [w for w, _ in sample_windows(windows, windows.height, 7)]
+    eligible = [w for w, _ in sample_windows(windows, windows.height, 7, is_finding)]
     assert len(eligible) >= 3
     copies = pl.DataFrame(
         [{**w, "window_id": f"copy{n}-w1", "doc_id": f"copy{n}"} for n, w in enumerate(eligible[:2])],
         schema=windows.schema,
     )
-    picked = sample_windows(pl.concat([windows, copies]), 3, 7)
+    picked = sample_windows(pl.concat([windows, copies]), 3, 7, is_finding)
     assert len({w["doc_id"] for w, _ in picked}) == 3
+
+
+def test_questions_come_from_findings_not_background(windows):
+    """A window of background or methods seeds no question (the article's statistical-analysis
+    paragraphs name an intervention, an outcome and "significant"), and a gold window adds its
+    finding (or nothing) to the reference answer, never its methods."""
+    sampled = [w for w, _ in sample_windows(windows, windows.height, 7, is_finding)]
+    assert sampled and all(result_sentence(w, is_finding) for w in sampled)
+    methods = [w for w in windows.iter_rows(named=True) if " > Methods" in w["section"]]
+    assert methods and not {w["window_id"] for w in methods} & {w["window_id"] for w in sampled}
+    by_id = {w["window_id"]: w for w in windows.iter_rows(named=True)}
+    seed = sampled[0]
+    ideal = ideal_answer("The answer.", seed, [seed["window_id"], methods[0]["window_id"]], by_id, is_finding)
+    assert ideal == f"(grade B) The answer. [{seed['window_id']}]"

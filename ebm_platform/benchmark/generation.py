@@ -1,18 +1,20 @@
 """Generated benchmark questions: the paper's stages 1-3 (SR-RAG App. D.5), LLM or offline.
 
-Stage 1: stratified sampling of windows by grade (windows with an intervention, an outcome and
-result language), then one question per window with PICOT fields, an exact answer, atomic facts
-(nuggets) and a certainty flag. LLM mode uses QUESTION_PROMPT; every PICOT field the model returns
-must be grounded in the seed window (all its words occur there) or it is dropped and counted, and a
-question left without an intervention or an outcome is rejected. Offline, the question is composed
-from the window's own extracted PICO and the answer is its strongest result sentence.
+Stage 1: stratified sampling of windows by grade (windows with an intervention, an outcome and a
+finding of their own source: a result or a recommendation, as the caller's `Finding` rule reads a
+sentence with its section path; a window of background or methods has no core conclusion to ask
+about), then one question per window with PICOT fields, an exact answer, atomic facts (nuggets) and
+a certainty flag. LLM mode uses QUESTION_PROMPT; every PICOT field the model returns must be
+grounded in the seed window (all its words occur there) or it is dropped and counted, and a question
+left without an intervention or an outcome is rejected. Offline, the question is composed from the
+window's own extracted PICO and the answer is its strongest finding.
 Stage 2: round-trip accessibility with the hybrid BM25 + dense retriever (seed in top K -> main,
 else challenge).
 Stage 3: gold windows graded from a larger pool as strongly supportive / supportive / weakly
 related / unrelated; the first two form the gold set. LLM mode uses GRADING_PROMPT; offline, the
 grade follows the cosine of question and window and PICO agreement (share of the question's fields
 found in the window by containment or cosine >= 0.6) with the thresholds in OFFLINE_GRADES. The
-ideal answer is the gold evidence ordered by grade (ideal_answer).
+ideal answer is the gold evidence's findings ordered by grade (ideal_answer).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
+
+# (sentence, its window's section path) -> True when it states a result or a recommendation of its own
+# source; the retrieval layer's findings rules, passed in by the asset that generates
+Finding = Callable[[str, str | None], bool]
 
 RESULT = re.compile(
     r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
@@ -139,14 +145,14 @@ class GenerationLog:
         }
 
 
-def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tuple[dict, Extraction]]:
-    """Stage 1 sampling: per grade, windows with an intervention, an outcome and result language,
-    from as many documents as the grade has."""
+def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int, finding: Finding) -> list[tuple[dict, Extraction]]:
+    """Stage 1 sampling: per grade, windows with an intervention, an outcome and a finding stated
+    with result language, from as many documents as the grade has."""
     picked = []
     for grade in "ABCDE":
         pool = []
         for w in windows.filter(pl.col("grade") == grade).sort("window_id").iter_rows(named=True):
-            if not RESULT.search(w["text"]):
+            if not RESULT.search(w["text"]) or not any(RESULT.search(s) for s in findings(w, finding)):
                 continue
             found = extract(w["text"])
             if found.names("Intervention") and found.names("Outcome"):
@@ -163,18 +169,31 @@ def sample_windows(windows: pl.DataFrame, per_grade: int, seed: int) -> list[tup
     return picked
 
 
-def result_sentence(text: str) -> str:
-    """The window's strongest result sentence (statistics first, then result wording, then shortest)."""
-    sentences = [s.strip() for s in SENTENCE_END.split(re.sub(r"\s+", " ", text)) if len(s.strip()) > 30]
-    scored = sorted(sentences, key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s)))
-    return scored[0] if scored else text[:300]
+def findings(window: dict, finding: Finding) -> list[str]:
+    """The window's sentences (over 30 characters) that state a finding of its own source."""
+    sentences = [s.strip() for s in SENTENCE_END.split(re.sub(r"\s+", " ", window["text"])) if len(s.strip()) > 30]
+    return [s for s in sentences if finding(s, window["section"])]
 
 
-def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[str, dict]) -> str:
+def result_sentence(window: dict, finding: Finding) -> str | None:
+    """The window's strongest finding (statistics first, then result wording, then shortest); None
+    when it states none."""
+    scored = sorted(
+        findings(window, finding), key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s))
+    )
+    return scored[0] if scored else None
+
+
+def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[str, dict], finding: Finding) -> str:
     """The reference answer ordered by grade (paper stage 3): the seed window's exact answer and
-    each other gold window's strongest result sentence, grade A first, each with its grade and id."""
+    each other gold window's strongest finding (a gold window without one adds nothing), grade A
+    first, each with its grade and id."""
     items = [(seed["grade"], seed["window_id"], exact_answer)]
-    items += [(windows[w]["grade"], w, result_sentence(windows[w]["text"])) for w in gold if w != seed["window_id"]]
+    items += [
+        (windows[w]["grade"], w, statement)
+        for w in gold
+        if w != seed["window_id"] and (statement := result_sentence(windows[w], finding))
+    ]
     return " ".join(
         f"(grade {grade}) {statement} [{window_id}]"
         for grade, window_id, statement in sorted(items, key=lambda item: item[0])
@@ -198,10 +217,10 @@ def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
     return question + "?", fields
 
 
-def offline_question(window: dict, found: Extraction) -> dict:
+def offline_question(window: dict, found: Extraction, finding: Finding) -> dict:
     """Stage 1 without a model, in QUESTION_SCHEMA's shape."""
     question, fields = compose_question(found)
-    answer = result_sentence(window["text"])
+    answer = result_sentence(window, finding) or window["text"][:300]
     clauses = [c.strip() for c in re.split(r";|, and | whereas | but ", answer) if len(c.strip()) > 10] or [answer]
     return {
         "question": question,
@@ -233,13 +252,14 @@ class QuestionGenerator:
         client: LLMClient,
         retrieve: Callable[[str, int], list[str]],
         embed: Callable[[list[str]], np.ndarray],
+        finding: Finding,
         accessibility_k: int = 10,
         pool_size: int = 30,
         window_vectors: Callable[[list[str]], np.ndarray] | None = None,
     ) -> None:
-        """`window_vectors` returns the index's stored vectors of window ids; without it the
-        windows' texts are embedded."""
-        self.client, self.retrieve, self.embed = client, retrieve, embed
+        """`finding` reads whether a sentence states a finding of its own source; `window_vectors`
+        returns the index's stored vectors of window ids, without it the windows' texts are embedded."""
+        self.client, self.retrieve, self.embed, self.finding = client, retrieve, embed, finding
         self.window_vectors = window_vectors
         self.accessibility_k, self.pool_size = accessibility_k, pool_size
         self.log = GenerationLog(
@@ -251,7 +271,10 @@ class QuestionGenerator:
         prompt = QUESTION_PROMPT.format(grade=window["grade"], window_id=window["window_id"], text=window["text"])
         try:
             data = self.client.complete_json(
-                "benchmark_question", prompt, QUESTION_SCHEMA, offline=lambda: offline_question(window, found)
+                "benchmark_question",
+                prompt,
+                QUESTION_SCHEMA,
+                offline=lambda: offline_question(window, found, self.finding),
             ).data
         except LLMError as exc:  # one unusable answer costs one question, not the partition
             self.log.rejected[f"no valid model answer: {str(exc)[:120]}"] += 1
@@ -304,10 +327,12 @@ class QuestionGenerator:
 
     def rows(self, code: str, windows: pl.DataFrame, per_grade: int = 3, seed: int = 7) -> pl.DataFrame:
         """Benchmark rows for the sampled windows of one partition."""
-        by_id = {w["window_id"]: w for w in windows.select("window_id", "grade", "text").iter_rows(named=True)}
+        by_id = {
+            w["window_id"]: w for w in windows.select("window_id", "grade", "section", "text").iter_rows(named=True)
+        }
         text_of = {w: row["text"] for w, row in by_id.items()}
         rows = []
-        sampled = sample_windows(windows, per_grade, seed)
+        sampled = sample_windows(windows, per_grade, seed, self.finding)
         self.log.sampled += len(sampled)
         for window, found in sampled:
             generated = self.question(window, found)
@@ -331,7 +356,7 @@ class QuestionGenerator:
                     source="generated",
                     question=question,
                     exact_answer=answer,
-                    ideal_answer=ideal_answer(answer, window, gold, by_id),
+                    ideal_answer=ideal_answer(answer, window, gold, by_id, self.finding),
                     nuggets_vital=nuggets["vital"] or [answer],
                     nuggets_okay=nuggets["okay"],
                     nuggets_trivial=nuggets["trivial"],

@@ -21,6 +21,7 @@ from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, Lak
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_files import read_parquet
 from ebm_platform.lake_layout import LakeLayout
+from ebm_platform.retrieval.findings import is_finding
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import top
 from ebm_platform.retrieval.pipeline import fill_rows, hybrid_ranking
@@ -110,7 +111,7 @@ def benchmark_qa(
         def window_vectors(window_ids: list[str]) -> np.ndarray:
             return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])
 
-        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, window_vectors=window_vectors)
+        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, is_finding, window_vectors=window_vectors)
         parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed))
         generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}
     bench = pl.concat(parts) if parts else frame([])
