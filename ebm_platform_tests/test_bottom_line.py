@@ -456,6 +456,39 @@ def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() 
     assert line["answer"] == "yes" and line["support"] == {"C": 1}
 
 
+def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:
+    """The demo answered "Does the Nordic hamstring exercise prevent hamstring injuries?" with "Yes: the
+    top-ranked review reports the effect asked about" from a review that finds no effect for hamstring injury,
+    calls the evidence insufficient, and reports one effect: of manual therapy, not of the exercise."""
+    question = "Does the Nordic hamstring exercise prevent hamstring injuries?"
+    manual_therapy = (
+        "One unpublished and underpowered trial provided some evidence that manual therapy may prevent "
+        "lower-limb muscle strain (RR 0.13, 95% CI 0.02 to 0.97)."
+    )
+    statements = [
+        ("Three trials found no statistically significant effect for hamstring injury for exercise protocols.", 1),
+        (
+            "There is insufficient evidence from randomised controlled trials to draw conclusions on the "
+            "effectiveness of interventions used to prevent hamstring injuries.",
+            1,
+        ),
+        (manual_therapy, 1),
+    ]
+    answer = _answer(DECREASED, statements, {1: "B"}, {1: "Interventions for preventing hamstring injuries"})
+
+    def verdict_of(statement: str) -> str:
+        return DECREASED if statement == manual_therapy else _rules(statement)
+
+    line = bottom_line(question, question_anchors(question), answer, verdict_of, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain", line["text"]
+    nordic = "The Nordic hamstring exercise reduced hamstring injuries (RR 0.49, 95% CI 0.32 to 0.74)."
+    answer = _answer(
+        DECREASED, [*statements, (nordic, 1)], {1: "B"}, {1: "Interventions for preventing hamstring injuries"}
+    )
+    line = bottom_line(question, question_anchors(question), answer, verdict_of, read_source=lambda n: "yes")
+    assert line["answer"] == "yes", line["text"]  # an effect of the exercise itself: the review is read
+
+
 def test_the_top_ranked_study_that_names_the_question_answers_it() -> None:
     """A first-ranked trial of something else does not answer: the demo once read "No ... supported by
     none; contradicted by 1 grade B" for a neuromuscular training question."""
@@ -904,6 +937,40 @@ def test_sources_that_compare_other_arms_take_no_side_and_alone_answer_nothing()
     )
     assert line["answer"] == DECREASED and line["support"] == {"C": 1} and line["contradict"] == {}
     assert line["sides"] == {"1": "supports", "2": "neutral"}
+
+
+def test_a_comparative_question_whose_best_sources_disagree_or_state_no_direction_says_so() -> None:
+    """The demo answered "Is surgery better than conservative treatment for rotator cuff tears?" with
+    "Insufficient evidence to answer (certainty moderate; supported by none)": its two grade B sources that
+    compare the arms disagree. That is now the bottom line, and its certainty is downgraded for it."""
+    question = "Is surgery better than conservative treatment for rotator cuff tears?"
+    sources = {
+        1: "Pain improved more after surgery than after conservative treatment (p = 0.01).",
+        2: "Pain did not differ between surgery and conservative treatment (p = 0.6).",
+    }
+    answer = _answer(INSUFFICIENT, [(s, n) for n, s in sources.items()], {1: "B", 2: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    reason = "the grade B findings that compare surgery with conservative treatment disagree"
+    assert line["answer"] == INSUFFICIENT and line["text"] == f"Insufficient evidence: {reason}."
+    assert line["inconsistent"] == reason and "unanswered" not in line
+    for citation in answer["citations"]:
+        citation["doc_id"] = citation["window_id"]
+    assess_certainty(answer, None, set(), inconsistent=line["inconsistent"])
+    assert answer["certainty"]["downgraded_for"] == [f"inconsistency: {reason}"]
+    assert answer["certainty"]["level"] == "moderate"
+    silent = _answer(INSUFFICIENT, [("Surgery and conservative treatment were compared in 80 patients.", 1)], {1: "B"})
+    line = bottom_line(question, question_anchors(question), silent, _rules)
+    assert line["unanswered"] == "no cited finding that compares surgery with conservative treatment states a direction"
+
+
+def test_an_open_question_without_an_intervention_is_answered_by_its_top_ranked_finding() -> None:
+    """ "What is the most effective treatment for plantar heel pain?" read "The intervention decreased the
+    outcome"; the bottom line is now the finding that gives the verdict."""
+    question = "What is the most effective treatment for plantar heel pain?"
+    finding = "Dry needling reduced first-step pain more than sham dry needling (p = 0.002)."
+    line = bottom_line(question, question_anchors(question), _answer(DECREASED, [(finding, 1)], {1: "C"}), _rules)
+    assert line["question_type"] == "open" and line["answer"] == DECREASED
+    assert line["text"] == f"The top-ranked finding: {finding}"
 
 
 def test_a_recommendation_for_another_stage_of_the_condition_does_not_answer() -> None:

@@ -180,6 +180,7 @@ def assess_certainty(
     in_condition: set[str],
     unanswered: str | None = None,
     passages: dict[str, str] | None = None,
+    inconsistent: str | None = None,
 ) -> None:
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
     design of the best-graded evidence that supports the bottom line (the statements `take_sides`
@@ -193,7 +194,8 @@ def assess_certainty(
     rests on a single study). A supporting systematic review's own rating starts it too: stated in the
     quoted statement, or very low when that concludes the evidence is uncertain, else the lowest that
     the review's cited windows state (`passages`: window id -> text). A bottom line that no cited finding answers
-    (`unanswered`: why, `bottom_line.unnamed`) is very low. Sets answer["certainty"]."""
+    (`unanswered`: why, `bottom_line.unnamed`) is very low; one left open because its best-graded sources
+    disagree (`inconsistent`: why, `bottom_line.disagreeing`) is downgraded for it. Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
@@ -272,12 +274,14 @@ def assess_certainty(
                 f"'{field.get('closest_evidence')}')"
             )
     against = [s for s in core if s.get("stance") == "contradicts"]
+    if inconsistent:
+        reasons.append(f"inconsistency: {inconsistent}")
     if against:
         reasons.append(
             f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
         )
-    if not backing:
+    if not backing and not inconsistent:  # sources that disagree support no verdict: one downgrade for it
         reasons.append(
             "indirectness: no cited statement that names the question's intervention or comparator supports "
             "the bottom line"

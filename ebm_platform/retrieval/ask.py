@@ -160,7 +160,12 @@ def answer_from(
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
     assess_certainty(
-        answer, condition, in_condition, line.get("unanswered"), {r["window_id"]: r["text"] for r in rows + lead}
+        answer,
+        condition,
+        in_condition,
+        line.get("unanswered"),
+        {r["window_id"]: r["text"] for r in rows + lead},
+        line.get("inconsistent"),
     )
     line = with_certainty(line, answer["certainty"]["level"])
     retrieval.timings["answer"] = time.perf_counter() - t0

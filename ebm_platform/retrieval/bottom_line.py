@@ -363,15 +363,16 @@ def bottom_line(
         def concludes_unsettled(n: int, statement: str) -> bool:
             """Whether source n is a systematic review (grade B) whose statement concludes that the
             evidence does not settle the question: its authors' conclusion, not a reading of its results; or
-            one of its other quoted statements does and none of them finds an effect (the demo's Nordic
-            hamstring question read "Yes" from a review quoted as "no statistically significant effect" and
-            "insufficient evidence ... to draw conclusions")."""
+            one of its other quoted statements does and none of them finds an effect of the question's
+            intervention (`findings.names_every_arm_word`: the demo's Nordic hamstring question read "Yes" from a
+            review quoted as "no statistically significant effect", "insufficient evidence ... to draw
+            conclusions" and "some evidence that manual therapy may prevent lower-limb muscle strain")."""
             if grade[n] != REVIEW or recommends(statement):
                 return False
             others = quoted.get(document[n], [])
             return bool(CONCLUDES_UNCERTAIN.search(statement)) or (
                 any(CONCLUDES_UNCERTAIN.search(o) for o in others)
-                and not any(verdict_of(o) in (INCREASED, DECREASED) for o in others)
+                and not any(verdict_of(o) in (INCREASED, DECREASED) for o in others if names_every_arm_word(o, anchors))
             )
 
         unsettled = {n for n, s in first.items() if concludes_unsettled(n, s)}  # read once per source
@@ -479,9 +480,25 @@ def bottom_line(
             for n in first
             if grade[n] == GUIDELINE and n in on_arms and recommendation_stance(first[n], anchors) == "neither"
         ]
+        directions = {n for n, st in stances.items() if st != neutral}
         if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
             target, concluding = neutral, set(neither)  # those recommendations support it
             text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
+        elif target == neutral and first and not directions:  # those that compare the arms state no direction
+            return _unanswered(kind, undirected(anchors), answer, grade)
+        elif (
+            target == neutral and first
+        ):  # the best-graded sources that compare the arms disagree (the demo's "Is surgery
+            # better than conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer"
+            # at moderate certainty from a review favouring surgery and one that concludes nothing firm)
+            reason = disagreeing(anchors, min(grade[n] for n in directions))
+            text = f"Insufficient evidence: {reason}"
+            return {**_line(kind, target, text, answer, {n: "neutral" for n in stances}, grade), "inconsistent": reason}
+        elif not anchors.intervention and statements:  # an open question that names no intervention ("What is the
+            # most effective treatment for plantar heel pain?" read "The intervention decreased the outcome"):
+            # the finding that gives the verdict is the bottom line
+            lead = (answer.get("verdict_basis") or {}).get("statement") or statements[0][0]
+            text = f"The top-ranked finding: {lead.rstrip('. ')}"
         else:
             text = _phrase(target, anchors)
             text = text[0].upper() + text[1:]
@@ -541,6 +558,25 @@ def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> 
 def uncompared(anchors: Anchors) -> str:
     """Why no cited finding answers a comparative question: none compares its arms (`findings.compares_arms`)."""
     return f"no cited finding compares {anchors.intervention} with {anchors.comparator}"
+
+
+def undirected(anchors: Anchors) -> str:
+    """Why no cited finding answers a comparative or open question: those about its arms state no direction."""
+    if anchors.comparator:
+        return f"no cited finding that compares {anchors.intervention} with {anchors.comparator} states a direction"
+    return f"no cited finding{f' about {anchors.intervention}' if anchors.intervention else ''} states a direction"
+
+
+def disagreeing(anchors: Anchors, grade: str) -> str:
+    """Why the evidence does not answer a comparative or open question: its best-graded sources disagree."""
+    about = (
+        f"that compare {anchors.intervention} with {anchors.comparator}"
+        if anchors.comparator
+        else f"about {anchors.intervention}"
+        if anchors.intervention
+        else "cited"
+    )
+    return f"the grade {grade} findings {about} disagree"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
