@@ -281,7 +281,7 @@ def assess_certainty(
             f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
         )
-    if not backing and not inconsistent:  # sources that disagree support no verdict: one downgrade for it
+    if not backing:
         reasons.append(
             "indirectness: no cited statement that names the question's intervention or comparator supports "
             "the bottom line"

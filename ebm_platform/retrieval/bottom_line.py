@@ -377,17 +377,40 @@ def bottom_line(
 
         unsettled = {n for n, s in first.items() if concludes_unsettled(n, s)}  # read once per source
 
+        # a question that names a clinical outcome besides its condition ("pain" in patellofemoral pain; one whose
+        # better direction is known, `outcome_polarity`: the parser reads "stabilised surgically" as an outcome)
+        # is answered by sources about that outcome: "no differences in EMG activity" says nothing of pain
+        own_outcome = (
+            bool(anchors.outcome)
+            and anchors.outcome != anchors.condition
+            and outcome_polarity(anchors.outcome) is not None
+        )
+        stated = (lambda s: outcome_verdict(s, anchors, verdict_of)) if own_outcome else verdict_of
+
+        def names_outcome(n: int) -> bool:
+            """Whether source n's quoted statements or title name the question's own outcome (any outcome
+            when the question names none besides its condition)."""
+            text = " ".join([*quoted.get(document[n], []), titles[n]])
+            return not own_outcome or bool(stems(anchors.outcome) & stems(text))
+
         def read(n: int, statement: str) -> bool:
             """Whether the reader answers for source n: a study, not a guideline (grade A), nor a review
-            that concludes the evidence is uncertain."""
-            return reader is not None and grade[n] != GUIDELINE and not recommends(statement) and n not in unsettled
+            that concludes the evidence is uncertain, that names the question's outcome (the demo's "Does hip
+            strengthening reduce pain in patellofemoral pain?" read "No" from an EMG study of hip abduction)."""
+            return (
+                reader is not None
+                and grade[n] != GUIDELINE
+                and not recommends(statement)
+                and n not in unsettled
+                and names_outcome(n)
+            )
 
         stances = {
             n: UNCERTAIN
             if n in unsettled
             else directed(reader(n), outcome_verdict(s, anchors, verdict_of), direction)
             if read(n, s)
-            else statement_answer(s, verdict_of, direction, anchors)
+            else statement_answer(s, stated, direction, anchors)
             for n, s in first.items()
         }
         stances = _by_recommendation(stances, document, on_arms, neutral)
@@ -402,7 +425,9 @@ def bottom_line(
         review_unsettled = top in unsettled
         # the reviews that conclude the evidence is uncertain support the "Uncertain" they decide
         concluding = unsettled if review_unsettled else set()
-        target = as_closed_answer(verdict, direction)
+        # without a source that answers, the core's verdict; uncertain when no source that names the question
+        # reports a direction on its outcome
+        target = as_closed_answer(verdict, direction) if any(st != neutral for st in stances.values()) else neutral
         if readers_answer or review_unsettled:  # that source's answer (the ranking already weighs grade)
             target = stances[top]
         best = _best_grade_answer(stances, grade, neutral)
