@@ -8,6 +8,7 @@ import pytest
 
 from ebm_platform.retrieval.answer import assess_certainty
 from ebm_platform.retrieval.bottom_line import (
+    answering_evidence,
     as_closed_answer,
     bottom_line,
     question_direction,
@@ -1004,3 +1005,25 @@ def test_a_recommendation_for_another_stage_of_the_condition_does_not_answer() -
     chronic_question = question.replace("acute", "chronic")
     line = bottom_line(chronic_question, question_anchors(chronic_question), answer, _rules)
     assert line["text"].startswith("Spinal manipulation decreased pain")
+
+
+def test_the_graded_evidence_shows_the_sources_that_take_part_in_the_bottom_line() -> None:
+    """The demo's Nordic hamstring answer listed an ACL graft-fixation study's findings under "Guideline and
+    supporting evidence"; a source that names the question stays, one about something else goes, and an
+    answer that no cited finding answers keeps its nearest evidence."""
+    question = "Does the Nordic hamstring exercise prevent hamstring injuries?"
+    review = "The Nordic hamstring exercise reduced hamstring injuries (RR 0.49, 95% CI 0.32 to 0.74)."
+    fixation = "Patients' satisfaction was statistically higher with Endobutton than with Rigidfix (P = 0.006)."
+    answer = _answer(DECREASED, [(review, 1)], {1: "B", 2: "D"})
+    answer["evidence_by_grade"] = [
+        {"grade": "B", "statements": [{"statement": review, "citations": [1]}]},
+        {"grade": "D", "statements": [{"statement": fixation, "citations": [2]}]},
+    ]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["sides"] == {"1": "supports"}
+    answering_evidence(answer, line["sides"])
+    assert [[s["statement"] for s in g["statements"]] for g in answer["evidence_by_grade"]] == [[review]]
+    unanswered = [{"grade": "D", "statements": [{"statement": fixation, "citations": [2]}]}]
+    answer["evidence_by_grade"] = unanswered
+    answering_evidence(answer, {})
+    assert answer["evidence_by_grade"] == unanswered

@@ -10,7 +10,14 @@ from ebm_platform.conditions import active_catalogue
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline, label_shared_windows
-from ebm_platform.retrieval.bottom_line import UNCERTAIN, bottom_line, stated_bottom_line, take_sides, with_certainty
+from ebm_platform.retrieval.bottom_line import (
+    UNCERTAIN,
+    answering_evidence,
+    bottom_line,
+    stated_bottom_line,
+    take_sides,
+    with_certainty,
+)
 from ebm_platform.retrieval.closed_answer import MAYBE
 from ebm_platform.retrieval.findings import abstract
 from ebm_platform.retrieval.learned import gate_line
@@ -159,6 +166,8 @@ def answer_from(
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line
+    if not stated:  # the offline answer's graded evidence; an LLM chose its own
+        answering_evidence(answer, line["sides"])
     assess_certainty(
         answer,
         condition,

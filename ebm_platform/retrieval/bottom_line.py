@@ -658,3 +658,16 @@ def take_sides(answer: dict, sides: dict[str, str]) -> None:
         for item in statements:
             item["stance"] = next((sides[str(n)] for n in item.get("citations", []) if str(n) in sides), "neutral")
     answer.get("core_answer", []).sort(key=lambda item: item["stance"] != "supports")
+
+
+def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
+    """Leave in the graded evidence only the statements of the cited windows that take part in the bottom
+    line (`sides`: those that name the question, in its condition), when any does; an answer that no cited
+    finding answers keeps them all as the nearest evidence. The demo's Nordic hamstring answer listed four
+    findings of an ACL graft-fixation study under "Guideline and supporting evidence", the rotator cuff
+    answer an occupational survey's "significantly more patients working in agriculture"."""
+    if not sides:
+        return
+    for group in answer.get("evidence_by_grade", []):
+        group["statements"] = [s for s in group["statements"] if any(str(n) in sides for n in s.get("citations", []))]
+    answer["evidence_by_grade"] = [g for g in answer.get("evidence_by_grade", []) if g["statements"]]
