@@ -511,11 +511,10 @@ def bottom_line(
             text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
         elif target == neutral and first and not directions:  # those that compare the arms state no direction
             return _unanswered(kind, undirected(anchors), answer, grade)
-        elif (
-            target == neutral and first
-        ):  # the best-graded sources that compare the arms disagree (the demo's "Is surgery
-            # better than conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer"
-            # at moderate certainty from a review favouring surgery and one that concludes nothing firm)
+        elif target == neutral and first:
+            # the best-graded sources that compare the arms disagree (the demo's "Is surgery better than
+            # conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer" at moderate
+            # certainty from a review favouring surgery and one that concludes nothing firm)
             reason = disagreeing(anchors, min(grade[n] for n in directions))
             text = f"Insufficient evidence: {reason}"
             return {**_line(kind, target, text, answer, {n: "neutral" for n in stances}, grade), "inconsistent": reason}
