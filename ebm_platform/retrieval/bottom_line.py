@@ -132,12 +132,16 @@ def directed(read: str, verdict: str, direction: str | None) -> str:
     return NO if read == YES and direction and opposite else read
 
 
+def names_outcome(text: str, anchors: Anchors) -> bool:
+    """Whether the text names a word of the question's outcome (False when the question names none)."""
+    return bool(anchors.outcome) and bool(stems(anchors.outcome) & stems(text))
+
+
 def outcome_verdict(statement: str, anchors: Anchors, verdict_of: Callable[[str], str]) -> str:
     """The statement's verdict when it names the question's outcome, else insufficient: a direction
     read from another outcome says nothing of the question's ("Do hospitals provide lower quality care on
     weekends?" is not answered no by a rise in weekend mortality)."""
-    named = anchors.outcome and stems(anchors.outcome) & stems(statement)
-    return verdict_of(statement) if named else INSUFFICIENT
+    return verdict_of(statement) if names_outcome(statement, anchors) else INSUFFICIENT
 
 
 def statement_answer(
@@ -387,11 +391,10 @@ def bottom_line(
         )
         stated = (lambda s: outcome_verdict(s, anchors, verdict_of)) if own_outcome else verdict_of
 
-        def names_outcome(n: int) -> bool:
-            """Whether source n's quoted statements or title name the question's own outcome (any outcome
+        def about_outcome(n: int) -> bool:
+            """Whether source n's quoted statements or title name the question's own outcome (any source
             when the question names none besides its condition)."""
-            text = " ".join([*quoted.get(document[n], []), titles[n]])
-            return not own_outcome or bool(stems(anchors.outcome) & stems(text))
+            return not own_outcome or names_outcome(" ".join([*quoted.get(document[n], []), titles[n]]), anchors)
 
         def read(n: int, statement: str) -> bool:
             """Whether the reader answers for source n: a study, not a guideline (grade A), nor a review
@@ -402,7 +405,7 @@ def bottom_line(
                 and grade[n] != GUIDELINE
                 and not recommends(statement)
                 and n not in unsettled
-                and names_outcome(n)
+                and about_outcome(n)
             )
 
         stances = {
@@ -509,9 +512,9 @@ def bottom_line(
         if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
             target, concluding = neutral, set(neither)  # those recommendations support it
             text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
-        elif target == neutral and first and not directions:  # those that compare the arms state no direction
-            return _unanswered(kind, undirected(anchors), answer, grade)
         elif target == neutral and first:
+            if not directions:  # the sources that compare the arms state no direction
+                return _unanswered(kind, undirected(anchors), answer, grade)
             # the best-graded sources that compare the arms disagree (the demo's "Is surgery better than
             # conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer" at moderate
             # certainty from a review favouring surgery and one that concludes nothing firm)
@@ -584,23 +587,23 @@ def uncompared(anchors: Anchors) -> str:
     return f"no cited finding compares {anchors.intervention} with {anchors.comparator}"
 
 
+def _findings_about(anchors: Anchors, verb: str) -> str:
+    """What a comparative or open question's findings are about: "that <verb> I with C", "about I", or ""
+    when the question names no intervention."""
+    if anchors.comparator:
+        return f"that {verb} {anchors.intervention} with {anchors.comparator}"
+    return f"about {anchors.intervention}" if anchors.intervention else ""
+
+
 def undirected(anchors: Anchors) -> str:
     """Why no cited finding answers a comparative or open question: those about its arms state no direction."""
-    if anchors.comparator:
-        return f"no cited finding that compares {anchors.intervention} with {anchors.comparator} states a direction"
-    return f"no cited finding{f' about {anchors.intervention}' if anchors.intervention else ''} states a direction"
+    about = _findings_about(anchors, "compares")
+    return f"no cited finding{' ' + about if about else ''} states a direction"
 
 
 def disagreeing(anchors: Anchors, grade: str) -> str:
     """Why the evidence does not answer a comparative or open question: its best-graded sources disagree."""
-    about = (
-        f"that compare {anchors.intervention} with {anchors.comparator}"
-        if anchors.comparator
-        else f"about {anchors.intervention}"
-        if anchors.intervention
-        else "cited"
-    )
-    return f"the grade {grade} findings {about} disagree"
+    return f"the grade {grade} findings {_findings_about(anchors, 'compare') or 'cited'} disagree"
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
