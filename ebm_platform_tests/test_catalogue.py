@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from ebm_platform.conditions import CatalogueError, load_catalogue
-from ebm_platform.corpus.tagging import tag_conditions
+from ebm_platform.corpus.tagging import abstract_of, tag_conditions
 from ebm_platform.settings import DEFAULT_CATALOGUE, EVALUATION_CATALOGUE
 
 PAPER_CODES = [
@@ -45,9 +45,9 @@ def test_default_catalogue_is_the_papers_23_codes():
 def test_tagging_uses_title_abstract_and_body_hits():
     catalogue = load_catalogue(DEFAULT_CATALOGUE)
     assert tag_conditions(catalogue, "Hip strengthening for patellofemoral pain", "", "", "C") == ["PFP"]
-    body = "achilles tendon " * 3
+    body = "achilles tendinopathy " * 3
     assert tag_conditions(catalogue, "A trial", "exercise", body, "C") == ["AT"]
-    assert tag_conditions(catalogue, "A trial", "exercise", "achilles tendon once", "C") == []
+    assert tag_conditions(catalogue, "A trial", "exercise", "achilles tendinopathy once", "C") == []
     # guideline sets admit only grade A evidence
     assert "GL-GEN" not in tag_conditions(catalogue, "Exercise prescription in adults", "", "", "C")
     assert "GL-GEN" in tag_conditions(catalogue, "Exercise prescription in adults", "", "", "A")
@@ -57,6 +57,35 @@ def test_tagging_uses_title_abstract_and_body_hits():
     assert tag_conditions(catalogue, guideline, "", passing, "A") == ["LBP"]
     assert tag_conditions(catalogue, guideline, "", passing, "B") == ["LBP", "NP"]
     assert tag_conditions(catalogue, "Clinical Practice Guideline", "", passing, "A") == ["NP"]
+    # a study is held to its title too; a systematic review may span the conditions it covers
+    assert tag_conditions(catalogue, "Exercise for low back pain: a randomised trial", "", passing, "C") == ["LBP"]
+
+
+def test_an_article_is_tagged_by_its_abstract_not_by_its_introduction():
+    """Evidence Inference articles were tagged by their first 4,000 characters, which reach into the
+    introduction: a laryngoscope trial landed in neck pain and a cancer-fatigue trial in low back pain."""
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    article = (
+        "# Open-label placebo for cancer-related fatigue\n\n## Abstract\n\nFatigue improved with placebo.\n\n"
+        "## Introduction\n\nOpen-label placebo has been tried in chronic low back pain.\n"
+    )
+    assert abstract_of(article).strip() == "Fatigue improved with placebo."
+    title = "Open-label placebo for cancer-related fatigue"
+    assert tag_conditions(catalogue, title, abstract_of(article), article, "C") == []
+    assert tag_conditions(catalogue, title, article[:4000], article, "C") == ["LBP"]  # the old head
+    assert abstract_of("# A guideline\n\nLow back pain text") == "# A guideline\n\nLow back pain text"
+
+
+def test_terms_name_the_condition_not_the_anatomy():
+    """The demo filed a diabetic foot ulcer review ("Achilles tendon lengthening") under Achilles
+    tendinopathy, and knee arthroplasty trials ("the patellofemoral joint") under patellofemoral pain."""
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    ulcer = "Non-removable casts combined with Achilles tendon lengthening healed more ulcers. " * 3
+    assert "AT" not in tag_conditions(catalogue, "Offloading for diabetic foot ulcers", "", ulcer, "B")
+    arthroplasty = "The patellofemoral joint was resurfaced; patellofemoral tracking was normal. " * 3
+    assert "PFP" not in tag_conditions(catalogue, "Total knee arthroplasty alignment", "", arthroplasty, "C")
+    assert tag_conditions(catalogue, "Taping for patellofemoral pain syndrome", "", "", "B") == ["PFP"]
+    assert tag_conditions(catalogue, "Neural mobilization for cervicobrachial pain", "", "", "C") == ["NP"]
 
 
 def test_catch_all_catalogue_admits_everything():

@@ -18,7 +18,7 @@ from ebm_platform.corpus.graded import cochrane_reviews, read_guideline, review_
 from ebm_platform.corpus.landing import landing_markdown, write_atomic
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import pubmedqa_document, read_jats
-from ebm_platform.corpus.tagging import tag_conditions
+from ebm_platform.corpus.tagging import abstract_of, tag_conditions
 from ebm_platform.process import cores
 
 DATASETS = ("evidence-inference", "pubmedqa", "cochrane", "guidelines")
@@ -157,7 +157,7 @@ def _prepare(load: Callable[[], Document]) -> tuple[Document, str | None] | Docu
     except DocumentError as exc:
         return exc
     document.conditions = tag_conditions(
-        _catalogue, document.title, document.text[:4000], document.text, document.grade
+        _catalogue, document.title, abstract_of(document.text), document.text, document.grade
     )
     return document, landing_markdown(document) if document.conditions else None
 

@@ -12,7 +12,7 @@ from ebm_platform.atomic import write_text_atomic
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.model import Document, DocumentError
 from ebm_platform.corpus.readers import read_jats, read_markdown, read_pdf
-from ebm_platform.corpus.tagging import tag_conditions
+from ebm_platform.corpus.tagging import abstract_of, tag_conditions
 
 READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats, ".pdf": read_pdf}
 MAX_FILE_BYTES = 100 * 2**20  # larger files are not read at all
@@ -85,7 +85,7 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
         except KeyError as exc:
             raise DocumentError(f"unknown condition code {raw!r} in front matter") from exc
     if not codes:
-        codes = tag_conditions(catalogue, document.title, document.text[:4000], document.text, document.grade)
+        codes = tag_conditions(catalogue, document.title, abstract_of(document.text), document.text, document.grade)
     if code not in codes:
         codes.insert(0, code)
     document.conditions = list(dict.fromkeys(codes))

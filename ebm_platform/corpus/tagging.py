@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from ebm_platform.conditions import Catalogue, Condition
 
-GUIDELINE = "A"  # the grade of clinical practice guidelines (corpus/grading.py)
+REVIEW = "B"  # the grade of systematic reviews (corpus/grading.py), which often span conditions
+HEAD_CHARS = 4000  # a document without an abstract section is judged by its first characters
+ABSTRACT = re.compile(r"^## Abstract[ \t]*\n(.*?)(?=^## |\Z)", re.M | re.S)
 
 
 def _topical(condition: Condition) -> bool:
@@ -12,13 +16,22 @@ def _topical(condition: Condition) -> bool:
     return not condition.catch_all and not condition.requires_grade
 
 
+def abstract_of(markdown: str) -> str:
+    """The document's abstract section (a journal article's `## Abstract`), else its first
+    HEAD_CHARS characters: an article's introduction names the conditions it is not about."""
+    found = ABSTRACT.search(markdown)
+    return found.group(1) if found else markdown[:HEAD_CHARS]
+
+
 def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, grade: str) -> list[str]:
     """Codes whose terms match the title or abstract, or the body at least `body_min_hits` times.
-    A guideline whose title names conditions is about those alone: its body (a hundred pages)
-    mentions others in passing (the VA/DoD low back pain guideline named neck pain often enough
-    to land in NP, where its discussion of spinal manipulation then answered neck pain questions)."""
+    A guideline or a study whose title names conditions is about those alone: its abstract and body
+    mention others in passing (the VA/DoD low back pain guideline named neck pain often enough to
+    land in NP; a shoulder trial's background named Achilles tendinopathy, where shock waves were
+    tried first). A systematic review is not held to its title: one review may cover neck and low
+    back pain, and a Cochrane review without a title carries its first sentence in its place."""
     head = f"{title}\n{abstract}"
-    scope = {c.code for c in catalogue.conditions if _topical(c) and c.matches(title)} if grade == GUIDELINE else set()
+    scope = {c.code for c in catalogue.conditions if _topical(c) and c.matches(title)} if grade != REVIEW else set()
     codes: list[str] = []
     for condition in catalogue.conditions:
         if condition.requires_grade and grade not in condition.requires_grade:
