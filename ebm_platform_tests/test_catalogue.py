@@ -78,7 +78,8 @@ def test_an_article_is_tagged_by_its_abstract_not_by_its_introduction():
 
 def test_terms_name_the_condition_not_the_anatomy():
     """The demo filed a diabetic foot ulcer review ("Achilles tendon lengthening") under Achilles
-    tendinopathy, and knee arthroplasty trials ("the patellofemoral joint") under patellofemoral pain."""
+    tendinopathy, knee arthroplasty trials ("the patellofemoral joint") under patellofemoral pain and
+    osteoporosis reviews ("bone density at the lumbar spine") under low back pain."""
     catalogue = load_catalogue(DEFAULT_CATALOGUE)
     ulcer = "Non-removable casts combined with Achilles tendon lengthening healed more ulcers. " * 3
     assert "AT" not in tag_conditions(catalogue, "Offloading for diabetic foot ulcers", "", ulcer, "B")
@@ -86,6 +87,8 @@ def test_terms_name_the_condition_not_the_anatomy():
     assert "PFP" not in tag_conditions(catalogue, "Total knee arthroplasty alignment", "", arthroplasty, "C")
     assert tag_conditions(catalogue, "Taping for patellofemoral pain syndrome", "", "", "B") == ["PFP"]
     assert tag_conditions(catalogue, "Neural mobilization for cervicobrachial pain", "", "", "C") == ["NP"]
+    bone = "Bisphosphonates increased bone mineral density at the lumbar spine. " * 3
+    assert "LBP" not in tag_conditions(catalogue, "Bisphosphonates for osteoporosis", "", bone, "B")
 
 
 def test_catch_all_catalogue_admits_everything():

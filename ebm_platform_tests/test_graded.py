@@ -208,6 +208,8 @@ def test_cochrane_sets_join_on_the_review_number_and_keep_the_richest_text(tmp_p
     assert first.study_design == "systematic review" and first.grade_basis.startswith("source:Cochrane")
     second = review_document(reviews["CD000002"])  # results from one set, conclusions from another
     assert "bracing reduced re-injury" in second.text and "## Authors' conclusions" in second.text
+    # untitled: headed by the first sentence of its conclusions, not of its results
+    assert second.title == "Cochrane systematic review CD000002: Bracing probably prevents recurrent ankle sprain"
     assert reviews["CD000002"].sets == ["cochrane_simplification", "cochrane_conclusions"]
     third = review_document(reviews["CD000003"])
     assert third.title.startswith("Cochrane systematic review CD000003: There is insufficient evidence")

@@ -151,7 +151,10 @@ def review_document(review: CochraneReview) -> Document:
         sections.append((CONCLUSIONS, review.conclusions))
     if not sections:
         raise DocumentError(f"Cochrane review {review.number} has no text")
-    title = review.title or f"Cochrane systematic review {review.number}: {_first_sentence(sections[-1][1])}"
+    # without a title, the authors' conclusions say what the review is about ("Fourteen trials (709
+    # participants) met the inclusion criteria", the results' first sentence, says nothing)
+    headline = _first_sentence(review.conclusions or sections[-1][1])
+    title = review.title or f"Cochrane systematic review {review.number}: {headline}"
     body = "\n\n".join([f"# {title}", *(f"## {heading}\n\n{text}" for heading, text in sections)])
     return Document(
         title=title,
