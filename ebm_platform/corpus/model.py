@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field
 
 GRADES = ("A", "B", "C", "D", "E")
@@ -13,6 +14,15 @@ GRADE_LABELS = {
     "D": "cohort study",
     "E": "other research",
 }
+
+
+ABSTRACT = re.compile(r"^## Abstract\s*$(.*?)(?=^## (?!#)|\Z)", re.M | re.S)
+
+
+def abstract_section(markdown: str) -> str:
+    """A document's abstract (its "## Abstract" section, as the JATS reader writes it), "" when it has none."""
+    found = ABSTRACT.search(markdown)
+    return found.group(1).strip() if found else ""
 
 
 class DocumentError(ValueError):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from ebm_platform.conditions import Catalogue, Condition
+from ebm_platform.corpus.model import abstract_section
 
 REVIEW = "B"  # the grade of systematic reviews (corpus/grading.py), which often span conditions
 HEAD_CHARS = 4000  # a document without an abstract section is judged by its first characters
-ABSTRACT = re.compile(r"^## Abstract[ \t]*\n(.*?)(?=^## |\Z)", re.M | re.S)
 
 
 def _topical(condition: Condition) -> bool:
@@ -19,8 +17,7 @@ def _topical(condition: Condition) -> bool:
 def abstract_of(markdown: str) -> str:
     """The document's abstract section (a journal article's `## Abstract`), else its first
     HEAD_CHARS characters: an article's introduction names the conditions it is not about."""
-    found = ABSTRACT.search(markdown)
-    return found.group(1) if found else markdown[:HEAD_CHARS]
+    return abstract_section(markdown) or markdown[:HEAD_CHARS]
 
 
 def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, grade: str) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ebm_platform.conditions import active_catalogue
+from ebm_platform.corpus.model import abstract_section
 from ebm_platform.llm.client import client_from_settings
 from ebm_platform.process import shared_instance
 from ebm_platform.retrieval.answer import assess_certainty, compose_llm, compose_offline, label_shared_windows
@@ -19,7 +20,6 @@ from ebm_platform.retrieval.bottom_line import (
     with_certainty,
 )
 from ebm_platform.retrieval.closed_answer import MAYBE
-from ebm_platform.retrieval.findings import abstract
 from ebm_platform.retrieval.learned import gate_line
 from ebm_platform.retrieval.pipeline import QuestionError, Retrieval, Retriever
 from ebm_platform.retrieval.sr_rag import condition_named, question_condition
@@ -162,7 +162,7 @@ def answer_from(
             source_reader(retriever, text, rows, answer, lead),
             condition if condition in retriever.partitions else None,  # a condition this lake has a partition of
             in_condition,
-            lambda n: abstract(retriever.documents.get(doc_of[n], {}).get("text") or ""),
+            lambda n: abstract_section(retriever.documents.get(doc_of[n], {}).get("text") or ""),
         )
     )
     take_sides(answer, line["sides"])  # each statement's side is its source's side of the bottom line

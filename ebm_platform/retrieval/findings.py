@@ -272,13 +272,6 @@ CONTROL_NAMED = re.compile(
 )
 # a comparison stated ("A versus B", "not superior to", "a comparative study of")
 COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
-ABSTRACT = re.compile(r"^## Abstract\s*$(.*?)(?=^## (?!#)|\Z)", re.M | re.S)
-
-
-def abstract(text: str) -> str:
-    """A document's abstract (its "## Abstract" section), "" when it has none."""
-    found = ABSTRACT.search(text)
-    return found.group(1).strip() if found else ""
 
 
 def _own_stems(arm: str, other: str) -> set[str]:
