@@ -8,7 +8,9 @@ import pytest
 from ebm_platform.betr.fit import build_pairs, fit, objective_np, select_tau, simulate
 from ebm_platform.betr.model import BetrParameters
 from ebm_platform.defs.betr import parameter_problems
-from ebm_platform.evaluation.betr_metrics import betr, heuristic, query_metrics, semantic
+import polars as pl
+
+from ebm_platform.evaluation.betr_metrics import betr, ceiling, evaluate, heuristic, query_metrics, semantic
 
 TRUE_U = {"A": 0.0, "B": -0.3, "C": -0.6, "D": -0.9, "E": -1.2}
 
@@ -69,6 +71,28 @@ def test_metrics_on_a_hand_checked_pool():
     assert query_metrics(s, grades, gold, heuristic(0.0), k=4)["SA-NDCG"] == pytest.approx(
         query_metrics(s, grades, gold, semantic, k=4)["SA-NDCG"]
     )
+
+
+def test_the_ceiling_orders_gold_first_and_shows_when_grade_cannot_help():
+    """The ideal order puts every gold window first and higher grades first among them: on a pool whose
+    gold windows all fit in the top K already, no reranking that keeps them there changes HGSR (the demo's
+    test split: Semantic-only 0.059, ceiling 0.061)."""
+    pools = pl.DataFrame(
+        {
+            "question_id": ["q1"] * 4 + ["q2"] * 3,
+            "s": [0.9, 0.8, 0.7, 0.1, 0.9, 0.5, 0.4],
+            "grade": ["C", "A", "E", "B", "C", "B", "A"],
+            "gold": [True, False, False, True, True, True, False],
+        }
+    )
+    top = ceiling(pools, k=2)
+    assert top["HGSR"] == pytest.approx((0.5 + 0.5) / 2) and top["PrefAcc"] == 1.0 and top["SA-NDCG"] == 1.0
+    assert evaluate(pools, semantic, k=2)["HGSR"] == pytest.approx((0.0 + 0.5) / 2)  # q1's B is fourth
+    fits = pools.filter(pl.col("question_id") == "q2")  # both gold windows already in the top 2
+    assert ceiling(fits, k=2)["HGSR"] == evaluate(fits, semantic, k=2)["HGSR"]
+    # among the gold windows a ranker may drop C's from the top K to raise HGSR: that costs SA-NDCG
+    boosted = evaluate(pools, betr(1.0, {"A": 0, "B": 0, "C": -1, "D": -1, "E": -1}), k=2)
+    assert boosted["HGSR"] > top["HGSR"] and boosted["SA-NDCG"] < top["SA-NDCG"]
 
 
 @pytest.mark.parametrize(

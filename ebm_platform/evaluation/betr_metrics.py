@@ -7,6 +7,9 @@ Grade score: A=5, B=4, C=3, D=2, E=1 (higher is better, the paper's scale).
   higher grades gain more); the ideal ordering is over the whole pool.
 - PrefAcc: share of (gold, non-gold) pairs of the pool that the ranking orders gold first.
 Rankers: Semantic-only (s), Heuristic (s - c * rank(grade), rank A=0 ... E=4) and BETR (a*s + u(grade)).
+The ceiling is the ideal order (every gold window first, higher grades first among them): its AvgGrade
+and HGSR bound what a reranking that keeps the gold windows in the top K can show on the same pools (a
+ranker that pushes lower-grade gold windows out of the top K raises HGSR and loses SA-NDCG).
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ def evaluate(pools: pl.DataFrame, ranker: Ranker, k: int = 12) -> dict[str, floa
         else float("nan")
         for m in per_query[0]
     } | {"queries": len(per_query)}
+
+
+def ceiling(pools: pl.DataFrame, k: int = 12) -> dict[str, float]:
+    """The metrics of the ideal order: every gold window first, higher grades first among them, then
+    by s (each pool's s turned into its rank share, below one grade step)."""
+    grade_rank = pl.col("grade").replace_strict(RANK, return_dtype=pl.Int64)
+    oracle = pools.with_columns(
+        s=pl.col("gold").cast(pl.Float64) * 10
+        + pl.when(pl.col("gold")).then(4 - grade_rank).otherwise(0)
+        + pl.col("s").rank().over("question_id") / (pl.len().over("question_id") + 1)
+    )
+    return evaluate(oracle, semantic, k)
 
 
 def tune_heuristic(
