@@ -3,13 +3,12 @@
 import math
 
 import numpy as np
+import polars as pl
 import pytest
 
 from ebm_platform.betr.fit import build_pairs, fit, objective_np, select_tau, simulate
 from ebm_platform.betr.model import BetrParameters
 from ebm_platform.defs.betr import parameter_problems
-import polars as pl
-
 from ebm_platform.evaluation.betr_metrics import betr, ceiling, evaluate, heuristic, query_metrics, semantic
 
 TRUE_U = {"A": 0.0, "B": -0.3, "C": -0.6, "D": -0.9, "E": -1.2}
