@@ -7,9 +7,9 @@ Grade score: A=5, B=4, C=3, D=2, E=1 (higher is better, the paper's scale).
   higher grades gain more); the ideal ordering is over the whole pool.
 - PrefAcc: share of (gold, non-gold) pairs of the pool that the ranking orders gold first.
 Rankers: Semantic-only (s), Heuristic (s - c * rank(grade), rank A=0 ... E=4) and BETR (a*s + u(grade)).
-The ceiling is the ideal order (every gold window first, higher grades first among them): its AvgGrade
-and HGSR bound what a reranking that keeps the gold windows in the top K can show on the same pools (a
-ranker that pushes lower-grade gold windows out of the top K raises HGSR and loses SA-NDCG).
+The ceiling is the ideal order (every gold window first, higher grades first among them): of the orders
+whose top K holds as many gold windows as it can, it has the highest AvgGrade and HGSR (a ranker that
+pushes lower-grade gold windows out of the top K raises HGSR and loses SA-NDCG).
 """
 
 from __future__ import annotations
