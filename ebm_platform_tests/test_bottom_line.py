@@ -15,7 +15,13 @@ from ebm_platform.retrieval.bottom_line import (
     question_type,
     take_sides,
 )
-from ebm_platform.retrieval.findings import arm_words, compares_arms, other_stage, recommendation_stance
+from ebm_platform.retrieval.findings import (
+    CONCLUDES_UNCERTAIN,
+    arm_words,
+    compares_arms,
+    other_stage,
+    recommendation_stance,
+)
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.sr_rag import condition_named, question_condition
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
@@ -969,6 +975,37 @@ def test_a_comparative_question_whose_best_sources_disagree_or_state_no_directio
     silent = _answer(INSUFFICIENT, [("Surgery and conservative treatment were compared in 80 patients.", 1)], {1: "B"})
     line = bottom_line(question, question_anchors(question), silent, _rules)
     assert line["unanswered"] == "no cited finding that compares surgery with conservative treatment states a direction"
+
+
+def test_a_review_that_cannot_conclude_takes_no_side_and_disagrees_with_a_direction() -> None:
+    """On the demo lake of 2026-12-03 (044c782) "Is surgery better than conservative treatment for rotator cuff
+    tears?" read "No significant difference ... (supported by 1 grade B; contradicted by 1 grade B)": the support
+    was a Cochrane review's "we cannot draw firm conclusions about the effectiveness or safety of surgery", which
+    is no finding of no difference."""
+    question = "Is surgery better than conservative treatment for rotator cuff tears?"
+    unsettled = (
+        "We cannot draw firm conclusions about the effectiveness of surgery compared with conservative treatment "
+        "for rotator cuff disease."
+    )
+    favouring = "Pain improved more after surgery than after conservative treatment (p = 0.01)."
+    assert CONCLUDES_UNCERTAIN.search(unsettled)
+    answer = _answer(NO_DIFFERENCE, [(unsettled, 1), (favouring, 2)], {1: "B", 2: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    reason = "the grade B findings that compare surgery with conservative treatment disagree"
+    assert line["text"] == f"Insufficient evidence: {reason}." and line["inconsistent"] == reason
+    assert line["support"] == {} and line["contradict"] == {}
+    alone = bottom_line(
+        question, question_anchors(question), _answer(NO_DIFFERENCE, [(unsettled, 1)], {1: "B"}), _rules
+    )
+    assert alone["answer"] == INSUFFICIENT and alone["support"] == {"B": 1}
+    assert alone["text"] == (
+        "Insufficient evidence: the grade B reviews that compare surgery with conservative treatment find the "
+        "evidence uncertain."
+    )
+    trial = bottom_line(
+        question, question_anchors(question), _answer(NO_DIFFERENCE, [(unsettled, 1)], {1: "C"}), _rules
+    )
+    assert trial["answer"] != INSUFFICIENT  # a trial's words are read as its verdict, as before
 
 
 def test_an_open_question_without_an_intervention_is_answered_by_its_top_ranked_finding() -> None:

@@ -490,8 +490,19 @@ def bottom_line(
             if recommends(s)
             or compares_arms([*quoted.get(document[n], []), titles[n]], anchors, abstract_of(n) if abstract_of else "")
         }
+        # a review that compares the arms and concludes the evidence does not settle it takes no side: "we cannot
+        # draw firm conclusions about the effectiveness or safety of surgery" is no "no significant difference"
+        unsettled = {
+            n
+            for n in comparing
+            if grade[n] == REVIEW and not recommends(first[n]) and CONCLUDES_UNCERTAIN.search(first[n])
+        }
         stances = {
-            n: neutral if n not in comparing else recommended_verdict(s, anchors) if recommends(s) else verdict_of(s)
+            n: neutral
+            if n not in comparing or n in unsettled
+            else recommended_verdict(s, anchors)
+            if recommends(s)
+            else verdict_of(s)
             for n, s in first.items()
         }
         directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
@@ -509,18 +520,24 @@ def bottom_line(
             if grade[n] == GUIDELINE and n in on_arms and recommendation_stance(first[n], anchors) == "neither"
         ]
         directions = {n for n, st in stances.items() if st != neutral}
+        # an unsettled review ranks with the best-graded sources that take a side: they disagree (the demo's rotator
+        # cuff question read "No significant difference" from "we cannot draw firm conclusions")
+        undecided = bool(unsettled) and not directing and not neither
+        if undecided and directions and min(grade[n] for n in unsettled) <= min(grade[n] for n in directions):
+            return _disagreement(kind, anchors, min(grade[n] for n in unsettled), answer, stances, grade)
         if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
             target, concluding = neutral, set(neither)  # those recommendations support it
             text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
+        elif undecided and not directions:  # the reviews that compare the arms find the evidence uncertain
+            target, concluding = neutral, unsettled
+            text = f"Insufficient evidence: {uncertain_reviews(anchors, min(grade[n] for n in unsettled))}"
         elif target == neutral and first:
             if not directions:  # the sources that compare the arms state no direction
                 return _unanswered(kind, undirected(anchors), answer, grade)
             # the best-graded sources that compare the arms disagree (the demo's "Is surgery better than
             # conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer" at moderate
             # certainty from a review favouring surgery and one that concludes nothing firm)
-            reason = disagreeing(anchors, min(grade[n] for n in directions))
-            text = f"Insufficient evidence: {reason}"
-            return {**_line(kind, target, text, answer, {n: "neutral" for n in stances}, grade), "inconsistent": reason}
+            return _disagreement(kind, anchors, min(grade[n] for n in directions), answer, stances, grade)
         elif not anchors.intervention and statements:  # an open question that names no intervention ("What is the
             # most effective treatment for plantar heel pain?" read "The intervention decreased the outcome"):
             # the finding that gives the verdict is the bottom line
@@ -601,9 +618,24 @@ def undirected(anchors: Anchors) -> str:
     return f"no cited finding{' ' + about if about else ''} states a direction"
 
 
+def uncertain_reviews(anchors: Anchors, grade: str) -> str:
+    """Why the evidence does not answer a comparative question: its reviews find the evidence uncertain."""
+    return f"the grade {grade} reviews {_findings_about(anchors, 'compare') or 'cited'} find the evidence uncertain"
+
+
 def disagreeing(anchors: Anchors, grade: str) -> str:
     """Why the evidence does not answer a comparative or open question: its best-graded sources disagree."""
     return f"the grade {grade} findings {_findings_about(anchors, 'compare') or 'cited'} disagree"
+
+
+def _disagreement(
+    kind: str, anchors: Anchors, at: str, answer: dict, stances: dict[int, str], grade: dict[int, str]
+) -> dict:
+    """The bottom line "Insufficient evidence: the grade <at> findings ... disagree", no source on either side,
+    with the reason that downgrades its certainty for inconsistency."""
+    reason = disagreeing(anchors, at)
+    line = _line(kind, INSUFFICIENT, f"Insufficient evidence: {reason}", answer, {n: "neutral" for n in stances}, grade)
+    return {**line, "inconsistent": reason}
 
 
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:

@@ -331,13 +331,16 @@ RECOMMENDS = re.compile(
 # recommend reassurance ..., avoiding bed rest")
 REPORTED_RECOMMENDATION = re.compile(rf"\bguidelines? {_RECOMMEND_VERB}\b", re.I)
 # a review's conclusion that the evidence does not settle the question ("the effectiveness of massage for
-# neck pain remains uncertain", "no recommendations for practice can be made", "insufficient evidence")
+# neck pain remains uncertain", "no recommendations for practice can be made", "insufficient evidence",
+# "we cannot draw firm conclusions about the effectiveness or safety of surgery")
 CONCLUDES_UNCERTAIN = re.compile(
     r"\b(?:effectiveness|efficacy|effects?|benefits?|evidence|value|role)\b[^.;]{0,80}?\b(?:remains?|is|are|was|were)\s+"
     r"(?:still\s+|currently\s+|largely\s+)?(?:uncertain|unclear|inconclusive|insufficient|lacking)\b|"
     r"\b(?:we are|it is|it remains) (?:still )?(?:uncertain|unclear) (?:whether|if|about)\b|"
     r"\b(?:insufficient|inconclusive|not enough) evidence\b|"
-    r"\bno (?:firm |definitive |clear )?(?:conclusions?|recommendations?)\b[^.;]{0,60}?\b(?:can|could) be (?:made|drawn|reached)\b",
+    r"\bno (?:firm |definitive |clear )?(?:conclusions?|recommendations?)\b[^.;]{0,60}?\b(?:can|could) be (?:made|drawn|reached)\b|"
+    r"\b(?:cannot|can ?not|could not|unable to) (?:yet )?(?:draw|make|reach) (?:any )?(?:firm |definitive |clear )?"
+    r"conclusions?\b",
     re.I,
 )
 # a recommendation for something that is to be avoided: the words just before an arm's first mention
