@@ -523,14 +523,15 @@ def bottom_line(
         # an unsettled review ranks with the best-graded sources that take a side: they disagree (the demo's rotator
         # cuff question read "No significant difference" from "we cannot draw firm conclusions")
         undecided = bool(unsettled) and not directing and not neither
-        if undecided and directions and min(grade[n] for n in unsettled) <= min(grade[n] for n in directions):
-            return _disagreement(kind, anchors, min(grade[n] for n in unsettled), answer, stances, grade)
+        unsettled_at = min((grade[n] for n in unsettled), default="")  # the best grade among them
+        if undecided and directions and unsettled_at <= min(grade[n] for n in directions):
+            return _disagreement(kind, anchors, unsettled_at, answer, stances, grade)
         if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
             target, concluding = neutral, set(neither)  # those recommendations support it
             text = f"Insufficient evidence: the guideline recommends neither for nor against {anchors.intervention}"
         elif undecided and not directions:  # the reviews that compare the arms find the evidence uncertain
             target, concluding = neutral, unsettled
-            text = f"Insufficient evidence: {uncertain_reviews(anchors, min(grade[n] for n in unsettled))}"
+            text = f"Insufficient evidence: {uncertain_reviews(anchors, unsettled_at)}"
         elif target == neutral and first:
             if not directions:  # the sources that compare the arms state no direction
                 return _unanswered(kind, undirected(anchors), answer, grade)
