@@ -21,6 +21,7 @@ from ebm_platform.defs.benchmark import (
     benchmark_structure,
 )
 from ebm_platform.defs.corpus import evidence_windows, source_documents
+from ebm_platform.defs.graph import pico_extractions
 from ebm_platform.defs.index import window_index
 from ebm_platform.index.embeddings import embed
 from ebm_platform.settings import DEFAULT_CATALOGUE
@@ -34,6 +35,7 @@ ASSETS = [
     benchmark_structure,
     benchmark_quality_signals,
     benchmark_splits,
+    pico_extractions,  # last: the slices below select the benchmark's steps
 ]
 
 
@@ -231,7 +233,7 @@ def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir
         partition_key="PFP",
         resources=_resources(bench_lake, datasets_dir),
         instance=dg.DagsterInstance.ephemeral(),
-        selection=ASSETS[:6],
+        selection=[*ASSETS[:6], pico_extractions],
     )
     assert result.success
     bench = pl.read_parquet(bench_lake / "assets" / "benchmark_qa" / "PFP.parquet")
@@ -316,7 +318,7 @@ def test_discarded_questions_stay_out_through_export_and_materialisation(tmp_pat
 
     def materialise() -> pl.DataFrame:
         result = dg.materialize(
-            [source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+            [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_structure],
             selection=[benchmark_qa, benchmark_structure],
             partition_key="PFP",
             resources=resources,

@@ -285,12 +285,14 @@ def test_evaluation_report_runs_only_where_the_benchmark_passed_its_blocking_che
     )
     from ebm_platform.defs.corpus import evidence_windows, source_documents
     from ebm_platform.defs.evaluation import evaluation_report, evaluation_summary
+    from ebm_platform.defs.graph import pico_extractions
     from ebm_platform.defs.resources import EvaluationResource
     from ebm_platform_tests.conftest import lake_resources
 
     assets = [
         source_documents,
         evidence_windows,
+        pico_extractions,
         benchmark_qa,
         benchmark_structure,
         benchmark_splits,
@@ -414,6 +416,7 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     from ebm_platform.definitions import defs
     from ebm_platform.defs.benchmark import benchmark_qa, benchmark_structure
     from ebm_platform.defs.corpus import evidence_windows, source_documents
+    from ebm_platform.defs.graph import pico_extractions
     from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform_tests.conftest import lake_resources
 
@@ -425,7 +428,7 @@ def test_automation_never_requests_the_report_of_a_partition_whose_benchmark_fai
     def bench(code: str) -> bool:
         upstream = [source_documents, evidence_windows] if code == "ACL" else []  # ACL has no parquet in the lake
         return dg.materialize(
-            [source_documents, evidence_windows, benchmark_qa, benchmark_structure],
+            [source_documents, evidence_windows, pico_extractions, benchmark_qa, benchmark_structure],
             selection=[*upstream, benchmark_qa, benchmark_structure],
             partition_key=code,
             resources=resources,

@@ -14,6 +14,7 @@ from ebm_platform.benchmark.generation import (
     offline_relation,
     result_sentence,
     sample_windows,
+    window_extraction,
 )
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import split_blocks
@@ -174,3 +175,28 @@ def test_questions_come_from_findings_not_background(windows):
     seed = sampled[0]
     ideal = ideal_answer("The answer.", seed, [seed["window_id"], methods[0]["window_id"]], by_id, is_finding)
     assert ideal == f"(grade B) The answer. [{seed['window_id']}]"
+
+
+# a systematic review's result (the demo's multidisciplinary rehabilitation review), whose outcome the rules miss
+REVIEW_RESULT = (
+    "In MBR compared to usual care for subacute LBP, individuals receiving MBR had less pain (four studies with "
+    "336 participants; SMD -0.46, 95% CI -0.70 to -0.21, moderate-quality of evidence due to risk of bias)."
+)
+
+
+def test_stage_one_reads_the_graphs_extraction_first_and_only_grounded_names():
+    """The knowledge graph's entities (the learned tagger's spans) give a review's result the outcome the
+    rules miss, so it seeds a question; a name that is not in the window is never used."""
+    window = {"window_id": "r1", "doc_id": "r", "grade": "B", "section": "Review > Main results", "text": REVIEW_RESULT}
+    graph = [
+        {"name": "spinal cord stimulation", "type": "Intervention"},  # not in the window
+        {"name": "MBR", "type": "Intervention"},
+        {"name": "pain", "type": "Outcome"},
+    ]
+    assert not window_extraction(window).names("Outcome")  # the rules alone
+    found = window_extraction(window, graph)
+    assert found.names("Intervention")[0] == "MBR" and found.names("Outcome")[0] == "pain"
+    assert "spinal cord stimulation" not in found.names("Intervention")
+    frame = pl.DataFrame([window])
+    assert not sample_windows(frame, 1, 7, is_finding)
+    assert [w["window_id"] for w, _ in sample_windows(frame, 1, 7, is_finding, {"r1": graph})] == ["r1"]

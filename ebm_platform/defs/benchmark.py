@@ -80,6 +80,7 @@ def benchmark_qa(
     context: dg.AssetExecutionContext,
     source_documents: pl.DataFrame,
     evidence_windows: pl.DataFrame,
+    pico_extractions: pl.DataFrame,
     lake: LakeResource,
     embedder: EmbedderResource,
     benchmark: BenchmarkResource,
@@ -87,7 +88,8 @@ def benchmark_qa(
 ) -> dg.Output[pl.DataFrame]:
     """One table schema for every source: the SR-RAG release (answer-level), Evidence Inference and
     PubMedQA (gold windows located in this partition) and generated questions (paper stages 1-3,
-    with the configured LLM or offline). Reviewer decisions (`discard`) are honoured. Written to
+    with the configured LLM or offline; stage 1 reads each window's PICO from pico_extractions, the
+    knowledge graph's extraction). Reviewer decisions (`discard`) are honoured. Written to
     staging: benchmark_structure promotes it when it passes, so a failed benchmark never replaces
     the last good one that downstream assets read."""
     code = context.partition_key
@@ -112,7 +114,16 @@ def benchmark_qa(
             return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])
 
         generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, is_finding, window_vectors=window_vectors)
-        parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed))
+        entities: dict[str, list[dict]] = {}
+        for window_id, name, type_ in (
+            pico_extractions.filter(pl.col("kind") == "entity")
+            .select("window_id", "subject", "subject_type")
+            .iter_rows()
+            if pico_extractions.height
+            else []
+        ):
+            entities.setdefault(window_id, []).append({"name": name, "type": type_})
+        parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed, entities))
         generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}
     bench = pl.concat(parts) if parts else frame([])
     dropped = discarded(Path(lake.root))
