@@ -2,8 +2,6 @@
 run only when benchmark_structure passed for that partition) -> evaluation_summary (global)."""
 
 import base64
-from functools import lru_cache
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -18,6 +16,8 @@ from ebm_platform.defs.resources import (
     EvaluationResource,
     LakeResource,
     LLMResource,
+    lake_retriever,
+    retriever_key,
 )
 from ebm_platform.evaluation.report import (
     PROXY_NOTE,
@@ -32,32 +32,6 @@ from ebm_platform.evaluation.report import (
     summary_table,
     verdict_training_questions,
 )
-from ebm_platform.retrieval.pipeline import Retriever
-
-
-@lru_cache(maxsize=2)
-def _cached_retriever(root: str, llm: tuple, embedder: tuple, names: tuple[str, ...]) -> Retriever:
-    model, api_base, api_key, timeout_s, max_retries, cache_path = llm
-    client = LLMResource(
-        model=model,
-        api_base=api_base,
-        api_key=api_key,
-        timeout_s=timeout_s,
-        max_retries=max_retries,
-        cache_path=cache_path,
-    ).client()
-    model_name, cross_encoder, backend = embedder
-    return Retriever(Path(root), client, model_name, cross_encoder, names, embedding_backend=backend)
-
-
-def _retriever(lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> Retriever:
-    """One retriever per lake and settings within a process (the demo evaluates 23 partitions in one)."""
-    return _cached_retriever(
-        lake.root,
-        (llm.model, llm.api_base, llm.api_key, llm.timeout_s, llm.max_retries, llm.cache_path),
-        (embedder.model_name, embedder.cross_encoder, embedder.backend),
-        tuple(c.name.lower() for c in lake.catalogue().conditions),
-    )
 
 
 def _means(long: pl.DataFrame) -> dg.MetadataValue:
@@ -123,7 +97,7 @@ def evaluation_report(
         else benchmark_qa
     )
     strategies, full = evaluation.strategy_names(), evaluation.full_strategy_names()
-    retriever = _retriever(lake, llm, embedder)
+    retriever = lake_retriever(retriever_key(lake, llm, embedder))
     trained = verdict_training_questions(benchmark.root())
     before = retriever.client.usage.as_metadata()
     progress = reporter(context)

@@ -14,6 +14,8 @@ from ebm_platform.graph.store import GraphStore
 from ebm_platform.index.embeddings import Encoder, get_encoder
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.process import shared_instance
+from ebm_platform.retrieval.pipeline import Retriever
 from ebm_platform.retrieval.strategies import strategy_list
 from ebm_platform.settings import get_settings
 
@@ -174,3 +176,30 @@ def default_resources() -> dict[str, object]:
             seed=s.eval_seed,
         ),
     }
+
+
+def retriever_key(lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> tuple:
+    """What builds a lake's retriever, as plain values: a worker process builds its own from it."""
+    return (
+        lake.root,
+        (llm.model, llm.api_base, llm.api_key, llm.timeout_s, llm.max_retries, llm.cache_path),
+        (embedder.model_name, embedder.cross_encoder, embedder.backend),
+        tuple(c.name.lower() for c in lake.catalogue().conditions),
+    )
+
+
+@shared_instance
+def lake_retriever(key: tuple) -> Retriever:
+    """One retriever per `retriever_key` within a process (the demo's workers evaluate 23 partitions
+    each and keep the lake open from run to run)."""
+    root, (model, api_base, api_key, timeout_s, max_retries, cache_path), embedder, names = key
+    client = LLMResource(
+        model=model,
+        api_base=api_base,
+        api_key=api_key,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        cache_path=cache_path,
+    ).client()
+    model_name, cross_encoder, backend = embedder
+    return Retriever(Path(root), client, model_name, cross_encoder, names, embedding_backend=backend)
