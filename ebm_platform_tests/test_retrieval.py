@@ -584,7 +584,6 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     from ebm_platform.defs.resources import BenchmarkResource
     from ebm_platform.defs.retrieval import fused_candidates, reranker_beats_hand_set, reranker_model
     from ebm_platform.llm.client import client_from_settings
-    from ebm_platform.process import cores
     from ebm_platform.retrieval.features import FEATURES
     from ebm_platform.retrieval.learned import LearnedReranker, out_of_fold_scores, reranker_path
     from ebm_platform.retrieval.pipeline import Retriever
@@ -596,8 +595,6 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     # the gate's rule is tested on its own (test_the_gate_needs_higher_mrr_and_no_lower_recall, test_the_cross_validated_gate_needs_enough_questions_and_reports_each_source); here its two outcomes
     for module in ("ebm_platform.defs.retrieval", "ebm_platform.retrieval.learned"):  # the check; the model's meta
         monkeypatch.setattr(f"{module}.passes_gate", lambda learned, hand: gate == "accept")
-    if gate == "accept":  # fused_candidates in worker processes, each with its own retriever (checked below)
-        monkeypatch.setattr("ebm_platform.defs.retrieval.SHARD_QUESTIONS", 1)
     assets = [
         source_documents,
         evidence_windows,
@@ -627,12 +624,6 @@ def test_reranker_model_asset_and_its_blocking_check(small_lake, datasets_dir, m
     }
     model = LearnedReranker.load(reranker_path(small_lake))
     assert model is not None and model.meta["train_questions"] > 0
-    workers = next(
-        e.event_specific_data.materialization.metadata["worker_processes"].value
-        for e in result.get_asset_materialization_events()
-        if e.event_specific_data.materialization.asset_key.path[-1] == "fused_candidates"
-    )
-    assert workers == (cores() if gate == "accept" else 1)
     table = pl.read_parquet(small_lake / "assets" / "reranker_model.parquet")
     assert {"learned", "hand_set", "fused_rrf"} <= set(table["ranker"].to_list())
     if gate == "refuse":

@@ -179,7 +179,7 @@ def default_resources() -> dict[str, object]:
 
 
 def retriever_key(lake: LakeResource, llm: LLMResource, embedder: EmbedderResource) -> tuple:
-    """What builds a lake's retriever, as plain values: a worker process builds its own from it."""
+    """What builds a lake's retriever, as plain hashable values (`lake_retriever`'s cache key)."""
     return (
         lake.root,
         (llm.model, llm.api_base, llm.api_key, llm.timeout_s, llm.max_retries, llm.cache_path),
@@ -188,10 +188,8 @@ def retriever_key(lake: LakeResource, llm: LLMResource, embedder: EmbedderResour
     )
 
 
-@shared_instance
-def lake_retriever(key: tuple) -> Retriever:
-    """One retriever per `retriever_key` within a process (the demo's workers evaluate 23 partitions
-    each and keep the lake open from run to run)."""
+def build_retriever(key: tuple) -> Retriever:
+    """A lake's retriever from its `retriever_key`."""
     root, (model, api_base, api_key, timeout_s, max_retries, cache_path), embedder, names = key
     client = LLMResource(
         model=model,
@@ -203,3 +201,8 @@ def lake_retriever(key: tuple) -> Retriever:
     ).client()
     model_name, cross_encoder, backend = embedder
     return Retriever(Path(root), client, model_name, cross_encoder, names, embedding_backend=backend)
+
+
+# One retriever per `retriever_key` within a process: the demo's workers evaluate 23 partitions each and
+# keep the lake open from run to run (a step that follows a rebuild of the lake builds its own).
+lake_retriever = shared_instance(build_retriever)

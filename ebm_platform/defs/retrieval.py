@@ -19,12 +19,11 @@ from ebm_platform.defs.resources import (
     EmbedderResource,
     LakeResource,
     LLMResource,
-    lake_retriever,
+    build_retriever,
     retriever_key,
 )
 from ebm_platform.evaluation.closed_training import train_closed_model
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
-from ebm_platform.process import cores, run_in_workers
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.learned import (
     MIN_GATE_QUESTIONS,
@@ -63,41 +62,11 @@ def fused_candidates(
     fused candidates with their features and gold flags. The reranker trains on the train and
     validation rows; candidate_pools scores all of them with the fine scorer it chose, so the
     retrieval pipeline runs once per question for both."""
-    key, progress = retriever_key(lake, llm, embedder), reporter(context)
-    items = {split: benchmark_items(bench, splits, split) for split in SPLITS}
-    workers = min(cores(), -(-sum(map(len, items.values())) // SHARD_QUESTIONS))
-    if workers > 1:  # the features are Python: threads share one core, processes use every core
-        jobs = {
-            (split, k): (key, part, split)
-            for split, questions in items.items()
-            for k, part in enumerate(_parts(questions, workers))
-        }
-        progress(f"{len(jobs)} parts of {sum(map(len, items.values()))} questions in {workers} worker processes")
-        done: dict[tuple[str, int], pl.DataFrame] = {}
-        for (split, k), frame in run_in_workers(_candidate_part, jobs, workers):
-            done[split, k] = frame
-            progress(f"reranker rows ({split}): part {k + 1} done ({len(done)}/{len(jobs)})")
-        rows = pl.concat([done[job] for job in jobs])  # the questions' order
-    else:
-        retriever = lake_retriever(key)
-        rows = pl.concat([candidate_rows(retriever, items[split], split, progress) for split in SPLITS])
-    return dg.Output(rows, metadata=candidate_metadata(rows) | {"worker_processes": dg.MetadataValue.int(workers)})
-
-
-# fused_candidates splits its questions over worker processes when each gets at least this many: a worker
-# opens the lake (about 10 s), then gathers a question in 0.3 s on one core (2026-12-03, the slower Xeon)
-SHARD_QUESTIONS = 150
-
-
-def _parts(items: list[dict], n: int) -> list[list[dict]]:
-    """`items` in `n` consecutive parts of nearly equal size (empty parts left out)."""
-    size = -(-len(items) // n)
-    return [items[k * size : (k + 1) * size] for k in range(n) if items[k * size : (k + 1) * size]]
-
-
-def _candidate_part(key: tuple, items: list[dict], split: str) -> pl.DataFrame:
-    """One worker process's part of fused_candidates, gathered with its own retriever, one thread."""
-    return candidate_rows(lake_retriever(key), items, split, threads=1)
+    retriever, progress = build_retriever(retriever_key(lake, llm, embedder)), reporter(context)
+    rows = pl.concat(
+        [candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress) for split in SPLITS]
+    )
+    return dg.Output(rows, metadata=candidate_metadata(rows))
 
 
 def candidate_metadata(rows: pl.DataFrame) -> dict[str, dg.MetadataValue]:
