@@ -101,7 +101,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
                 if entity["type"] in types:
                     found[f].append((entity["name"], n))
     compared = [f for f in fields if getattr(anchors, f) and found[f]]
-    # every anchor and evidence name in one call to the encoder (a call per field cost an answer 0.12 s)
+    # every anchor and evidence name in one call to the encoder (a call for each made the comparison 0.12 s of an answer)
     texts = [t for f in compared for t in (getattr(anchors, f), *(name for name, _ in found[f]))]
     vectors = dict(zip(texts, embed(texts))) if texts else {}
     comparison: dict[str, dict] = {}
