@@ -18,6 +18,7 @@ from ebm_platform.benchmark.generation import (
 )
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import split_blocks
+from ebm_platform.graph.extraction import entities_by_window, to_elements
 from ebm_platform.index.embeddings import embed
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.findings import is_finding
@@ -197,6 +198,10 @@ def test_stage_one_reads_the_graphs_extraction_first_and_only_grounded_names():
     found = window_extraction(window, graph)
     assert found.names("Intervention")[0] == "MBR" and found.names("Outcome")[0] == "pain"
     assert "spinal cord stimulation" not in found.names("Intervention")
+    # as benchmark_qa reads them: pico_extractions' element rows back to each window's entities
+    elements = pl.DataFrame(to_elements("r1", "r", {"entities": graph, "relations": [], "attributes": []}))
+    assert entities_by_window(elements) == {"r1": graph} and entities_by_window(pl.DataFrame()) == {}
     frame = pl.DataFrame([window])
     assert not sample_windows(frame, 1, 7, is_finding)
-    assert [w["window_id"] for w, _ in sample_windows(frame, 1, 7, is_finding, {"r1": graph})] == ["r1"]
+    picked = sample_windows(frame, 1, 7, is_finding, entities_by_window(elements))
+    assert [w["window_id"] for w, _ in picked] == ["r1"]

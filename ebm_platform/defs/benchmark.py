@@ -18,6 +18,7 @@ from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import STAGED, latest_file, promote
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, LakeResource, LLMResource
+from ebm_platform.graph.extraction import entities_by_window
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_files import read_parquet
 from ebm_platform.lake_layout import LakeLayout
@@ -114,15 +115,7 @@ def benchmark_qa(
             return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])
 
         generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, is_finding, window_vectors=window_vectors)
-        entities: dict[str, list[dict]] = {}
-        for window_id, name, type_ in (
-            pico_extractions.filter(pl.col("kind") == "entity")
-            .select("window_id", "subject", "subject_type")
-            .iter_rows()
-            if pico_extractions.height
-            else []
-        ):
-            entities.setdefault(window_id, []).append({"name": name, "type": type_})
+        entities = entities_by_window(pico_extractions)
         parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed, entities))
         generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}
     bench = pl.concat(parts) if parts else frame([])

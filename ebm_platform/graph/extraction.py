@@ -6,6 +6,8 @@ import json
 from collections import Counter
 from collections.abc import Callable
 
+import polars as pl
+
 from ebm_platform.graph import pico_rules
 from ebm_platform.graph.schema import Schema, load_schema, map_to_schema, validate
 from ebm_platform.llm.client import LLMClient, LLMError
@@ -87,6 +89,18 @@ def to_elements(window_id: str, doc_id: str, extraction: dict) -> list[dict]:
         for a in extraction["attributes"]
     ]
     return rows
+
+
+def entities_by_window(elements: pl.DataFrame) -> dict[str, list[dict]]:
+    """The entities ({name, type}, in extraction order) of each window of `to_elements` rows."""
+    out: dict[str, list[dict]] = {}
+    if not elements.height:  # an absent partition reads as a frame without columns
+        return out
+    for window_id, name, type_ in (
+        elements.filter(pl.col("kind") == "entity").select("window_id", "subject", "subject_type").iter_rows()
+    ):
+        out.setdefault(window_id, []).append({"name": name, "type": type_})
+    return out
 
 
 class Extractor:
