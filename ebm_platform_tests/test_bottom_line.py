@@ -10,6 +10,7 @@ from ebm_platform.retrieval.answer import assess_certainty
 from ebm_platform.retrieval.bottom_line import (
     answering_evidence,
     as_closed_answer,
+    asks_if_it_works,
     bottom_line,
     question_direction,
     question_type,
@@ -604,7 +605,17 @@ def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer()
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["text"] == "Yes: exercises decreased risk of recurrent ankle sprain."
     nordic = question_anchors("Does Nordic hamstring exercise prevent hamstring injuries?")
-    assert arm_words(nordic) == ["nordic", "exercise"]
+    assert arm_words(nordic) == ["nordic"]  # "exercise" names a kind of care, not this one
+    assert arm_words(question_anchors(question)) == ["exercises"]  # a kind of care alone stays
+    # the demo read "Yes" to the Nordic question from a review of hamstring stretching exercises
+    stretching = (
+        "There is limited evidence to suggest that time to recovery can be reduced with an increased daily "
+        "frequency of hamstring stretching exercises."
+    )
+    answer = _answer(DECREASED, [(stretching, 1)], {1: "B"}, {1: "Rehabilitation for hamstring injuries"})
+    question = "Does the Nordic hamstring exercise prevent hamstring injuries?"
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain" and "'nordic'" in line["text"], line["text"]
 
 
 def test_a_guideline_speaks_through_its_recommendation_not_its_discussion() -> None:
@@ -1064,3 +1075,43 @@ def test_the_graded_evidence_shows_the_sources_that_take_part_in_the_bottom_line
     answer["evidence_by_grade"] = unanswered
     answering_evidence(answer, {})
     assert answer["evidence_by_grade"] == unanswered
+
+
+def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_works() -> None:
+    """The demo answered "Are corticosteroid injections effective for lateral elbow tendinopathy?" "Yes ...
+    (certainty high)" from a trial comparing intramuscular with intralesional steroid injections: both arms
+    had the intervention, so it says nothing of whether it works (GRADE's indirectness of comparison)."""
+    question = "Are corticosteroid injections effective for lateral elbow tendinopathy?"
+    routes = (
+        "A statistically significant result (p=0.008) in favour of both intramuscular and intralesional "
+        "injections was found at 6-week follow-up."
+    )
+    title = (
+        "Pilot study comparing intramuscular steroid injections and intralesional steroid injections in tennis elbow"
+    )
+    answer = _answer(INCREASED, [(routes, 1)], {1: "C"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain", line["text"]
+    assert "compare forms of corticosteroid injections" in line["text"]
+    # beside a trial against placebo, that trial answers
+    placebo = "Corticosteroid injection reduced pain more than placebo at 6 weeks (p < 0.01)."
+    answer = _answer(
+        DECREASED, [(routes, 1), (placebo, 2)], {1: "C", 2: "C"}, {1: title, 2: "Corticosteroid injection or placebo"}
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["support"] == {"C": 1}, line
+    # a question that names its comparator is judged by `compares_arms` as before
+    assert compares_arms([title], question_anchors("Are corticosteroid injections better than placebo?")) is False
+    # only a question whether the intervention works: PubMedQA's "Does patella position influence ligament
+    # balancing?" compares two positions, and a comparison the parser left inside the intervention is no one arm
+    for asked, works in (
+        ("Are corticosteroid injections effective for lateral elbow tendinopathy?", True),
+        ("Does the Nordic hamstring exercise prevent hamstring injuries?", True),
+        ("Does patella position influence ligament balancing in total knee arthroplasty?", False),
+        (
+            "Is gastric electrical stimulation superior to standard pharmacologic therapy in improving GI symptoms?",
+            False,
+        ),
+    ):
+        anchors = question_anchors(asked)
+        assert asks_if_it_works(asked, anchors, question_type(asked, anchors)) is works, asked

@@ -26,9 +26,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.retrieval.findings import (
+    COMPARISON_STATED,
     CONCLUDES_UNCERTAIN,
     REPORTED_RECOMMENDATION,
     arm_words,
@@ -61,9 +63,12 @@ UP_WORDS = re.compile(
     re.I,
 )
 EFFECT_WORDS = re.compile(r"\b(?:effect\w*|efficacy|impact|benefi\w*|help\w*|work|useful|influenc\w*|chang\w*)\b", re.I)
+# a question whether a treatment works ("Are corticosteroid injections effective ...?"), not whether a factor matters
+WORKS = re.compile(r"\b(?:effective\w*|efficac\w*|benefi\w*|help\w*|work|useful)\b", re.I)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 # what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
 NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
+IMPLIED_CONTROL = "usual care"  # what an effect question's intervention is measured against
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
 REVIEW = "B"  # systematic reviews and overviews of guidelines, which may report guidelines' recommendations
 # Outcomes a treatment should lower (harms, symptoms, time lost) and those it should raise: which way
@@ -111,6 +116,16 @@ def question_direction(question: str) -> str | None:
     increase ...) or None when it names none (effective, better, beneficial)."""
     down, up = len(DOWN_WORDS.findall(question)), len(UP_WORDS.findall(question))
     return "down" if down > up else "up" if up > down else None
+
+
+def asks_if_it_works(question: str, anchors: Anchors, kind: str) -> bool:
+    """Whether an effect question asks if its one intervention works (reduces, improves, prevents, is
+    effective), against no comparator it names: not whether a factor matters ("Does patella position influence
+    ligament balancing?" compares two positions), nor a comparison the parser left inside the intervention
+    ("gastric electrical stimulation superior to standard pharmacologic therapy")."""
+    works = question_direction(question) is not None or bool(WORKS.search(question))
+    intervention = anchors.intervention or ""
+    return kind == "effect" and not anchors.comparator and works and not COMPARISON_STATED.search(intervention)
 
 
 def as_closed_answer(verdict: str, direction: str | None) -> str:
@@ -361,6 +376,22 @@ def bottom_line(
         first[lead] = ""  # read by the reader alone: no quoted statement gives it a verdict
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         return _unanswered(kind, unnamed(anchors, condition), answer, grade)
+    if asks_if_it_works(question, anchors, kind):
+        # an effect is measured against a control: a study of two forms of the intervention (intramuscular
+        # against intralesional steroid injections) takes no side on whether it works (GRADE's indirectness of
+        # comparison; the demo read "Yes" to "Are corticosteroid injections effective ...?" from such a trial)
+        control = replace(anchors, comparator=IMPLIED_CONTROL)
+        two_forms = {
+            n
+            for n, s in first.items()
+            if not recommends(s)
+            and not compares_arms(
+                [*quoted.get(document[n], []), titles[n]], control, abstract_of(n) if abstract_of else ""
+            )
+        }
+        if two_forms and two_forms == set(first):
+            return _unanswered(kind, uncontrolled(anchors), answer, grade)
+        first = {n: s for n, s in first.items() if n not in two_forms}
     if closed:
         neutral = UNCERTAIN
 
@@ -598,6 +629,11 @@ def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> 
     closed = kind in CLOSED_KINDS
     text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
     return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
+
+
+def uncontrolled(anchors: Anchors) -> str:
+    """Why no cited finding answers an effect question: those about it compare forms of the intervention."""
+    return f"the cited findings compare forms of {anchors.intervention}, not {anchors.intervention} with a control"
 
 
 def uncompared(anchors: Anchors) -> str:

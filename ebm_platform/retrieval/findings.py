@@ -180,6 +180,18 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
 # Words that join or qualify a question's arms without naming either ("adding hip strengthening to knee
 # exercise" vs "knee exercise alone"; "with gabapentin" vs "without gabapentin")
 ARM_QUALIFIERS = frozenset(stems("add adding added addition plus alone only combined sole solely without no non"))
+# words that name no arm in particular: "printed intervention versus web-based intervention" is not two forms of one
+GENERIC_ARM = frozenset(
+    stems("intervention treatment therapy group arm program programme care management strategy regimen")
+)
+# words that name a kind of care, not one treatment ("exercise" in "Nordic hamstring exercise"), and words that
+# only describe how care is given ("structured" in "structured exercise program")
+KINDS_OF_CARE = GENERIC_ARM | frozenset(
+    stems(
+        "exercise exercises training rehabilitation structured supervised unsupervised home based individual "
+        "individualized individualised general specific formal progressive standard conventional active"
+    )
+)
 
 
 def _position(word: str, text: str) -> int:
@@ -195,7 +207,9 @@ def arm_words(anchors: Anchors) -> list[str]:
     the arms when neither has a word of its own; none when the question names no arm. With one arm,
     the words it shares with the outcome are left out when others remain ("nordic", "exercise" for
     "Does Nordic hamstring exercise prevent hamstring injuries?": a review of other ways to prevent
-    hamstring injuries does not answer it)."""
+    hamstring injuries does not answer it); of those, a kind of care or how it is given (`KINDS_OF_CARE`) only
+    when no other word remains ("nordic" alone: a review of hamstring stretching exercises does not answer it
+    either; every word of "structured exercise program")."""
     arms = [a for a in (anchors.intervention, anchors.comparator) if a]
     own = stems(arms[0]) ^ stems(arms[1]) if len(arms) == 2 else set()
     if len(arms) == 1 and anchors.outcome:
@@ -207,6 +221,8 @@ def arm_words(anchors: Anchors) -> list[str]:
         if len(w) > 1 and stem(w) not in ARM_QUALIFIERS
     ]
     chosen = [w for w in words if stem(w) in own] or words
+    if len(arms) == 1:
+        chosen = [w for w in chosen if stem(w) not in KINDS_OF_CARE] or chosen
     return list(dict.fromkeys(chosen))
 
 
@@ -271,7 +287,9 @@ CONTROL_NAMED = re.compile(
     re.I,
 )
 # a comparison stated ("A versus B", "not superior to", "a comparative study of")
-COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
+COMPARISON_STATED = re.compile(
+    r"\b(?:versus|vs\.?|compared|comparing|than|superior|inferior|comparison|comparative)\b", re.I
+)
 
 
 def _own_stems(arm: str, other: str) -> set[str]:
@@ -279,21 +297,19 @@ def _own_stems(arm: str, other: str) -> set[str]:
     return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
 
 
-# words that name no arm in particular: "printed intervention versus web-based intervention" is not two forms of one
-GENERIC_ARM = frozenset(
-    stems("intervention treatment therapy group arm program programme care management strategy regimen")
-)
-
-
 def _two_forms(text: str, own: set[str], reach: int = 6) -> bool:
     """Whether a comparison in the text has the arm's own words (not `GENERIC_ARM` ones) within `reach` words on
-    both sides of its comparing word, in one clause: two forms of one arm ("individualized acupuncture was not
-    superior to standardized acupuncture")."""
+    both sides of its comparing word, or on both sides of the "and" that follows it, in one clause: two forms
+    of one arm ("individualized acupuncture was not superior to standardized acupuncture", "comparing
+    intramuscular steroid injections and intralesional steroid injections")."""
     own = own - GENERIC_ARM
     for m in COMPARISON_STATED.finditer(text):
         before = re.split(r"[.;:]\s", text[: m.start()])[-1].split()[-reach:]  # within the sentence's clause
-        after = re.split(r"[.;:]\s", text[m.end() :])[0].split()[:reach]
-        if own & stems(" ".join(before)) and own & stems(" ".join(after)):
+        after = re.split(r"[.;:]\s", text[m.end() :])[0].split()
+        first, _, second = " ".join(after[: 2 * reach]).partition(" and ")
+        if own & stems(" ".join(after[:reach])) and (
+            own & stems(" ".join(before)) or (own & stems(first) and own & stems(" ".join(second.split()[:reach])))
+        ):
             return True
     return False
 
