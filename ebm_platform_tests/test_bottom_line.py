@@ -12,6 +12,7 @@ from ebm_platform.retrieval.bottom_line import (
     as_closed_answer,
     asks_if_it_works,
     bottom_line,
+    measured_outcome,
     question_direction,
     question_type,
     take_sides,
@@ -772,6 +773,15 @@ def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_mea
     assert line["text"] == (
         "Platelet-rich plasma increased the outcome measured compared with corticosteroid injection for "
         "lateral epicondylitis."
+    )
+    # the finding that gave the verdict names what it measured
+    answer["verdict_basis"] = {"statement": answer["core_answer"][0]["statement"]}
+    assert bottom_line(question, anchors, answer, _rules)["text"] == (
+        "Platelet-rich plasma increased the outcome measured (muscle strength) compared with corticosteroid "
+        "injection for lateral epicondylitis."
+    )
+    assert measured_outcome("The mean difference in iHOT-33 scores was 6.8 in favour of hip arthroscopy.") == (
+        "iHOT-33 scores"
     )
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ebm_platform.conditions import active_catalogue
+from ebm_platform.graph.pico_rules import extract
 from ebm_platform.retrieval.findings import (
     COMPARISON_STATED,
     CONCLUDES_UNCERTAIN,
@@ -213,15 +214,24 @@ def recommended_verdict(statement: str, anchors: Anchors) -> str:
     return INCREASED if (better == "up") == favours_intervention else DECREASED
 
 
-def _phrase(verdict: str, anchors: Anchors) -> str:
+def measured_outcome(statement: str | None) -> str | None:
+    """The outcome a finding measured, as the PICO rules name it (their longest Outcome name), or None."""
+    names = [e["name"] for e in extract(statement).entities if e["type"] == "Outcome"] if statement else []
+    return max(names, key=len) if names else None
+
+
+def _phrase(verdict: str, anchors: Anchors, measured: str | None = None) -> str:
+    """The verdict in the question's terms; `measured`: the outcome the finding that gave it measured."""
     intervention = anchors.intervention or "the intervention"
     outcome = anchors.outcome or "the outcome"
     against = f" compared with {anchors.comparator}" if anchors.comparator else ""
     if anchors.condition and outcome.lower() == anchors.condition.lower() and outcome_polarity(outcome) is None:
         # "Is I better than C for lateral epicondylitis?" names no outcome: a verdict moves the outcome the
         # evidence measured, not the condition ("increased lateral epicondylitis" said the opposite of a
-        # benefit); a condition that is its own measure (neck pain) stays the outcome
-        outcome, against = "the outcome measured", f"{against} for {anchors.condition}"
+        # benefit); a condition that is its own measure (neck pain) stays the outcome. The finding's own
+        # outcome is named when the rules find one ("the outcome measured (iHOT-33 scores)")
+        outcome = f"the outcome measured ({measured})" if measured else "the outcome measured"
+        against = f"{against} for {anchors.condition}"
     if verdict == INCREASED:
         return f"{intervention} increased {outcome}{against}"
     if verdict == DECREASED:
@@ -482,7 +492,7 @@ def bottom_line(
         read_from = (answer.get("verdict_basis") or {}).get("statement")
         on_question = read_from is None or any(n in first for s, n in statements if s == read_from)
         basis = (
-            _phrase(verdict, anchors)
+            _phrase(verdict, anchors, measured_outcome(read_from))
             if kind == "effect" and on_question and as_closed_answer(verdict, direction) == target
             else generic
         )
@@ -576,7 +586,8 @@ def bottom_line(
             lead = (answer.get("verdict_basis") or {}).get("statement") or statements[0][0]
             text = f"The top-ranked finding: {lead.rstrip('. ')}"
         else:
-            text = _phrase(target, anchors)
+            basis = (answer.get("verdict_basis") or {}).get("statement")
+            text = _phrase(target, anchors, measured_outcome(basis) if target == verdict else None)
             text = text[0].upper() + text[1:]
     sides = {
         n: "supports"
