@@ -21,6 +21,7 @@ from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     arm_words,
     compares_arms,
+    compares_forms,
     other_stage,
     recommendation_stance,
 )
@@ -1110,8 +1111,9 @@ def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_wor
     )
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["answer"] == "yes" and line["support"] == {"C": 1}, line
-    # a question that names its comparator is judged by `compares_arms` as before
-    assert compares_arms([title], question_anchors("Are corticosteroid injections better than placebo?")) is False
+    assert compares_forms([title], "corticosteroid injections")
+    assert not compares_forms([title, placebo], "corticosteroid injections")  # it names a control
+    assert not compares_forms(["Steroid injections compared with physiotherapy"], "corticosteroid injections")
     # only a question whether the intervention works: PubMedQA's "Does patella position influence ligament
     # balancing?" compares two positions, and a comparison the parser left inside the intervention is no one arm
     for asked, works in (

@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
@@ -36,6 +35,7 @@ from ebm_platform.retrieval.findings import (
     REPORTED_RECOMMENDATION,
     arm_words,
     compares_arms,
+    compares_forms,
     is_protocol,
     names_every_arm_word,
     names_question,
@@ -69,7 +69,6 @@ WORKS = re.compile(r"\b(?:effective\w*|efficac\w*|benefi\w*|help\w*|work|useful)
 YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 # what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
 NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
-IMPLIED_CONTROL = "usual care"  # what an effect question's intervention is measured against
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
 REVIEW = "B"  # systematic reviews and overviews of guidelines, which may report guidelines' recommendations
 # Outcomes a treatment should lower (harms, symptoms, time lost) and those it should raise: which way
@@ -390,13 +389,14 @@ def bottom_line(
         # an effect is measured against a control: a study of two forms of the intervention (intramuscular
         # against intralesional steroid injections) takes no side on whether it works (GRADE's indirectness of
         # comparison; the demo read "Yes" to "Are corticosteroid injections effective ...?" from such a trial)
-        control = replace(anchors, comparator=IMPLIED_CONTROL)
         two_forms = {
             n
             for n, s in first.items()
             if not recommends(s)
-            and not compares_arms(
-                [*quoted.get(document[n], []), titles[n]], control, abstract_of(n) if abstract_of else ""
+            and compares_forms(
+                [*quoted.get(document[n], []), titles[n]],
+                anchors.intervention or "",
+                abstract_of(n) if abstract_of else "",
             )
         }
         if two_forms and two_forms == set(first):

@@ -287,9 +287,9 @@ CONTROL_NAMED = re.compile(
     re.I,
 )
 # a comparison stated ("A versus B", "not superior to", "a comparative study of")
-COMPARISON_STATED = re.compile(
-    r"\b(?:versus|vs\.?|compared|comparing|than|superior|inferior|comparison|comparative)\b", re.I
-)
+COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
+# a comparison of two things joined by "and" ("comparing intramuscular and intralesional injections")
+COMPARING_AND = re.compile(r"\b(?:comparing|comparison (?:of|between)|compared)\b", re.I)
 
 
 def _own_stems(arm: str, other: str) -> set[str]:
@@ -299,19 +299,37 @@ def _own_stems(arm: str, other: str) -> set[str]:
 
 def _two_forms(text: str, own: set[str], reach: int = 6) -> bool:
     """Whether a comparison in the text has the arm's own words (not `GENERIC_ARM` ones) within `reach` words on
-    both sides of its comparing word, or on both sides of the "and" that follows it, in one clause: two forms
-    of one arm ("individualized acupuncture was not superior to standardized acupuncture", "comparing
-    intramuscular steroid injections and intralesional steroid injections")."""
+    both sides of its comparing word, in one clause: two forms of one arm ("individualized acupuncture was not
+    superior to standardized acupuncture")."""
     own = own - GENERIC_ARM
     for m in COMPARISON_STATED.finditer(text):
         before = re.split(r"[.;:]\s", text[: m.start()])[-1].split()[-reach:]  # within the sentence's clause
-        after = re.split(r"[.;:]\s", text[m.end() :])[0].split()
-        first, _, second = " ".join(after[: 2 * reach]).partition(" and ")
-        if own & stems(" ".join(after[:reach])) and (
-            own & stems(" ".join(before)) or (own & stems(first) and own & stems(" ".join(second.split()[:reach])))
-        ):
+        after = re.split(r"[.;:]\s", text[m.end() :])[0].split()[:reach]
+        if own & stems(" ".join(before)) and own & stems(" ".join(after)):
             return True
     return False
+
+
+def _two_forms_joined(text: str, own: set[str], reach: int = 6) -> bool:
+    """Whether the text compares two things joined by "and", each with the arm's own words (not `GENERIC_ARM`
+    ones) within `reach` words: "comparing intramuscular steroid injections and intralesional steroid
+    injections"."""
+    own = own - GENERIC_ARM
+    for m in COMPARING_AND.finditer(text):
+        first, joined, second = re.split(r"[.;:]\s", text[m.end() :])[0].partition(" and ")
+        if joined and own & stems(" ".join(first.split()[-reach:])) and own & stems(" ".join(second.split()[:reach])):
+            return True
+    return False
+
+
+def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> bool:
+    """Whether a source (its quoted statements and title, `quoted`; its abstract, `summary`) compares two forms
+    of one intervention and names no control arm in what it is quoted for: a trial of intramuscular against
+    intralesional steroid injections does not tell whether steroid injections work."""
+    own = _own_stems(_negation_joined(intervention), "")
+    if not own or any(CONTROL_NAMED.search(t) for t in quoted):
+        return False
+    return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in [*quoted, summary])
 
 
 def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> bool:
