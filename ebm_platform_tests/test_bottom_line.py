@@ -1114,6 +1114,8 @@ def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_wor
     assert compares_forms([title], "corticosteroid injections")
     assert not compares_forms([title, placebo], "corticosteroid injections")  # it names a control
     assert not compares_forms(["Steroid injections compared with physiotherapy"], "corticosteroid injections")
+    # PubMedQA: "the Statin group compared with the Non-statin group" compares statins with none
+    assert not compares_forms(["AF was lower in the Statin group compared with the Non-statin group."], "statins")
     # only a question whether the intervention works: PubMedQA's "Does patella position influence ligament
     # balancing?" compares two positions, and a comparison the parser left inside the intervention is no one arm
     for asked, works in (

@@ -32,6 +32,7 @@ from ebm_platform.graph.pico_rules import extract
 from ebm_platform.retrieval.findings import (
     COMPARISON_STATED,
     CONCLUDES_UNCERTAIN,
+    NEGATED_WORD,
     REPORTED_RECOMMENDATION,
     arm_words,
     compares_arms,
@@ -85,7 +86,6 @@ HIGHER_IS_BETTER = re.compile(
     r"satisfaction|performance|balance|endurance|healing|activit(?:y|ies)|well-?being|flexibility|capacity)\b",
     re.I,
 )
-NEGATED = re.compile(r"\b(?:non|no|without)[- ](\w)", re.I)  # "non-opioid", "no exercise"
 TIME_TO = re.compile(r"\b(?:time|days|weeks|months) (?:to|until)\b", re.I)  # the time until an event
 
 
@@ -183,7 +183,7 @@ def outcome_polarity(outcome: str) -> str | None:
 
 def _arm_stems(text: str) -> frozenset[str]:
     """`stems` with a negated word kept apart from the word ("non-opioid" -> "nonopioid")."""
-    return stems(NEGATED.sub(lambda m: "non" + m.group(1), text))
+    return stems(NEGATED_WORD.sub(r"non\1", text))
 
 
 def recommended_arm(statement: str, anchors: Anchors) -> str | None:

@@ -241,6 +241,7 @@ ARM_FAMILIES: dict[str, frozenset[str]] = {
     **dict.fromkeys(_CONSERVATIVE, _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")),
 }
 NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
+NEGATED_WORD = re.compile(r"\b(?:non|no|without)[- ](\w)", re.I)  # "non-opioid", "no exercise": not the word
 
 
 def _negation_joined(text: str) -> str:
@@ -329,7 +330,8 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     own = _own_stems(_negation_joined(intervention), "")
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
-    return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in [*quoted, summary])
+    texts = [NEGATED_WORD.sub(r"non\1", t) for t in [*quoted, summary]]  # "the non-statin group" is no form
+    return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in texts)
 
 
 def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> bool:
