@@ -219,8 +219,9 @@ def measured_outcome(statement: str | None) -> str | None:
     return max(names, key=len) if names else None
 
 
-def _phrase(verdict: str, anchors: Anchors, measured: str | None = None) -> str:
-    """The verdict in the question's terms; `measured`: the outcome the finding that gave it measured."""
+def _phrase(verdict: str, anchors: Anchors, basis: str | None = None) -> str:
+    """The verdict in the question's terms; `basis`: the finding that gave it, whose outcome names what was
+    measured when the question names only its condition."""
     intervention = anchors.intervention or "the intervention"
     outcome = anchors.outcome or "the outcome"
     against = f" compared with {anchors.comparator}" if anchors.comparator else ""
@@ -229,6 +230,7 @@ def _phrase(verdict: str, anchors: Anchors, measured: str | None = None) -> str:
         # evidence measured, not the condition ("increased lateral epicondylitis" said the opposite of a
         # benefit); a condition that is its own measure (neck pain) stays the outcome. The finding's own
         # outcome is named when the rules find one ("the outcome measured (iHOT-33 scores)")
+        measured = measured_outcome(basis)
         outcome = f"the outcome measured ({measured})" if measured else "the outcome measured"
         against = f"{against} for {anchors.condition}"
     if verdict == INCREASED:
@@ -385,6 +387,7 @@ def bottom_line(
         first[lead] = ""  # read by the reader alone: no quoted statement gives it a verdict
     if grade and not first and (arm_words(anchors) or condition):  # the findings cited are about something else
         return _unanswered(kind, unnamed(anchors, condition), answer, grade)
+    read_from = (answer.get("verdict_basis") or {}).get("statement")  # the finding that gave the core's verdict
     if asks_if_it_works(question, anchors, kind):
         # an effect is measured against a control: a study of two forms of the intervention (intramuscular
         # against intralesional steroid injections) takes no side on whether it works (GRADE's indirectness of
@@ -489,10 +492,9 @@ def bottom_line(
         )
         # the verdict is phrased in the question's terms unless read from a source that does not name its arms
         # (the demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial)
-        read_from = (answer.get("verdict_basis") or {}).get("statement")
         on_question = read_from is None or any(n in first for s, n in statements if s == read_from)
         basis = (
-            _phrase(verdict, anchors, measured_outcome(read_from))
+            _phrase(verdict, anchors, read_from)
             if kind == "effect" and on_question and as_closed_answer(verdict, direction) == target
             else generic
         )
@@ -583,11 +585,10 @@ def bottom_line(
         elif not anchors.intervention and statements:  # an open question that names no intervention ("What is the
             # most effective treatment for plantar heel pain?" read "The intervention decreased the outcome"):
             # the finding that gives the verdict is the bottom line
-            lead = (answer.get("verdict_basis") or {}).get("statement") or statements[0][0]
+            lead = read_from or statements[0][0]
             text = f"The top-ranked finding: {lead.rstrip('. ')}"
         else:
-            basis = (answer.get("verdict_basis") or {}).get("statement")
-            text = _phrase(target, anchors, measured_outcome(basis) if target == verdict else None)
+            text = _phrase(target, anchors, read_from if target == verdict else None)
             text = text[0].upper() + text[1:]
     sides = {
         n: "supports"
