@@ -107,3 +107,42 @@ def test_embedding_in_chunks_gives_each_text_its_vector(texts, monkeypatch):
     monkeypatch.setattr(embeddings, "EMBED_CHUNK", 3)
     chunked = Encoder(backend="torch").embed(texts)
     assert chunked.shape == reference.shape and np.allclose(chunked, reference, atol=1e-4)
+
+
+def test_pooling_as_each_batch_comes_out_keeps_no_batch_resident():
+    """With `reduce`, `forward_batched` keeps each row's pooled vector, not a view that holds its whole
+    batch of token states (8,192 names x 32 tokens x 384 floats was 400 MB for one chunk)."""
+    import gc
+    import weakref
+
+    from ebm_platform.index.embeddings import forward_batched
+
+    batches: list[weakref.ref] = []
+
+    def forward(ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        states = np.ones((*ids.shape, 4), dtype=np.float32)
+        batches.append(weakref.ref(states))
+        return states
+
+    sequences = [[1] * n for n in (3, 5, 5, 9)]
+    pooled = forward_batched(forward, sequences, 0, reduce=lambda s: s.mean(axis=0))
+    gc.collect()
+    assert [p.shape for p in pooled] == [(4,)] * 4 and all(b() is None for b in batches)
+    rows = forward_batched(forward, sequences, 0)
+    assert [r.shape[0] for r in rows] == [3, 5, 5, 9] and any(b() is not None for b in batches)
+
+
+def test_a_large_embedding_call_leaves_the_question_cache_alone(monkeypatch):
+    """Only a call with few new texts fills the encoder's cache: a partition's entity names are not asked
+    again and would push out the questions it keeps; repeated texts of a call share one vector."""
+    from ebm_platform.index import embeddings
+
+    encoder = Encoder(backend="torch")
+    monkeypatch.setattr(embeddings, "CACHED_CALL", 2)
+    question = encoder.embed(["Does exercise reduce pain?"])
+    names = ["low back pain", "exercise therapy", "pain intensity", "low back pain"]
+    vectors = encoder.embed(names)
+    assert set(encoder._cache) == {("Does exercise reduce pain?", encoder.spec.max_length)}
+    assert np.array_equal(vectors[0], vectors[3]) and not np.array_equal(vectors[0], vectors[1])
+    assert np.array_equal(encoder.embed(["Does exercise reduce pain?"]), question)
+    assert np.allclose(encoder.embed(names[:1]), vectors[:1], atol=1e-6)

@@ -11,7 +11,7 @@ from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.evaluation.pico_eval import tagger_model
 from ebm_platform.graph.build import graph_stats, partition_tables
-from ebm_platform.graph.extraction import ELEMENT_COLUMNS, Extractor
+from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.tree import build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
@@ -21,8 +21,6 @@ from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import SpanStore, tag_windows, tagger_key
 from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import ensure_tagger
-
-ELEMENT_SCHEMA = {c: pl.String for c in ELEMENT_COLUMNS}
 
 
 class TaggerConfig(dg.Config):
@@ -135,8 +133,7 @@ def pico_extractions(
         reused = spans.reusable(context.partition_key, windows)
         tagged = tag_windows(windows, tagger, embedder.encoder(), index, reporter(context), reused)
         spans.store(context.partition_key, windows, tagged)
-    rows = extractor.windows(windows, progress=reporter(context), tagged=tagged)
-    frame = pl.DataFrame(rows, schema=ELEMENT_SCHEMA) if rows else pl.DataFrame(schema=ELEMENT_SCHEMA)
+    frame = extractor.windows(windows, progress=reporter(context), tagged=tagged)
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
     return dg.Output(
         frame,

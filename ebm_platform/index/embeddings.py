@@ -48,6 +48,9 @@ MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
 EMBED_CHUNK = 8192  # texts tokenised and run at a time by `Encoder.embed` (sorted by length within a chunk)
 CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-checked by every partition run)
+# only a call with at most this many new texts fills the cache: a partition's entity names or blocks are not asked
+# again, and 128,000 of them would only push out the questions it keeps
+CACHED_CALL = 1024
 
 
 @lru_cache(maxsize=1)
@@ -237,9 +240,12 @@ def forward_batched(
     sequences: list[list[int]],
     pad_id: int,
     lock: AbstractContextManager | None = None,
+    reduce: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """`forward`'s output rows for each id sequence (its own length), in batches of similar length
-    (at most MAX_BATCH sequences and about TOKENS_PER_BATCH ids each); `lock` guards each call."""
+    (at most MAX_BATCH sequences and about TOKENS_PER_BATCH ids each); `lock` guards each call.
+    `reduce`, when given, maps each row as its batch comes out (a pooled vector), so that no batch's
+    states outlive it (a row kept as a view keeps its whole batch resident)."""
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     out: list[np.ndarray | None] = [None] * len(sequences)
     start = 0
@@ -250,7 +256,7 @@ def forward_batched(
         with lock or nullcontext():
             states = forward(*pad([sequences[i] for i in batch], pad_id))
         for row, i in enumerate(batch):
-            out[i] = states[row, : len(sequences[i])]
+            out[i] = states[row, : len(sequences[i])] if reduce is None else reduce(states[row, : len(sequences[i])])
         start += size
     return out  # type: ignore[return-value]
 
@@ -306,22 +312,30 @@ class Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         limit = min(self.spec.max_length, max_tokens or self.spec.max_length)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)  # every vector goes straight to its rows
+        rows: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            rows.setdefault(text, []).append(i)
+        todo = []
         with self._cache_lock:
-            known = {t: self._cache[(t, limit)] for t in texts if (t, limit) in self._cache}
-        todo = list(dict.fromkeys(t for t in texts if t not in known))
-        fresh: dict[str, np.ndarray] = {}
-        for start in range(0, len(todo), EMBED_CHUNK):  # token states live for one chunk, not for every text
+            for text, at in rows.items():
+                cached = self._cache.get((text, limit))
+                if cached is None:
+                    todo.append(text)
+                else:
+                    out[at] = cached
+        for start in range(0, len(todo), EMBED_CHUNK):  # token ids live for one chunk, states for one batch
             chunk = todo[start : start + EMBED_CHUNK]
             encoded = self.tokenizer(chunk, truncation=True, max_length=limit, add_special_tokens=True)["input_ids"]
-            fresh.update(zip(chunk, (self._pool(h).astype(np.float32) for h in self._hidden(encoded))))
-        if fresh:
-            known.update(fresh)
+            pooled = forward_batched(self.forward, encoded, self.tokenizer.pad_token_id, self._lock, self._pool)
             with self._cache_lock:
-                for text, vector in fresh.items():
-                    self._cache[(text, limit)] = vector
+                for text, vector in zip(chunk, pooled):
+                    out[rows[text]] = vector
+                    if len(todo) <= CACHED_CALL:
+                        self._cache[(text, limit)] = out[rows[text][0]].copy()
                 while len(self._cache) > CACHE_ENTRIES:
                     self._cache.popitem(last=False)
-        return np.stack([known[t] for t in texts])
+        return out
 
     def _segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
         """Ids as segments that fit the model, each wrapped in [CLS] ... [SEP]: the first holds the
