@@ -287,3 +287,35 @@ def test_a_writer_works_on_a_copy_that_replaces_the_store_only_when_it_closes_cl
     with GraphStore(tmp_path / "g.kz", read_only=True) as reader:
         assert reader.count("MATCH (d:Document) RETURN count(*)") == 2 and reader.versions() == {"P": "run-2"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.kz", "g.kz.writer.lock"]  # no working copy left
+
+
+def test_a_partition_is_extracted_whole_documents_at_a_time():
+    """`Extractor.partition` turns a partition's windows into elements a batch of whole documents at a time
+    (a document's abbreviations name the spans of all its windows), each batch tagged once, and gives the
+    elements the windows give read all at once."""
+    from ebm_platform.graph.extraction import document_batches
+
+    texts = [
+        "Exercise therapy reduced pain intensity compared with usual care in adults with chronic low back pain.",
+        "Manual therapy improved shoulder function more than placebo (p < 0.05).",
+        "Ankle bracing lowered the rate of recurrent ankle sprains in athletes.",
+    ]
+    windows = pl.DataFrame(
+        [
+            {"window_id": f"{doc}-{i}", "doc_id": doc, "text": texts[(n + i) % 3]}
+            for n, (doc, count) in enumerate([("d1", 1), ("d2", 3), ("d3", 1)])
+            for i in range(count)
+        ]
+    )
+    batches = list(document_batches(windows, size=2))
+    assert [[w["window_id"] for w in b] for b in batches] == [["d1-0"], ["d2-0", "d2-1", "d2-2"], ["d3-0"]]
+    asked: list[list[str]] = []
+
+    def tag(batch: list[dict]) -> dict[str, list[dict]]:
+        asked.append([w["window_id"] for w in batch])
+        return {}
+
+    extractor = Extractor(load_schema("pico_extended"), LLMClient(model="offline"))
+    whole = extractor.windows(windows.to_dicts(), tagged={})
+    assert whole.height and extractor.partition(windows, tag).equals(whole)
+    assert asked == [[w["window_id"] for w in windows.to_dicts()]]  # 5 windows: one batch of the default size

@@ -430,7 +430,7 @@ def test_a_window_two_conditions_share_is_tagged_once(trained_lake, tmp_path):
     other = {**shared, "window_id": "w2", "text": "Knee exercise reduced pain more than usual care (p < 0.01)."}
     store = SpanStore(tmp_path / "spans", tagger_key(tagger.meta))
     first = tag_windows([shared, other], tagger, get_encoder())
-    store.store("LBP", [shared, other], first)
+    store.write("LBP", store.rows([shared, other], first))
     assert len(read) == 2
 
     changed = {**other, "text": other["text"].replace("usual care", "rest")}

@@ -18,7 +18,7 @@ from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.finetuned import FineTuneParams, usable_tagger
 from ebm_platform.pico.tagger import TaggerParams, tagger_path
 from ebm_platform.pico.training import HEADLINE
-from ebm_platform.pico.windows import SpanStore, tag_windows, tagger_key
+from ebm_platform.pico.windows import PartitionTagging, SpanStore, tagger_key
 from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import ensure_tagger
 
@@ -123,17 +123,22 @@ def pico_extractions(
     schema = graph.schema()
     condition_names = tuple(c.name.lower() for c in lake.catalogue().conditions)
     extractor = Extractor(schema, client, condition_names)
-    windows = evidence_windows.to_dicts()
     learned = client.offline and graph.pico_extractor == "learned"
     tagger = usable_tagger(tagger_path(lake.path)) if learned else None
-    tagged, reused = None, {}
-    if tagger:
-        spans = SpanStore(LakeLayout(lake.root).pico_spans, tagger_key(tagger.meta))
-        index = WindowIndex(LakeLayout(lake.root).lancedb)
-        reused = spans.reusable(context.partition_key, windows)
-        tagged = tag_windows(windows, tagger, embedder.encoder(), index, reporter(context), reused)
-        spans.store(context.partition_key, windows, tagged)
-    frame = extractor.windows(windows, progress=reporter(context), tagged=tagged)
+    tagging = (
+        PartitionTagging(
+            SpanStore(LakeLayout(lake.root).pico_spans, tagger_key(tagger.meta)),
+            context.partition_key,
+            tagger,
+            embedder.encoder(),
+            WindowIndex(LakeLayout(lake.root).lancedb),
+        )
+        if tagger
+        else None
+    )
+    frame = extractor.partition(evidence_windows, tagging, reporter(context))
+    if tagging:
+        tagging.save()
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
     return dg.Output(
         frame,
@@ -149,7 +154,7 @@ def pico_extractions(
             ),
             "schema": dg.MetadataValue.text(schema.name),
             "windows": dg.MetadataValue.int(evidence_windows.height),
-            "windows_spans_reused": dg.MetadataValue.int(len(reused)),
+            "windows_spans_reused": dg.MetadataValue.int(tagging.reused if tagging else 0),
             "elements_by_kind": dg.MetadataValue.json({k["kind"]: k["len"] for k in kinds}),
             "dropped_out_of_schema": dg.MetadataValue.json(dict(extractor.drops)),
             "failed_windows": dg.MetadataValue.int(extractor.failed_windows),

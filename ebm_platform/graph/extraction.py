@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import polars as pl
 
@@ -106,6 +106,19 @@ def entities_by_window(elements: pl.DataFrame) -> dict[str, list[dict]]:
     return out
 
 
+def document_batches(windows: pl.DataFrame, size: int = ELEMENT_BATCH) -> Iterator[list[dict]]:
+    """The windows as rows, whole documents at a time, about `size` windows a batch (a document's windows
+    stay together: the abbreviations it defines in one name the spans of all)."""
+    batch: list[dict] = []
+    for (_,), document in windows.group_by("doc_id", maintain_order=True):
+        if batch and len(batch) + document.height > size:
+            yield batch
+            batch = []
+        batch.extend(document.to_dicts())
+    if batch:
+        yield batch
+
+
 class Extractor:
     """Extracts windows through the LLM client (LLM mode) or the offline rules."""
 
@@ -149,6 +162,22 @@ class Extractor:
                 elements = []
             if progress and n % 500 == 0:
                 progress(f"extracted {n}/{len(rows)} windows")
+        return pl.concat(frames, rechunk=True)
+
+    def partition(
+        self,
+        windows: pl.DataFrame,
+        tag: Callable[[list[dict]], dict[str, list[dict]]] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> pl.DataFrame:
+        """The elements of a partition's windows, `document_batches` at a time: `tag`, when given, gives each
+        batch's learned spans; only one batch's windows, spans and elements are ever Python objects."""
+        frames, done = [pl.DataFrame(schema=ELEMENT_SCHEMA)], 0
+        for batch in document_batches(windows):
+            frames.append(self.windows(batch, tagged=tag(batch) if tag else None))
+            done += len(batch)
+            if progress:
+                progress(f"{'tagged and ' if tag else ''}extracted {done}/{windows.height} windows")
         return pl.concat(frames, rechunk=True)
 
     def report(self) -> str:

@@ -31,6 +31,7 @@ from ebm_platform.pico.spans import Words
 from ebm_platform.pico.tagger import PicoTagger
 
 BATCH = 256
+SPAN_SCHEMA = {"window_id": pl.String, "text_sha1": pl.String, "tagger": pl.String, "spans": pl.String}
 
 
 def tag_windows(
@@ -126,20 +127,51 @@ class SpanStore:
                     found[window_id] = json.loads(spans)
         return found
 
-    def store(self, partition: str, windows: list[dict], tagged: Mapping[str, list[dict]]) -> None:
-        """Keep this partition's spans (replacing what it stored before)."""
-        frame = pl.DataFrame(
+    def rows(self, windows: list[dict], tagged: Mapping[str, list[dict]]) -> pl.DataFrame:
+        """The store's rows for these windows' spans (JSON: compact beside the spans as Python dicts)."""
+        return pl.DataFrame(
             {
                 "window_id": [r["window_id"] for r in windows],
                 "text_sha1": [self.text_key(r) for r in windows],
                 "tagger": [self.tagger_key] * len(windows),
                 "spans": [json.dumps(tagged.get(r["window_id"], [])) for r in windows],
             },
-            schema={"window_id": pl.String, "text_sha1": pl.String, "tagger": pl.String, "spans": pl.String},
+            schema=SPAN_SCHEMA,
         )
+
+    def write(self, partition: str, rows: pl.DataFrame) -> None:
+        """Keep this partition's span rows (replacing what it stored before)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(self.folder / f"{partition}.parquet") as tmp:
-            frame.write_parquet(tmp)
+            rows.write_parquet(tmp)
+
+
+class PartitionTagging:
+    """Tags one partition's windows a batch at a time (`__call__`, for `Extractor.partition`), taking the spans
+    other partitions stored for the same text and tagger, and keeps the batches' span rows for `save`."""
+
+    def __init__(
+        self,
+        store: SpanStore,
+        partition: str,
+        tagger: FineTunedTagger | PicoTagger,
+        encoder: Encoder,
+        index: WindowIndex | None = None,
+    ) -> None:
+        self.store, self.partition, self.tagger, self.encoder, self.index = store, partition, tagger, encoder, index
+        self.rows: list[pl.DataFrame] = [pl.DataFrame(schema=SPAN_SCHEMA)]
+        self.reused = 0
+
+    def __call__(self, windows: list[dict]) -> dict[str, list[dict]]:
+        reused = self.store.reusable(self.partition, windows)
+        tagged = tag_windows(windows, self.tagger, self.encoder, self.index, reused=reused)
+        self.rows.append(self.store.rows(windows, tagged))
+        self.reused += len(reused)
+        return tagged
+
+    def save(self) -> None:
+        """Store the partition's spans, once every batch is tagged."""
+        self.store.write(self.partition, pl.concat(self.rows))
 
 
 def tagger_key(meta: dict) -> str:
