@@ -2,6 +2,7 @@ import csv
 import re
 
 import numpy as np
+import polars as pl
 
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import (
@@ -154,3 +155,11 @@ def test_windowing_a_partition_holds_one_batch_of_block_vectors(datasets_dir, mo
     assert windowed == ["windowed 3/6", "windowed 6/6"]  # the last line once
     largest_document = max(sum(b.kind != "table_row" for b in split_blocks(d["text"])) for d in documents)
     assert len(held) > 5 and max(held) <= 40 + largest_document and not grouper._vectors_of
+
+    # a partition is windowed DOCUMENT_BATCH documents at a time: the same windows, progress over all of them
+    monkeypatch.setattr(chunking, "DOCUMENT_BATCH", 4)
+    said.clear()
+    parts = list(chunking.window_partition(pl.DataFrame(documents), grouper, said.append))
+    assert len(parts) == 2 and [w for part in parts for w in part] == whole
+    windowed = [line.split(" documents")[0] for line in said if line.startswith("windowed")]
+    assert windowed == ["windowed 3/6", "windowed 4/6", "windowed 6/6"]  # the end of each batch too

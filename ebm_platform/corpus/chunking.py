@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 
 import numpy as np
+import polars as pl
 
 from ebm_platform.corpus.windows import Block, WindowParams, build_windows, similarity_groups, split_blocks
 from ebm_platform.llm.client import LLMClient
@@ -16,6 +17,7 @@ Embedder = Callable[[list[str]], np.ndarray]
 EMBED_TOKENS = 64  # blocks are embedded for grouping from their first 64 word pieces
 PRECOMPUTE_BATCH = 2048  # blocks per embedding call when a whole partition is windowed
 PROGRESS_EVERY = 25  # documents between progress lines (and the last)
+DOCUMENT_BATCH = 200  # documents windowed at a time by `window_partition`
 
 
 def _valid_group_ids(ids: list[int], n: int) -> bool:
@@ -102,23 +104,38 @@ def _cap_groups(blocks: Sequence[Block], ids: list[int], params: WindowParams) -
     return out
 
 
+def window_partition(
+    documents: pl.DataFrame, grouper: BlockGrouper, progress: Callable[[str], None] | None = None
+) -> Iterator[list[dict]]:
+    """`window_documents` of a partition's documents, DOCUMENT_BATCH at a time: only one batch's texts,
+    blocks and windows are ever Python objects (a block repeated across batches is embedded again)."""
+    for first in range(0, documents.height, DOCUMENT_BATCH):
+        batch = documents.slice(first, DOCUMENT_BATCH).to_dicts()
+        yield window_documents(batch, grouper, progress, first, documents.height)
+
+
 def window_documents(
-    documents: list[dict], grouper: BlockGrouper, progress: Callable[[str], None] | None = None
+    documents: list[dict],
+    grouper: BlockGrouper,
+    progress: Callable[[str], None] | None = None,
+    first: int = 0,
+    total: int | None = None,
 ) -> list[dict]:
     """Evidence windows of every document, carrying the document's grade and metadata. Offline, the
     prose blocks of all documents are embedded in large batches (PRECOMPUTE_BATCH, in document
     order); each document is windowed as soon as its last block is embedded, and a block's vector
     is dropped once no later document repeats its text, so that the vectors held are a batch's, not
-    the partition's."""
+    the partition's. Progress counts from document `first` of `total` (a batch of a partition)."""
     rows: list[dict] = []
+    total = len(documents) if total is None else total
 
     def window(n: int) -> None:
         doc = documents[n]
         for found in build_windows(doc["doc_id"], doc["text"], grouper.params, grouper):
             found.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
             rows.append(found)
-        if progress and ((n + 1) % PROGRESS_EVERY == 0 or n + 1 == len(documents)):
-            progress(f"windowed {n + 1}/{len(documents)} documents, {len(rows)} windows")
+        if progress and ((first + n + 1) % PROGRESS_EVERY == 0 or n + 1 == len(documents)):
+            progress(f"windowed {first + n + 1}/{total} documents, {len(rows)} windows")
 
     done = 0
     if grouper.client.offline:

@@ -9,7 +9,7 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from ebm_platform.atomic import write_text_atomic
-from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_documents
+from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_partition
 from ebm_platform.corpus.importers import import_all
 from ebm_platform.corpus.landing import load_partition
 from ebm_platform.corpus.model import GRADES
@@ -172,11 +172,14 @@ def evidence_windows(
     grouper = BlockGrouper(
         embedder.window_params(), client, lambda texts: embedder.embed(texts, max_tokens=EMBED_TOKENS)
     )
-    rows = window_documents(source_documents.to_dicts(), grouper, progress=reporter(context))
-    frame = (
-        pl.DataFrame([dict(r, condition=code) for r in rows], schema=WINDOW_SCHEMA)
-        if rows
-        else pl.DataFrame(schema=WINDOW_SCHEMA)
+    frame = pl.concat(
+        [pl.DataFrame(schema=WINDOW_SCHEMA)]
+        + [
+            pl.DataFrame([dict(r, condition=code) for r in rows], schema=WINDOW_SCHEMA)
+            for rows in window_partition(source_documents, grouper, reporter(context))
+            if rows
+        ],
+        rechunk=True,
     )
     tokens = frame["n_tokens"] if frame.height else pl.Series([], dtype=pl.Int64)
     edges = [0, 64, 128, 192, 256, 320, 10**9]
