@@ -319,3 +319,22 @@ def test_a_partition_is_extracted_whole_documents_at_a_time():
     whole = extractor.windows(windows.to_dicts(), tagged={})
     assert whole.height and extractor.partition(windows, tag).equals(whole)
     assert asked == [[w["window_id"] for w in windows.to_dicts()]]  # 5 windows: one batch of the default size
+
+
+def test_the_tree_weighs_each_pair_of_entities_by_the_windows_they_share():
+    """`tree_edges`: typed relations weigh 2; each pair of entities mentioned in one window is a co-mention
+    edge once (source < target), weighed by how many windows they share."""
+    from ebm_platform.graph.tree import tree_edges
+
+    mentions = pl.DataFrame(
+        {"entity": ["I|exercise", "O|pain", "P|adults", "I|exercise", "O|pain", "O|pain"], "window": list("aaabbc")}
+    )
+    relates = pl.DataFrame({"source": ["I|exercise"], "target": ["O|pain"], "type": ["IMPROVES"]})
+    edges = tree_edges(relates, mentions).sort("type", "source", "target")
+    assert edges.rows() == [
+        ("I|exercise", "O|pain", "IMPROVES", 2.0),
+        ("I|exercise", "O|pain", "co_mention", 2.0),
+        ("I|exercise", "P|adults", "co_mention", 1.0),
+        ("O|pain", "P|adults", "co_mention", 1.0),
+    ]
+    assert tree_edges(relates.clear(), mentions.clear()).is_empty()

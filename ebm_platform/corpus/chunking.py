@@ -109,25 +109,30 @@ def window_partition(
 ) -> Iterator[list[dict]]:
     """`window_documents` of a partition's documents, DOCUMENT_BATCH at a time: only one batch's texts,
     blocks and windows are ever Python objects (a block repeated across batches is embedded again)."""
+    windows = 0
     for first in range(0, documents.height, DOCUMENT_BATCH):
         batch = documents.slice(first, DOCUMENT_BATCH).to_dicts()
-        yield window_documents(batch, grouper, progress, first, documents.height)
+        rows = window_documents(batch, grouper, progress, (first, windows), documents.height)
+        windows += len(rows)
+        yield rows
 
 
 def window_documents(
     documents: list[dict],
     grouper: BlockGrouper,
     progress: Callable[[str], None] | None = None,
-    first: int = 0,
+    before: tuple[int, int] = (0, 0),
     total: int | None = None,
 ) -> list[dict]:
     """Evidence windows of every document, carrying the document's grade and metadata. Offline, the
     prose blocks of all documents are embedded in large batches (PRECOMPUTE_BATCH, in document
     order); each document is windowed as soon as its last block is embedded, and a block's vector
     is dropped once no later document repeats its text, so that the vectors held are a batch's, not
-    the partition's. Progress counts from document `first` of `total` (a batch of a partition)."""
+    the partition's. Progress counts on from the documents and windows `before` this batch of a partition
+    of `total` documents."""
     rows: list[dict] = []
     total = len(documents) if total is None else total
+    first, windows_before = before
 
     def window(n: int) -> None:
         doc = documents[n]
@@ -135,7 +140,7 @@ def window_documents(
             found.update(grade=doc["grade"], title=doc["title"], year=doc["year"], source=doc["source"])
             rows.append(found)
         if progress and ((first + n + 1) % PROGRESS_EVERY == 0 or n + 1 == len(documents)):
-            progress(f"windowed {first + n + 1}/{total} documents, {len(rows)} windows")
+            progress(f"windowed {first + n + 1}/{total} documents, {windows_before + len(rows)} windows")
 
     done = 0
     if grouper.client.offline:

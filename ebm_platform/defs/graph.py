@@ -12,7 +12,7 @@ from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, Gra
 from ebm_platform.evaluation.pico_eval import tagger_model
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import Extractor
-from ebm_platform.graph.tree import build_tree, tree_tables
+from ebm_platform.graph.tree import build_tree, tree_edges, tree_tables
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.finetuned import FineTuneParams, usable_tagger
@@ -240,25 +240,7 @@ def knowledge_tree(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, r.type AS type"
         )
         mentions = store.query("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) RETURN e.id AS entity, w.id AS window")
-        co = (
-            mentions.join(mentions, on="window", suffix="_b")
-            .filter(pl.col("entity") < pl.col("entity_b"))
-            .group_by("entity", "entity_b")
-            .len()
-            .select(
-                pl.col("entity").alias("source"),
-                pl.col("entity_b").alias("target"),
-                pl.lit("co_mention").alias("type"),
-                pl.col("len").cast(pl.Float64).alias("weight"),
-            )
-        )
-        edges = (
-            pl.concat([relates.with_columns(pl.lit(2.0).alias("weight")), co], how="vertical_relaxed")
-            if relates.height or co.height
-            else pl.DataFrame(
-                schema={"source": pl.String, "target": pl.String, "type": pl.String, "weight": pl.Float64}
-            )
-        )
+        edges = tree_edges(relates, mentions)
         attributes = store.query(
             "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
         )

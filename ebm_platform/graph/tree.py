@@ -99,6 +99,26 @@ class EntityGraph:
         return np.asarray(membership, dtype=np.int64)
 
 
+def tree_edges(relates: pl.DataFrame, mentions: pl.DataFrame) -> pl.DataFrame:
+    """The tree's weighted edges (source, target, type, weight): each typed relation (weight 2) and each pair
+    of entities mentioned in one window (`co_mention`, weight = the windows they share). The pairs are
+    joined on integer codes, not ids (a window with k entities gives k^2 rows: 32,000 windows, millions)."""
+    names = mentions.select(pl.col("entity").unique().sort().alias("id")).with_row_index("e")
+    coded = mentions.join(names, left_on="entity", right_on="id").select("e", pl.col("window").rank("dense").alias("w"))
+    co = (
+        coded.join(coded, on="w", suffix="_b")
+        .filter(pl.col("e") < pl.col("e_b"))
+        .group_by("e", "e_b")
+        .len()
+        .join(names.rename({"id": "source"}), on="e")
+        .join(names.rename({"id": "target", "e": "e_b"}), on="e_b")
+        .select("source", "target", pl.lit("co_mention").alias("type"), pl.col("len").cast(pl.Float64).alias("weight"))
+    )
+    schema = {"source": pl.String, "target": pl.String, "type": pl.String, "weight": pl.Float64}
+    typed = relates.select("source", "target", "type", pl.lit(2.0).alias("weight"))
+    return pl.concat([typed.cast(schema), co.cast(schema)], how="vertical")
+
+
 def build_tree(
     entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()
 ) -> tuple[dict[str, int], dict]:
