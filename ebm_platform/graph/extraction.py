@@ -145,24 +145,14 @@ class Extractor:
             raw = map_to_schema(validate(raw, self.extended, self.drops), self.schema, self.drops)
         return validate(raw, self.schema, self.drops)
 
-    def windows(
-        self,
-        rows: list[dict],
-        progress: Callable[[str], None] | None = None,
-        tagged: dict[str, list[dict]] | None = None,
-    ) -> pl.DataFrame:
-        """The elements of every window (`ELEMENT_COLUMNS`), turned into columns ELEMENT_BATCH windows at a
-        time (as Python rows, a 32,000-window partition's 530,000 elements held about 500 MB)."""
-        frames, elements = [pl.DataFrame(schema=ELEMENT_SCHEMA)], []
-        for n, row in enumerate(rows, 1):
+    def windows(self, rows: list[dict], tagged: dict[str, list[dict]] | None = None) -> pl.DataFrame:
+        """The elements (`ELEMENT_COLUMNS`) of one batch of windows (`partition` keeps batches small: as Python
+        rows, a 32,000-window partition's 530,000 elements held about 500 MB)."""
+        elements: list[dict] = []
+        for row in rows:
             spans = tagged.get(row["window_id"], []) if tagged is not None else None
             elements.extend(to_elements(row["window_id"], row["doc_id"], self.window(row["text"], spans)))
-            if n % ELEMENT_BATCH == 0 or n == len(rows):
-                frames.append(pl.DataFrame(elements, schema=ELEMENT_SCHEMA))
-                elements = []
-            if progress and n % 500 == 0:
-                progress(f"extracted {n}/{len(rows)} windows")
-        return pl.concat(frames, rechunk=True)
+        return pl.DataFrame(elements, schema=ELEMENT_SCHEMA)
 
     def partition(
         self,
