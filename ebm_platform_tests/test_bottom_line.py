@@ -583,6 +583,11 @@ def test_a_direction_read_from_another_outcome_does_not_overrule_the_reader() ->
     asked = "Early mobilisation significantly increased length of stay (p < 0.01)."
     answer = _answer(INCREASED, [(asked, 1)], {1: "C"})
     assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "no"
+    # nor when the statement does not name the question's intervention: which of its groups did better says
+    # nothing of the question's arm (PubMedQA: "Does tranexamic acid reduce desmopressin-induced hyperfibrinolysis?")
+    unnamed = "Length of stay was significantly longer in group 2 than in group 1 (p < 0.01)."
+    answer = _answer(INCREASED, [(unnamed, 1)], {1: "C"}, {1: "Early mobilisation after surgery"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
     # a study that never names the question's clinical outcome is not read for it (the demo's "Does hip
     # strengthening reduce pain in patellofemoral pain?" read "No" from an EMG study), and nothing else answers
     question = "Does early mobilisation reduce pain?"

@@ -61,9 +61,16 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
         span_verdict.pipeline,
     )
     named = dict(zip(FEATURES, x))
-    assert x.shape == (len(FEATURES),) == (16,)
+    assert x.shape == (len(FEATURES),) == (17,)
     assert named["no-difference sentences"] == 2 and named["results sentences"] == 2
     assert named["question: negation"] == 1 and named["question words"] == 4
+    assert named["question: sceptical framing"] == 0
+    assert (
+        features("Is routine drainage really necessary?", [], span_verdict.pipeline)[
+            FEATURES.index("question: sceptical framing")
+        ]
+        == 1
+    )
     assert named["span classifier max no diff"] > named["span classifier max increased"]
 
 
@@ -91,6 +98,9 @@ def test_reader_round_trips_and_reads_one_source(tmp_path, examples, span_verdic
     assert label in ("yes", "no", "maybe") and sum(probabilities.values()) == pytest.approx(1.0, abs=0.01)
     assert loaded.predict(X[:5]) == model.predict(X[:5])
     assert ClosedAnswerModel.load(tmp_path / "none") is None
+    # a reader fitted on another version's features is not loaded (its lake answers by the rules)
+    ClosedAnswerModel.train(X[:, :-1], [e["label"] for e in examples[:200]], span_verdict.pipeline).save(tmp_path)
+    assert ClosedAnswerModel.load(tmp_path) is None
 
 
 @pytest.mark.parametrize(

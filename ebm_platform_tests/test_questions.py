@@ -131,6 +131,23 @@ CASES = [
         "athletes with an ankle sprain",
         None,
     ),
+    # "than" before a number is a quantity, not a comparator (PubMedQA: "... for adrenal masses larger than 7 cm?")
+    (
+        "Is exercise more effective than rest in patients older than 65 years?",
+        "exercise",
+        "rest",
+        None,
+        "patients older than 65 years",
+        None,
+    ),
+    (
+        "Does exercise reduce pain in patients with pain for more than 3 months?",
+        "exercise",
+        None,
+        "pain",
+        "patients with pain for more than 3 months",
+        None,
+    ),
 ]
 
 

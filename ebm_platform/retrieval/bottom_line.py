@@ -142,7 +142,7 @@ def as_closed_answer(verdict: str, direction: str | None) -> str:
 def directed(read: str, verdict: str, direction: str | None) -> str:
     """A reader's yes for a question that asks about one direction, overruled to no when the
     source's verdict is a significant effect the other way (`verdict`: read from a statement about the
-    question's outcome, `outcome_verdict`)."""
+    question's intervention and outcome, `arm_outcome_verdict`)."""
     opposite = verdict in (INCREASED, DECREASED) and as_closed_answer(verdict, direction) == NO
     return NO if read == YES and direction and opposite else read
 
@@ -157,6 +157,16 @@ def outcome_verdict(statement: str, anchors: Anchors, verdict_of: Callable[[str]
     read from another outcome says nothing of the question's ("Do hospitals provide lower quality care on
     weekends?" is not answered no by a rise in weekend mortality)."""
     return verdict_of(statement) if names_outcome(statement, anchors) else INSUFFICIENT
+
+
+def arm_outcome_verdict(statement: str, anchors: Anchors, verdict_of: Callable[[str], str]) -> str:
+    """`outcome_verdict` of a statement that also names every word of the question's intervention, else
+    insufficient: which way a statement's groups differ says which way the question's intervention acts
+    only when the statement is about it. On PubMedQA's 500 questions every override of the reader by a
+    statement that does not name it was wrong (5 of 5: "Does tranexamic acid reduce desmopressin-induced
+    hyperfibrinolysis?" read "No ... increased" from "fibrin split product, 21.2 ... versus 13.5 ... in
+    the isolated desmopressin group")."""
+    return outcome_verdict(statement, anchors, verdict_of) if names_every_arm_word(statement, anchors) else INSUFFICIENT
 
 
 def statement_answer(
@@ -455,7 +465,7 @@ def bottom_line(
         stances = {
             n: UNCERTAIN
             if n in unsettled
-            else directed(reader(n), outcome_verdict(s, anchors, verdict_of), direction)
+            else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction)
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)
             for n, s in first.items()

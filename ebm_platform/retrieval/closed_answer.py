@@ -7,7 +7,9 @@ reads a (question, evidence) pair: the evidence's results sentences (a results s
 when the source has one, else its findings, else all its sentences), how many state significance,
 no difference or a hedge, what the learned span classifier (the verdict model's, trained on
 Evidence Inference) makes of them, and the question's form (is / does / can, a negation, an
-alternative). A multinomial logistic regression over these 16 features predicts yes / no / maybe;
+alternative, a sceptical framing: "Stage I lung carcinoma: really an early stage?", "Is routine
+drainage necessary?", "... is it the same?", which a study that confirms the premise of the
+doubt answers no). A multinomial logistic regression over these 17 features predicts yes / no / maybe;
 it is trained on PubMedQA's expert-labelled questions with each question's own abstract as the
 evidence (`evaluation/closed_training.py`), and it says "maybe" when that class is the most probable.
 """
@@ -41,6 +43,9 @@ QUESTION_FORMS = {
     "opens with is / are": re.compile(r"^\s*(?:is|are)\b", re.I),
     "opens with do / does / did": re.compile(r"^\s*(?:do|does|did)\b", re.I),
     "opens with can / could / should": re.compile(r"^\s*(?:can|could|should)\b", re.I),
+    "sceptical framing": re.compile(
+        r"\b(?:really|truly|actually|always|necessar\w*|myths?|same|overrated|worth\w*|justified)\b", re.I
+    ),
 }
 FEATURES = (
     "no-difference sentences",
@@ -61,7 +66,7 @@ def results_sentences(sentences: list[tuple[str, str | None]]) -> list[str]:
 
 
 def features(question: str, results: list[str], spans) -> np.ndarray:
-    """The 16 features of one (question, results sentences) pair; `spans` is a fitted sentence
+    """The 17 features of one (question, results sentences) pair; `spans` is a fitted sentence
     classifier with `predict_proba` over the three Evidence Inference labels."""
     counts = [sum(bool(p.search(s)) for s in results) for p in (NO_DIFFERENCE, SIGNIFICANCE, HEDGE)]
     form = [float(bool(p.search(question))) for p in QUESTION_FORMS.values()]
@@ -109,8 +114,13 @@ class ClosedAnswerModel:
 
     @classmethod
     def load(cls, folder: Path) -> ClosedAnswerModel | None:
+        """The stored reader, or None when there is none or it was fitted on other features (a lake
+        built by an earlier version: the bottom line then reads the cited evidence by the rules)."""
         stored = load_estimators(Path(folder) / cls.FILE)
         if stored is None:
             return None
         estimators, meta = stored
-        return cls(estimators.get("spans"), estimators.get("classifier"), meta)
+        classifier = estimators.get("classifier")
+        if getattr(classifier, "n_features_in_", None) != len(FEATURES):
+            return None
+        return cls(estimators.get("spans"), classifier, meta)

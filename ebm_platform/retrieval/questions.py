@@ -29,8 +29,12 @@ _PERSONS = (
     r"patients?|participants?|adults?|child|children|adolescents?|women|woman|men|man|athletes?|individuals?|"
     r"people|runners?|players?|subjects|volunteers|infants?|girls?|boys?|elderly|workers|soldiers|students"
 )
+# "than" before a length or a time states a quantity, not a comparator ("masses larger than 7 cm", "pain
+# for more than 3 months"; "than 5 mg morphine" or "than 0.5% ropivacaine" is one)
+_QUANTITY = r"\d+(?:\.\d+)?\s*(?:cm\b|mm\b|(?:second|minute|hour|day|week|month|year)s?\b)"
 _COMPARISON = (
-    r"compared (?:with|to)|in comparison (?:with|to)|versus|vs\.?|relative to|rather than|than|compare (?:with|to)"
+    rf"compared (?:with|to)|in comparison (?:with|to)|versus|vs\.?|relative to|rather than|than(?!\s+{_QUANTITY})|"
+    r"compare (?:with|to)"
 )
 # a population clause ends at a comparison, a time, a new clause after a comma, or the end
 _STOP_CLAUSE = (
@@ -39,7 +43,7 @@ _STOP_CLAUSE = (
 )
 _POPULATION = re.compile(
     rf"\b(?:in|among|for)\s+((?:(?!(?:{_COMPARISON}|in|of|for|among|on|with|at|to|and|or)\b)[\w<>=-]+\s){{0,4}}(?:{_PERSONS})"
-    rf"(?:\s+(?:with|after|who|aged|following|undergoing|receiving|without|from|in)\s+.{{2,120}}?)?){_STOP_CLAUSE}",
+    rf"(?:\s+(?:with|after|who|aged|older|younger|following|undergoing|receiving|without|from|in)\s+.{{2,120}}?)?){_STOP_CLAUSE}",
     re.I,
 )
 # the population as the subject of a closed question: "Should patients with LBP take opioids?", "Do athletes
