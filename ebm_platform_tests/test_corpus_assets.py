@@ -80,6 +80,23 @@ BOMB = (
 )
 
 
+def test_documents_read_a_batch_at_a_time_make_the_same_partition(lake, datasets_dir, monkeypatch):
+    """One document per batch: the same rows in the same order, and a duplicate in a later batch is
+    still quarantined as one."""
+    from ebm_platform.corpus import landing
+
+    _import_acl(lake, datasets_dir)
+    folder = lake / "landing" / "ACL"
+    assert _materialize(lake, "ACL").success
+    whole = pl.read_parquet(lake / "assets" / "source_documents" / "ACL.parquet")
+    (folder / "zz_copy.md").write_bytes(sorted(folder.glob("*.md"))[0].read_bytes())
+    monkeypatch.setattr(landing, "DOCUMENT_BATCH", 1)
+    result = _materialize(lake, "ACL")
+    batched = pl.read_parquet(lake / "assets" / "source_documents" / "ACL.parquet")
+    assert whole.height == len(ACL_ARTICLES) and batched.equals(whole)
+    assert result.asset_materializations_for_node("source_documents")[0].metadata["quarantined"].value == 1
+
+
 def test_hostile_files_are_quarantined_or_read_as_plain_data(lake, datasets_dir, tmp_path):
     _import_acl(lake, datasets_dir)
     folder = lake / "landing" / "ACL"

@@ -13,7 +13,7 @@ import pytest
 
 from ebm_platform.conditions import load_catalogue
 from ebm_platform.corpus import landing
-from ebm_platform.corpus.landing import file_sha256, load_partition
+from ebm_platform.corpus.landing import PartitionLoad, file_sha256, read_partition
 from ebm_platform.landing_state import scan_folder
 from ebm_platform.settings import DEFAULT_CATALOGUE
 from ebm_platform_tests.test_retrieval import window_frame
@@ -92,11 +92,12 @@ def test_oversized_files_and_outside_links_are_quarantined_unread(tmp_path, monk
     real_sha, real_read = landing.file_sha256, Path.read_bytes
     monkeypatch.setattr(landing, "file_sha256", lambda path: read.append(path.name) or real_sha(path))
     monkeypatch.setattr(Path, "read_bytes", lambda path: read.append(path.name) or real_read(path))
-    load = load_partition(folder, "ACL", load_catalogue(DEFAULT_CATALOGUE))
+    load = PartitionLoad()
+    documents = [d for batch in read_partition(folder, "ACL", load_catalogue(DEFAULT_CATALOGUE), load) for d in batch]
     reasons = {Path(q.path).name: q.reason for q in load.quarantine}
     assert "over the 0 MiB limit: not read" in reasons["big.md"]
     assert "outside the landing folder" in reasons["link.md"]
-    assert [d.title for d in load.documents] == ["Knee trial"]
+    assert [d.title for d in documents] == ["Knee trial"]
     assert "big.md" not in read and "link.md" not in read and "outside.md" not in read
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ebm_platform.corpus.tagging import abstract_of, tag_conditions
 READERS = {".md": read_markdown, ".markdown": read_markdown, ".xml": read_jats, ".nxml": read_jats, ".pdf": read_pdf}
 MAX_FILE_BYTES = 100 * 2**20  # larger files are not read at all
 MAX_TEXT_CHARS = 2_000_000  # 26x the longest Evidence Inference article (76,157): not one document
+DOCUMENT_BATCH = 100  # documents handed on at a time, so a partition's step never holds all of them
 
 
 @dataclass
@@ -31,9 +33,9 @@ class QuarantineRecord:
 
 @dataclass
 class PartitionLoad:
-    """What reading one landing partition produced."""
+    """What reading one landing partition set aside: the files seen and the quarantined ones (filled
+    as `read_partition` is read)."""
 
-    documents: list[Document] = field(default_factory=list)
     quarantine: list[QuarantineRecord] = field(default_factory=list)
     files_seen: int = 0
 
@@ -92,13 +94,17 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
     return document
 
 
-def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLoad:
-    """Every valid document of a landing folder; every bad one quarantined with its reason.
+def read_partition(
+    folder: Path, code: str, catalogue: Catalogue, load: PartitionLoad, batch: int | None = None
+) -> Iterator[list[Document]]:
+    """Every valid document of a landing folder, `batch` (default DOCUMENT_BATCH) at a time; every
+    bad one quarantined in `load` with its reason.
 
     Files are read oldest first, so a later copy of an admitted document is the duplicate."""
-    load = PartitionLoad()
+    size = batch or DOCUMENT_BATCH
     first_seen: dict[str, str] = {}
     inside = folder.resolve()
+    documents: list[Document] = []
     for path in sorted(landing_files(folder), key=lambda p: (p.stat().st_mtime_ns, p.name)):
         load.files_seen += 1
         reason = unreadable(path, inside)
@@ -118,8 +124,12 @@ def load_partition(folder: Path, code: str, catalogue: Catalogue) -> PartitionLo
             load.quarantine.append(QuarantineRecord(code, str(path), str(exc), digest))
             continue
         first_seen[document.doc_id] = str(path)
-        load.documents.append(document)
-    return load
+        documents.append(document)
+        if len(documents) == size:
+            yield documents
+            documents = []
+    if documents:
+        yield documents
 
 
 def landing_markdown(document: Document) -> str:

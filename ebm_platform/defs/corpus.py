@@ -11,7 +11,7 @@ from dagster_duckdb import DuckDBResource
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_partition
 from ebm_platform.corpus.importers import import_all
-from ebm_platform.corpus.landing import load_partition
+from ebm_platform.corpus.landing import PartitionLoad, read_partition
 from ebm_platform.corpus.model import GRADES
 from ebm_platform.corpus.quarantine import record as record_quarantine
 from ebm_platform.defs.io import PARTITION_VERSION
@@ -127,9 +127,15 @@ def source_documents(
     table); every valid document of the partition still materialises."""
     code = context.partition_key
     digest = content_digest(scan_folder(lake.landing_dir / code))  # before reading: a later change re-runs
-    load = load_partition(lake.landing_dir / code, code, lake.catalogue())
-    rows = [dict(d.as_row(), condition=code) for d in load.documents]
-    frame = pl.DataFrame(rows, schema=DOCUMENT_SCHEMA) if rows else pl.DataFrame(schema=DOCUMENT_SCHEMA)
+    load = PartitionLoad()
+    frame = pl.concat(  # a frame per batch of documents: the parsed documents are never all held at once
+        [pl.DataFrame(schema=DOCUMENT_SCHEMA)]
+        + [
+            pl.DataFrame([dict(d.as_row(), condition=code) for d in batch], schema=DOCUMENT_SCHEMA)
+            for batch in read_partition(lake.landing_dir / code, code, lake.catalogue(), load)
+        ],
+        rechunk=False,
+    )
     now = datetime.now(UTC).replace(tzinfo=None)
     current = parquet_version(LakeLayout(lake.path).asset("source_documents", code))
     with warehouse.get_connection() as conn:  # the parquet (this run's version) is written after this commit
