@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 Location = str | Path
-ROW_GROUP_BYTES = 32 * 2**20
 
 
 def is_uri(location: Location) -> bool:
@@ -91,33 +90,22 @@ def read_schema(location: Location) -> pa.Schema:
     return pq.read_schema(path, filesystem=filesystem)
 
 
-def row_group_rows(rows: int, nbytes: int) -> int:
-    """Rows per parquet row group so that one holds about ROW_GROUP_BYTES of the table: the writer
-    encodes a whole row group before it writes, so one group of a partition's 128,000 entity vectors
-    (203 MiB) added 210 MiB to its step's peak, and groups of 32 MiB add 2."""
-    return max(1, min(rows, rows * ROW_GROUP_BYTES // max(nbytes, 1)))
-
-
 def write_parquet(data: pl.DataFrame | pa.Table, location: Location) -> None:
     """Write a frame or an Arrow table (whose schema metadata is kept) so that a reader sees the old
     file or the new one, never half: locally a temporary file renamed over the target (a frame with
-    polars' writer), in an object store one upload (a PUT replaces an object whole); in row groups of
-    about ROW_GROUP_BYTES (`row_group_rows`)."""
+    polars' writer), in an object store one upload (a PUT replaces an object whole)."""
     import polars as pl
     import pyarrow.parquet as pq
 
-    table = data.to_arrow() if is_uri(location) and isinstance(data, pl.DataFrame) else data
-    size = table.estimated_size() if isinstance(table, pl.DataFrame) else table.nbytes
-    rows = row_group_rows(table.height if isinstance(table, pl.DataFrame) else table.num_rows, size)
     if is_uri(location):
         filesystem, path = _filesystem(location)
-        pq.write_table(table, path, filesystem=filesystem, row_group_size=rows)
+        pq.write_table(data.to_arrow() if isinstance(data, pl.DataFrame) else data, path, filesystem=filesystem)
         return
     with atomic_path(Path(location)) as tmp:
-        if isinstance(table, pl.DataFrame):
-            table.write_parquet(tmp, row_group_size=rows)
+        if isinstance(data, pl.DataFrame):
+            data.write_parquet(tmp)
         else:
-            pq.write_table(table, tmp, row_group_size=rows)
+            pq.write_table(data, tmp)
 
 
 def move(source: Location, target: Location) -> bool:

@@ -93,21 +93,3 @@ def test_an_input_that_names_its_columns_reads_only_those(tmp_path):
         )
     )
     assert read.columns == ["condition"]
-
-
-def test_parquet_is_written_in_row_groups_of_bounded_size_with_its_version(tmp_path, monkeypatch):
-    """A table is written in row groups of about ROW_GROUP_BYTES (the writer holds one encoded group at a
-    time), reads back equal, and keeps the run's version in its metadata."""
-    import pyarrow.parquet as pq
-
-    from ebm_platform import lake_files
-    from ebm_platform.versions import parquet_version, write_parquet
-
-    frame = pl.DataFrame({"id": [f"e{i}" for i in range(1000)], "vector": np.ones((1000, 8), np.float32)})
-    monkeypatch.setattr(lake_files, "ROW_GROUP_BYTES", frame.estimated_size() // 10)
-    for version in (None, "run-1"):
-        path = tmp_path / f"{version}.parquet"
-        write_parquet(frame, path, version=version)
-        assert 8 <= pq.ParquetFile(path).num_row_groups <= 16  # Arrow counts 64-bit string offsets
-        assert pl.read_parquet(path).equals(frame) and parquet_version(path) == version
-    assert lake_files.row_group_rows(0, 0) == 1 and lake_files.row_group_rows(5, 1) == 5
