@@ -94,14 +94,11 @@ def read_landing_file(path: Path, code: str, catalogue: Catalogue) -> Document:
     return document
 
 
-def read_partition(
-    folder: Path, code: str, catalogue: Catalogue, load: PartitionLoad, batch: int | None = None
-) -> Iterator[list[Document]]:
-    """Every valid document of a landing folder, `batch` (default DOCUMENT_BATCH) at a time; every
-    bad one quarantined in `load` with its reason.
+def read_partition(folder: Path, code: str, catalogue: Catalogue, load: PartitionLoad) -> Iterator[list[Document]]:
+    """Every valid document of a landing folder, DOCUMENT_BATCH at a time; every bad one quarantined in
+    `load` with its reason.
 
     Files are read oldest first, so a later copy of an admitted document is the duplicate."""
-    size = batch or DOCUMENT_BATCH
     first_seen: dict[str, str] = {}
     inside = folder.resolve()
     documents: list[Document] = []
@@ -125,7 +122,7 @@ def read_partition(
             continue
         first_seen[document.doc_id] = str(path)
         documents.append(document)
-        if len(documents) == size:
+        if len(documents) == DOCUMENT_BATCH:
             yield documents
             documents = []
     if documents:

@@ -2,6 +2,7 @@
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -111,6 +112,13 @@ def landing_imports(context: dg.AssetExecutionContext, lake: LakeResource) -> dg
     )
 
 
+def partition_frame(batches: Iterable[list[dict]], schema: dict, code: str) -> pl.DataFrame:
+    """A partition's rows, handed over a batch at a time, as one frame (a chunk per batch) with their
+    condition; the schema's empty frame when there are none."""
+    frames = [pl.DataFrame([dict(r, condition=code) for r in rows], schema=schema) for rows in batches if rows]
+    return pl.concat([pl.DataFrame(schema=schema), *frames], rechunk=False)
+
+
 @dg.asset(
     partitions_def=conditions_partitions,
     group_name="corpus",
@@ -128,14 +136,9 @@ def source_documents(
     code = context.partition_key
     digest = content_digest(scan_folder(lake.landing_dir / code))  # before reading: a later change re-runs
     load = PartitionLoad()
-    frame = pl.concat(  # a frame per batch of documents: the parsed documents are never all held at once
-        [pl.DataFrame(schema=DOCUMENT_SCHEMA)]
-        + [
-            pl.DataFrame([dict(d.as_row(), condition=code) for d in batch], schema=DOCUMENT_SCHEMA)
-            for batch in read_partition(lake.landing_dir / code, code, lake.catalogue(), load)
-        ],
-        rechunk=False,
-    )
+    batches = read_partition(lake.landing_dir / code, code, lake.catalogue(), load)
+    # the parsed documents are never all held at once
+    frame = partition_frame(([d.as_row() for d in batch] for batch in batches), DOCUMENT_SCHEMA, code)
     now = datetime.now(UTC).replace(tzinfo=None)
     current = parquet_version(LakeLayout(lake.path).asset("source_documents", code))
     with warehouse.get_connection() as conn:  # the parquet (this run's version) is written after this commit
@@ -178,15 +181,8 @@ def evidence_windows(
     grouper = BlockGrouper(
         embedder.window_params(), client, lambda texts: embedder.embed(texts, max_tokens=EMBED_TOKENS)
     )
-    frame = pl.concat(
-        [pl.DataFrame(schema=WINDOW_SCHEMA)]
-        + [
-            pl.DataFrame([dict(r, condition=code) for r in rows], schema=WINDOW_SCHEMA)
-            for rows in window_partition(source_documents, grouper, reporter(context))
-            if rows
-        ],
-        rechunk=True,
-    )
+    batches = window_partition(source_documents, grouper, reporter(context))
+    frame = partition_frame(batches, WINDOW_SCHEMA, code).rechunk()
     tokens = frame["n_tokens"] if frame.height else pl.Series([], dtype=pl.Int64)
     edges = [0, 64, 128, 192, 256, 320, 10**9]
     histogram = {
