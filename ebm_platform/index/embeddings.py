@@ -214,6 +214,10 @@ class OpenVinoForward:
                     "INFERENCE_NUM_THREADS": cores(),
                     "PERFORMANCE_HINT": "LATENCY",
                     "CACHE_DIR": str(xml.parent / "compiled"),
+                    # OpenVINO pins its threads to cores by default, every process to the same ones: two
+                    # step processes encoding at once ran 32 windows/s each instead of 44 unpinned, and
+                    # the queries of two evaluation runs 1.05 s instead of 0.86 (docs/performance.md)
+                    "ENABLE_CPU_PINNING": False,
                 },
             )
         self.precision = self.compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()

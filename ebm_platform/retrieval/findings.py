@@ -13,6 +13,7 @@ framed as context (the arms' balance at baseline among it) or as another study's
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS
@@ -152,6 +153,8 @@ def without_markers(sentence: str) -> str:
     return REFERENCE_LIST.sub("", CITATION_MARKER.sub("", sentence)).strip()
 
 
+# cached: an answer reads each cited sentence several times, and the strategies cite the same windows
+@lru_cache(maxsize=1 << 16)
 def is_finding(sentence: str, section: str | None = None) -> bool:
     """True when the sentence states a result or a recommendation of its own source (`section`: its
     window's section path, the document's title first; a trial protocol's sentences are none)."""

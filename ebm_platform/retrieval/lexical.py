@@ -34,8 +34,10 @@ def stem(term: str) -> str:
     return term[:-1] if len(term) > 3 and term.endswith("s") and not term.endswith("ss") else term
 
 
+@lru_cache(maxsize=16384)
 def stems(text: str) -> frozenset[str]:
-    """The content terms of `text`, plural-folded."""
+    """The content terms of `text`, plural-folded (cached as `terms` is: an answer stems each cited
+    sentence once per feature that reads it)."""
     return frozenset(stem(t) for t in terms(text))
 
 
