@@ -597,6 +597,20 @@ def test_a_direction_read_from_another_outcome_does_not_overrule_the_reader() ->
     assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
 
 
+def test_no_difference_from_a_control_arm_overrules_the_readers_yes() -> None:
+    """Both arms improving is no effect of the intervention: the demo read "Yes" to "Does manual therapy
+    improve function in frozen shoulder?" from a trial of exercises with and without mobilisation whose
+    findings say the two arms were equally effective. Between two active treatments no difference does not
+    say whether the intervention works, and the reader's yes stands."""
+    question = "Does manual therapy improve function in frozen shoulder?"
+    add_on = "Both exercises with manual therapy and exercises alone are equally effective for function (p = 0.4)."
+    answer = _answer(NO_DIFFERENCE, [(add_on, 1)], {1: "C"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "no"
+    active = "Function did not differ between manual therapy and acupuncture (p = 0.4)."
+    answer = _answer(NO_DIFFERENCE, [(active, 1)], {1: "C"}, {1: "Manual therapy or acupuncture for frozen shoulder"})
+    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+
+
 def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer() -> None:
     """The demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial;
     and a review of other hamstring injury prevention does not answer a Nordic hamstring exercise question."""

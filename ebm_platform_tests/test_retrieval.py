@@ -857,6 +857,40 @@ def test_the_verdict_reads_the_question_arms(train_span_reader):
 
 
 @pytest.mark.parametrize(
+    "sentence, verdict",
+    [
+        ("Both interventions improved function, but neither was superior to the other.", "no significant difference"),
+        (
+            "Both groups showed significant improvements in VAS and ODI scores (p<0.001), and no differences "
+            "were found between groups.",
+            "no significant difference",
+        ),
+        ("Both treatments were equally effective in reducing pain.", "no significant difference"),
+        (  # one arm improved more: the reader decides
+            "Both groups improved, but pain decreased significantly more in the exercise group than in the "
+            "control group (p = 0.01).",
+            None,
+        ),
+        (  # an exception names a difference: the reader decides
+            "There were no significant differences between the two groups except for nausea (P = 0.01), which "
+            "was lower in both.",
+            None,
+        ),
+    ],
+)
+def test_both_arms_changed_and_did_not_differ_reads_no_difference(train_span_reader, sentence, verdict):
+    """The demo read "Yes" to "Does manual therapy improve function in frozen shoulder?" from "Both manual
+    mobilization therapy along with general exercises and exercises alone brought improvements ... but none
+    of intervention is significantly effective over one another": the within-arm change outweighed the
+    between-arm clause for the reader trained on Evidence Inference's spans."""
+    from ebm_platform.retrieval.verdict import arms_did_not_differ
+
+    assert arms_did_not_differ(sentence) == (verdict == "no significant difference")
+    if verdict:
+        assert train_span_reader.verdict([sentence])[0] == verdict
+
+
+@pytest.mark.parametrize(
     "text, cues",
     [
         ("Pain was lower with naproxen (p = 0.04).", ["zpsig", "zdown"]),

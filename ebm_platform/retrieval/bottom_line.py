@@ -30,6 +30,7 @@ from collections.abc import Callable
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
 from ebm_platform.retrieval.findings import (
+    ADDED_TO_CONTROL,
     COMPARISON_STATED,
     CONCLUDES_UNCERTAIN,
     NEGATED_WORD,
@@ -139,12 +140,16 @@ def as_closed_answer(verdict: str, direction: str | None) -> str:
     return UNCERTAIN
 
 
-def directed(read: str, verdict: str, direction: str | None) -> str:
+def directed(read: str, verdict: str, direction: str | None, add_on: bool = False) -> str:
     """A reader's yes for a question that asks about one direction, overruled to no when the
     source's verdict is a significant effect the other way (`verdict`: read from a statement about the
-    question's intervention and outcome, `arm_outcome_verdict`)."""
+    question's intervention and outcome, `arm_outcome_verdict`), or no difference from a control arm that
+    has all the other arm has but the intervention (`add_on`: an add-on trial): both arms improving is
+    no effect of the intervention (the demo read "Yes" to "Does manual therapy improve function in frozen shoulder?"
+    from "exercises with manual therapy and exercises alone are equally effective")."""
     opposite = verdict in (INCREASED, DECREASED) and as_closed_answer(verdict, direction) == NO
-    return NO if read == YES and direction and opposite else read
+    no_effect = add_on and verdict == NO_DIFFERENCE
+    return NO if read == YES and ((direction and opposite) or no_effect) else read
 
 
 def names_outcome(text: str, anchors: Anchors) -> bool:
@@ -462,10 +467,19 @@ def bottom_line(
                 and about_outcome(n)
             )
 
+        def adds_to_control(n: int) -> bool:
+            """Whether an effect question's source n is an add-on trial: its quoted statements or title give
+            the control arm what the other arm adds the intervention to ("exercises alone", "with and
+            without mobilisation"). Not any control arm: on PubMedQA's 500 questions, a no difference from
+            placebo or a control group overruled two right yes answers, both read from statements the verdict
+            model misread (a dose group's interval; "a significant difference ... treated with telmisartan")."""
+            texts = [*quoted.get(document[n], []), titles[n]]
+            return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
+
         stances = {
             n: UNCERTAIN
             if n in unsettled
-            else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction)
+            else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction, adds_to_control(n))
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)
             for n, s in first.items()

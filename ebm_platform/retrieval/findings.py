@@ -290,6 +290,8 @@ CONTROL_NAMED = re.compile(
     r"wait(?:ing)?[- ]?list)\b",
     re.I,
 )
+# a control arm that has what the other arm adds to it ("exercises alone", "with and without mobilisation")
+ADDED_TO_CONTROL = re.compile(r"\b\w+ alone\b|\bwith (?:and|or) without\b", re.I)
 # a comparison stated ("A versus B", "not superior to", "a comparative study of")
 COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
 # a comparison of two things joined by "and" ("comparing intramuscular and intralesional injections")
