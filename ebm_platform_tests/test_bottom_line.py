@@ -79,6 +79,11 @@ def _rules(statement: str) -> str:
     return offline_verdict([statement])[0]
 
 
+def _read_yes(question: str, answer: dict) -> str:
+    """The bottom line's answer to `question` when the closed reader answers yes for every source."""
+    return bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"]
+
+
 def test_a_closed_question_answered_by_a_guideline_and_counted_by_grade() -> None:
     question = "Is exercise therapy effective for chronic low back pain?"
     answer = _answer(
@@ -579,22 +584,22 @@ def test_a_direction_read_from_another_outcome_does_not_overrule_the_reader() ->
     question = "Does early mobilisation reduce length of stay?"
     other_outcome = "Early mobilisation significantly increased quadriceps strength (p < 0.01)."
     answer = _answer(INCREASED, [(other_outcome, 1)], {1: "C"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+    assert _read_yes(question, answer) == "yes"
     asked = "Early mobilisation significantly increased length of stay (p < 0.01)."
     answer = _answer(INCREASED, [(asked, 1)], {1: "C"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "no"
+    assert _read_yes(question, answer) == "no"
     # nor when the statement does not name the question's intervention: which of its groups did better says
     # nothing of the question's arm (PubMedQA: "Does tranexamic acid reduce desmopressin-induced hyperfibrinolysis?")
     unnamed = "Length of stay was significantly longer in group 2 than in group 1 (p < 0.01)."
     answer = _answer(INCREASED, [(unnamed, 1)], {1: "C"}, {1: "Early mobilisation after surgery"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+    assert _read_yes(question, answer) == "yes"
     # a study that never names the question's clinical outcome is not read for it (the demo's "Does hip
     # strengthening reduce pain in patellofemoral pain?" read "No" from an EMG study), and nothing else answers
     question = "Does early mobilisation reduce pain?"
     answer = _answer(INCREASED, [(other_outcome, 1)], {1: "C"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "uncertain"
+    assert _read_yes(question, answer) == "uncertain"
     answer = _answer(INCREASED, [(other_outcome, 1)], {1: "C"}, {1: "Early mobilisation and pain after surgery"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+    assert _read_yes(question, answer) == "yes"
 
 
 def test_no_difference_from_a_control_arm_overrules_the_readers_yes() -> None:
@@ -605,10 +610,10 @@ def test_no_difference_from_a_control_arm_overrules_the_readers_yes() -> None:
     question = "Does manual therapy improve function in frozen shoulder?"
     add_on = "Both exercises with manual therapy and exercises alone are equally effective for function (p = 0.4)."
     answer = _answer(NO_DIFFERENCE, [(add_on, 1)], {1: "C"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "no"
+    assert _read_yes(question, answer) == "no"
     active = "Function did not differ between manual therapy and acupuncture (p = 0.4)."
     answer = _answer(NO_DIFFERENCE, [(active, 1)], {1: "C"}, {1: "Manual therapy or acupuncture for frozen shoulder"})
-    assert bottom_line(question, question_anchors(question), answer, _rules, lambda n: "yes")["answer"] == "yes"
+    assert _read_yes(question, answer) == "yes"
 
 
 def test_a_verdict_read_from_another_intervention_is_not_phrased_as_the_answer() -> None:
