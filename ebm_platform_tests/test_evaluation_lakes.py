@@ -174,3 +174,16 @@ def test_an_evaluation_lake_never_ranks_with_a_model_it_did_not_train_or_name(tm
     report = ensure_reranker(retriever, "pubmedqa", tmp_path, progress=lambda line: None)
     assert report == {"source": "none: hand-set scorer"}
     assert retriever.reranker.learned is None and not stale.exists()
+
+
+def test_an_evaluation_lake_under_a_relative_lake_gets_an_absolute_dagster_home(tmp_path, monkeypatch):
+    """Without EBM_LAKE the lake is `data_lake` and an evaluation lake `data_lake/eval/...`: Dagster
+    refuses a relative DAGSTER_HOME, so the build's instance folder is absolute."""
+    from ebm_platform.evaluation.lakes import LAKE_INSTANCE, lake_instance
+
+    monkeypatch.chdir(tmp_path)
+    home = lake_instance(Path("data_lake/eval/evidence-inference-0123456789ab"))
+    assert home.is_absolute() and home == tmp_path / "data_lake/eval/evidence-inference-0123456789ab/.dagster"
+    assert (home / "dagster.yaml").read_text() == LAKE_INSTANCE
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # what the build's child process gets
+    assert DagsterInstance.get().root_directory == str(home)

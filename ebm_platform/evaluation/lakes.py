@@ -152,8 +152,9 @@ def lake_instance(lake: Path) -> Path:
     out of the production history, and, as with any persistent instance, the build runs each step
     in a process of its own (the multiprocess executor), so that the peak memory it records is the
     step's own and not what the runs before it left resident (an ephemeral instance ran every run
-    in the building process)."""
-    home = LakeLayout(lake).dagster
+    in the building process). Absolute: Dagster refuses a relative DAGSTER_HOME, and the lake is
+    relative when EBM_LAKE is not set (`data_lake/eval/...`)."""
+    home = Path(LakeLayout(lake).dagster).resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.is_file() or config.read_text() != LAKE_INSTANCE:
