@@ -5,12 +5,23 @@ and the blocking check that keeps a failed reader away from the queries."""
 from __future__ import annotations
 
 import dagster as dg
+import numpy as np
 import pytest
 
 from ebm_platform.evaluation.closed_training import cross_validation, example_matrix, fold_models, pubmedqa_examples
 from ebm_platform.evaluation.verdict_training import spans
 from ebm_platform.retrieval.bottom_line import bottom_line, is_closed
-from ebm_platform.retrieval.closed_answer import FEATURES, ClosedAnswerModel, features, results_sentences
+from ebm_platform.retrieval.closed_answer import (
+    ABSTAIN_ACCURACY_COST,
+    FEATURES,
+    MAYBE,
+    NEVER,
+    ClosedAnswerModel,
+    calibrate,
+    decide,
+    features,
+    results_sentences,
+)
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, VerdictModel
 from ebm_platform_tests.test_bottom_line import AGAINST_OPIOIDS, OPIOIDS, _answer, _rules
@@ -61,8 +72,9 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
         span_verdict.pipeline,
     )
     named = dict(zip(FEATURES, x))
-    assert x.shape == (len(FEATURES),) == (17,)
+    assert x.shape == (len(FEATURES),) == (26,)
     assert named["no-difference sentences"] == 2 and named["results sentences"] == 2
+    assert named["no-difference share"] == 1.0 and named["contrast sentences"] == 0
     assert named["question: negation"] == 1 and named["question words"] == 4
     assert named["question: sceptical framing"] == 0
     assert (
@@ -72,6 +84,44 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
         == 1
     )
     assert named["span classifier max no diff"] > named["span classifier max increased"]
+    mixed = dict(
+        zip(
+            FEATURES,
+            features(
+                "Is taping effective?",
+                ["Pain fell more with taping (p = 0.01).", "However, function did not differ (p = 0.6)."],
+                span_verdict.pipeline,
+            ),
+        )
+    )
+    assert mixed["contrast sentences"] == 1 and mixed["contrast share"] == 0.5
+    assert (
+        mixed["span classifier last no diff"] > mixed["span classifier last increased"]
+    )  # the last sentence's reading
+    assert mixed["span classifier spread no diff"] > 0  # the two sentences read differently
+
+
+def test_the_reader_abstains_when_p_maybe_reaches_its_threshold() -> None:
+    probabilities = np.array([[0.1, 0.2, 0.7], [0.3, 0.25, 0.45], [0.6, 0.3, 0.1]])
+    classes = ["maybe", "no", "yes"]
+    assert decide(probabilities, classes, 0.25) == ["yes", MAYBE, MAYBE]
+    assert decide(probabilities, classes, NEVER) == ["yes", "yes", MAYBE]  # argmax: maybe only when most probable
+    assert decide(probabilities[:, 1:], ["no", "yes"], 0.25) == ["yes", "yes", "no"]  # no maybe class: argmax
+
+
+def test_the_threshold_is_calibrated_on_the_training_questions_within_its_accuracy_cost(examples, span_verdict) -> None:
+    X = example_matrix(examples, span_verdict.pipeline)
+    labels = [e["label"] for e in examples]
+    C, threshold, report = calibrate(X, labels)
+    inner = report["inner_cv"]
+    assert inner["C"] == C and inner["maybe_threshold"] == threshold and threshold < NEVER
+    model = ClosedAnswerModel.train(X, labels, span_verdict.pipeline)
+    assert model.threshold == threshold and model.meta["inner_cv"] == inner
+    assert MAYBE in model.predict(X)  # it abstains somewhere
+    # too few examples of a class to cross-validate: no abstaining
+    few = [i for i, label in enumerate(labels) if label != MAYBE][:60] + [labels.index(MAYBE)]
+    assert calibrate(X[few], [labels[i] for i in few])[1] == NEVER
+    assert 0 < ABSTAIN_ACCURACY_COST < 0.05
 
 
 def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class(examples, span_verdict) -> None:
@@ -82,6 +132,7 @@ def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class
     learned, mapped, constant = report["learned"], report["verdict mapping"], report["majority class"]
     assert report["questions"] == 500 and constant["answers"] == {"yes": 500}
     assert learned["accuracy"] > constant["accuracy"] and learned["macro_f1"] > mapped["macro_f1"]
+    assert learned["answers"].get("maybe", 0) > 0  # the calibrated threshold says maybe for some questions
     assert sum(sum(row.values()) for row in learned["confusion"].values()) == 500
     assert len(readers) == 500 and len({id(m) for m in readers.values()}) == 10
     held = examples[0]
@@ -93,7 +144,8 @@ def test_reader_round_trips_and_reads_one_source(tmp_path, examples, span_verdic
     model = ClosedAnswerModel.train(X, [e["label"] for e in examples[:200]], span_verdict.pipeline, {"key": "k"})
     model.save(tmp_path)
     loaded = ClosedAnswerModel.load(tmp_path)
-    assert loaded is not None and loaded.meta == {"key": "k", "trained_on": 200}
+    assert loaded is not None and loaded.meta == model.meta and loaded.meta["key"] == "k"
+    assert loaded.meta["trained_on"] == 200 and loaded.threshold == model.threshold
     label, probabilities = loaded.read(examples[300]["question"], examples[300]["sentences"])
     assert label in ("yes", "no", "maybe") and sum(probabilities.values()) == pytest.approx(1.0, abs=0.01)
     assert loaded.predict(X[:5]) == model.predict(X[:5])
