@@ -260,3 +260,21 @@ def test_the_platform_benchmark_does_not_score_questions_that_trained_a_reader(d
     row = {"source": "pubmedqa", "question_id": f"pubmedqa-PFP-{pmid}", "exact_answer": "yes"}
     assert f"pubmedqa:{pmid}" in trained and gold_verdict(row, trained) is None
     assert gold_verdict(row) == "yes"
+
+
+def test_the_demo_report_names_the_reader_its_figures_and_how_often_it_says_maybe(
+    tmp_path, datasets_dir, span_verdict
+) -> None:
+    from ebm_platform.cli.build import _reader_line
+    from ebm_platform.evaluation.closed_training import train_closed_model
+    from ebm_platform.lake_layout import LakeLayout
+
+    assert _reader_line(tmp_path).startswith("Closed questions: the verdict read against the question's direction")
+    model = train_closed_model(datasets_dir, span_verdict)
+    model.save(LakeLayout(tmp_path).model("closed_answer"))
+    line = _reader_line(tmp_path)
+    report = model.meta["cross_validation"]
+    assert f"learned {report['learned']['accuracy']:.3f} / {report['learned']['macro_f1']:.3f}" in line
+    assert (
+        f"it answers maybe {report['learned']['answers']['maybe']} times, at P(maybe) >= {model.threshold:.2f}" in line
+    )

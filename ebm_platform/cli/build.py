@@ -190,9 +190,11 @@ def _reader_line(lake: Path) -> str:
         f"{name} {report[name]['accuracy']:.3f} / {report[name]['macro_f1']:.3f}"
         for name in ("learned", "verdict mapping", "majority class")
     )
+    maybes = report["learned"].get("answers", {}).get("maybe", 0)
     return (
         f"Closed questions: the closed-question reader (PubMedQA, {report['questions']} questions, "
-        f"{report['folds']}-fold cross-validated accuracy / macro-F1 with each question's own abstract: {figures})."
+        f"{report['folds']}-fold cross-validated accuracy / macro-F1 with each question's own abstract: {figures}; "
+        f"it answers maybe {maybes} times, at P(maybe) >= {model.threshold:.2f})."
     )
 
 
