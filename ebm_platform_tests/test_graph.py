@@ -15,7 +15,7 @@ from ebm_platform.graph.pico_rules import clean_name, extract
 from ebm_platform.graph.release import load_into_kuzu, read_edges, two_hop_kuzu, two_hop_networkx
 from ebm_platform.graph.schema import load_schema, validate
 from ebm_platform.graph.store import GraphStore
-from ebm_platform.graph.tree import TreeParams, build_tree, tree_tables
+from ebm_platform.graph.tree import EntityGraph, TreeParams, build_tree, tree_tables
 from ebm_platform.llm.client import LLMClient
 from ebm_platform_tests.test_llm_client import ScriptedServer
 
@@ -165,11 +165,9 @@ def test_knowledge_tree_groups_related_entities():
     ids = [f"{g}{i}" for g in "ab" for i in range(5)]
     vecs = [base[i[0]] + rng.normal(scale=0.05, size=8) for i in ids]
     entities = pl.DataFrame({"id": ids, "name": ids, "vector": [list(map(float, v)) for v in vecs]})
-    edges = [(f"{g}{i}", f"{g}{j}", "compares_to", 2.0) for g in "ab" for i in range(5) for j in range(i + 1, 5)]
-    edges.append(("a0", "b0", "co_mention", 1.0))
-    community, stats = build_tree(
-        entities, pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row")
-    )
+    relates = [(f"{g}{i}", f"{g}{j}", "compares_to") for g in "ab" for i in range(5) for j in range(i + 1, 5)]
+    graph = EntityGraph.build(ids, _relates(relates), _mentions({"w1": ["a0", "b0"]}))
+    community, stats = build_tree(entities, graph)
     assert len({community[f"a{i}"] for i in range(5)}) == 1 and community["a1"] != community["b1"]
     assert stats["communities"] == 2
 
@@ -210,15 +208,11 @@ def test_tree_tables_rank_keywords_by_salience_and_count_layers():
         }
     )
     community = {"hub": 0, "core": 0, "x": 0, "y": 0, "out1": 1, "out2": 1, "out3": 1}
-    edges = [
-        ("core", "x", "has_timepoint", 2.0),
-        ("core", "y", "has_population", 2.0),
-        ("hub", "core", "compares_to", 2.0),
-    ]
-    edges += [("hub", o, "co_mention", 3.0) for o in ("out1", "out2", "out3")]
+    relates = [("core", "x", "has_timepoint"), ("core", "y", "has_population"), ("hub", "core", "compares_to")]
+    shared = {f"{o}-{k}": ["hub", o] for o in ("out1", "out2", "out3") for k in range(3)}  # 3 windows each
     tables, mode = tree_tables(
         entities,
-        pl.DataFrame(edges, schema=["source", "target", "type", "weight"], orient="row"),
+        EntityGraph.build(ids, _relates(relates), _mentions(shared)),
         community,
         {"core": 2, "x": 1},
         params=TreeParams(keywords=1),
@@ -322,19 +316,30 @@ def test_a_partition_is_extracted_whole_documents_at_a_time():
 
 
 def test_the_tree_weighs_each_pair_of_entities_by_the_windows_they_share():
-    """`tree_edges`: typed relations weigh 2; each pair of entities mentioned in one window is a co-mention
-    edge once (source < target), weighed by how many windows they share."""
-    from ebm_platform.graph.tree import tree_edges
-
+    """`EntityGraph.build`: typed relations weigh 2; each pair of entities mentioned in one window is
+    co-mentioned, weighed by how many windows they share; one edge per pair (source < target) with the
+    weights summed; a relation of an entity with itself is no edge but counts at both its ends."""
+    ids = ["I|exercise", "O|pain", "P|adults", "C|usual care"]
     mentions = pl.DataFrame(
         {"entity": ["I|exercise", "O|pain", "P|adults", "I|exercise", "O|pain", "O|pain"], "window": list("aaabbc")}
     )
-    relates = pl.DataFrame({"source": ["I|exercise"], "target": ["O|pain"], "type": ["IMPROVES"]})
-    edges = tree_edges(relates, mentions).sort("type", "source", "target")
-    assert edges.rows() == [
-        ("I|exercise", "O|pain", "IMPROVES", 2.0),
-        ("I|exercise", "O|pain", "co_mention", 2.0),
-        ("I|exercise", "P|adults", "co_mention", 1.0),
-        ("O|pain", "P|adults", "co_mention", 1.0),
-    ]
-    assert tree_edges(relates.clear(), mentions.clear()).is_empty()
+    relates = _relates([("O|pain", "I|exercise", "IMPROVES"), ("C|usual care", "C|usual care", "same_as")])
+    graph = EntityGraph.build(ids, relates, mentions)
+    edges = [(ids[a], ids[b], w) for a, b, w in zip(graph.source, graph.target, graph.weight)]
+    assert edges == [("I|exercise", "O|pain", 4.0), ("I|exercise", "P|adults", 1.0), ("O|pain", "P|adults", 1.0)]
+    assert graph.psi == [frozenset({"IMPROVES"}), frozenset({"IMPROVES"}), frozenset(), frozenset()]
+    degree, inside = graph.weights_inside(np.array([0, 0, 1, 2]))
+    assert degree.tolist() == [5.0, 5.0, 2.0, 4.0] and inside.tolist() == [4.0, 4.0, 0.0, 4.0]
+    empty = EntityGraph.build(ids, relates.clear(), mentions.clear())
+    assert len(empty.source) == 0 and empty.psi == [frozenset()] * 4
+
+
+def _relates(rows: list[tuple[str, str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=["source", "target", "type"], orient="row")
+
+
+def _mentions(windows: dict[str, list[str]]) -> pl.DataFrame:
+    """Window id -> the entities mentioned in it, as the store's (entity, window) rows."""
+    return pl.DataFrame(
+        [(e, w) for w, entities in windows.items() for e in entities], schema=["entity", "window"], orient="row"
+    )

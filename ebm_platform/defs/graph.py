@@ -12,7 +12,7 @@ from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, Gra
 from ebm_platform.evaluation.pico_eval import tagger_model
 from ebm_platform.graph.build import graph_stats, partition_tables
 from ebm_platform.graph.extraction import Extractor
-from ebm_platform.graph.tree import build_tree, tree_edges, tree_tables
+from ebm_platform.graph.tree import EntityGraph, build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.pico.finetuned import FineTuneParams, usable_tagger
@@ -240,16 +240,17 @@ def knowledge_tree(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, r.type AS type"
         )
         mentions = store.query("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) RETURN e.id AS entity, w.id AS window")
-        edges = tree_edges(relates, mentions)
+        if entities["id"].is_duplicated().any():  # one row per global entity (a copy only when needed)
+            entities = entities.unique("id", keep="first", maintain_order=True)
+        entity_graph = EntityGraph.build(entities["id"].to_list(), relates, mentions)
+        del mentions  # a row per mention: the graph holds what the tree needs of them
         attributes = store.query(
             "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
         )
-        if entities["id"].is_duplicated().any():  # one row per global entity (a copy only when needed)
-            entities = entities.unique("id", keep="first", maintain_order=True)
-        community, stats = build_tree(entities, edges)
+        community, stats = build_tree(entities, entity_graph)
         context.log.info(f"knowledge tree: {stats}")
         tables, summary_mode = tree_tables(
-            entities, edges, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()
+            entities, entity_graph, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()
         )
         store.replace_tree(tables)
         layers = {

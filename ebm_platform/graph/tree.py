@@ -46,38 +46,59 @@ def _jaccard(a: set[str], b: set[str]) -> float:
 
 @dataclass
 class EntityGraph:
-    """The entity graph as arrays: node i is `ids[i]`; each undirected pair once (`source` < `target`)
-    with its summed weight; `psi[i]` the typed relations node i takes part in."""
+    """The entity graph as arrays: node i is `ids[i]`; each undirected pair once (`source` < `target`,
+    row-major order) with its summed weight; `psi[i]` the typed relations node i takes part in;
+    `typed` the typed relations as stored (s, t, type: integer codes, self-relations included)."""
 
     ids: list[str]
     source: np.ndarray
     target: np.ndarray
     weight: np.ndarray
     psi: list[frozenset[str]]
+    typed: pl.DataFrame
 
     @classmethod
-    def build(cls, ids: list[str], edges: pl.DataFrame) -> EntityGraph:
-        """From string-keyed edges (source, target, type, weight); edges to unknown ids are dropped."""
-        index = pl.DataFrame({"id": ids, "i": np.arange(len(ids), dtype=np.int64)})
-        coded = (
-            edges.select("source", "target", "type", "weight")
+    def build(cls, ids: list[str], relates: pl.DataFrame, mentions: pl.DataFrame) -> EntityGraph:
+        """From the store's typed relations (source, target, type; each weighs 2) and mentions (entity,
+        window): each pair of entities mentioned in one window is co-mentioned, weighed by the windows
+        they share. The co-mentions are one sparse product, the window x entity incidence matrix's
+        transpose times itself (memory: the pairs, not a row per pair of mentions: a window with k
+        entities gave k^2 rows). Relations and mentions of ids not in `ids` are dropped."""
+        n = len(ids)
+        index = pl.DataFrame({"id": ids, "i": np.arange(n, dtype=np.int64)})
+        typed = (
+            relates.select("source", "target", "type")
             .join(index.rename({"id": "source", "i": "s"}), on="source")
             .join(index.rename({"id": "target", "i": "t"}), on="target")
-            .filter(pl.col("s") != pl.col("t"))
-            .select(pl.min_horizontal("s", "t").alias("a"), pl.max_horizontal("s", "t").alias("b"), "type", "weight")
+            .select("s", "t", "type")
         )
-        pairs = coded.group_by("a", "b").agg(pl.col("weight").sum()).sort("a", "b")
+        coded = mentions.select("entity", "window").join(index.rename({"id": "entity"}), on="entity")
+        window = coded["window"].rank("dense").to_numpy().astype(np.int64) - 1
+        incidence = sp.csr_matrix(
+            (np.ones(coded.height), (window, coded["i"].to_numpy())), shape=(int(window.max(initial=-1)) + 1, n)
+        )
+        co = sp.triu(incidence.T @ incidence, k=1).tocoo()
+        pairs = typed.filter(pl.col("s") != pl.col("t"))
+        a, b = pairs["s"].to_numpy(), pairs["t"].to_numpy()
+        summed = sp.coo_matrix(
+            (
+                np.concatenate([co.data, np.full(len(a), 2.0)]),
+                (np.concatenate([co.row, np.minimum(a, b)]), np.concatenate([co.col, np.maximum(a, b)])),
+            ),
+            shape=(n, n),
+        ).tocsr()
+        summed.sum_duplicates()
         psi: list[set[str]] = [set() for _ in ids]
-        typed = coded.filter(pl.col("type") != "co_mention")
-        for end in ("a", "b"):
-            for i, types in typed.group_by(end).agg(pl.col("type").unique()).iter_rows():
+        for end in ("s", "t"):
+            for i, types in pairs.group_by(end).agg(pl.col("type").unique()).iter_rows():
                 psi[i].update(types)
         return cls(
             ids,
-            pairs["a"].to_numpy(),
-            pairs["b"].to_numpy(),
-            pairs["weight"].to_numpy().astype(np.float64),
+            np.repeat(np.arange(n, dtype=np.int64), np.diff(summed.indptr)),
+            summed.indices.astype(np.int64),
+            summed.data.astype(np.float64),
             [frozenset(p) for p in psi],
+            typed,
         )
 
     def neighbours(self) -> sp.csr_matrix:
@@ -98,38 +119,34 @@ class EntityGraph:
             igraph.set_random_number_generator(random)
         return np.asarray(membership, dtype=np.int64)
 
-
-def tree_edges(relates: pl.DataFrame, mentions: pl.DataFrame) -> pl.DataFrame:
-    """The tree's weighted edges (source, target, type, weight): each typed relation (weight 2) and each pair
-    of entities mentioned in one window (`co_mention`, weight = the windows they share). The pairs are
-    joined on integer codes, not ids (a window with k entities gives k^2 rows: 32,000 windows, millions)."""
-    names = mentions.select(pl.col("entity").unique().sort().alias("id")).with_row_index("e")
-    coded = mentions.join(names, left_on="entity", right_on="id").select("e", pl.col("window").rank("dense").alias("w"))
-    co = (
-        coded.join(coded, on="w", suffix="_b")
-        .filter(pl.col("e") < pl.col("e_b"))
-        .group_by("e", "e_b")
-        .len()
-        .join(names.rename({"id": "source"}), on="e")
-        .join(names.rename({"id": "target", "e": "e_b"}), on="e_b")
-        .select("source", "target", pl.lit("co_mention").alias("type"), pl.col("len").cast(pl.Float64).alias("weight"))
-    )
-    schema = {"source": pl.String, "target": pl.String, "type": pl.String, "weight": pl.Float64}
-    typed = relates.select("source", "target", "type", pl.lit(2.0).alias("weight"))
-    return pl.concat([typed.cast(schema), co.cast(schema)], how="vertical")
+    def weights_inside(self, community: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: the weight of its edges (its degree) and of those inside its own community; a typed
+        relation of a node with itself counts twice (both of its ends), as any relation does."""
+        n = len(self.ids)
+        loops = self.typed.filter(pl.col("s") == pl.col("t"))["s"].to_numpy()
+        looped = 4.0 * np.bincount(loops, minlength=n)  # weight 2, at both ends
+        inside = community[self.source] == community[self.target]
+        degree = np.bincount(self.source, self.weight, n) + np.bincount(self.target, self.weight, n) + looped
+        within = (
+            np.bincount(self.source[inside], self.weight[inside], n)
+            + np.bincount(self.target[inside], self.weight[inside], n)
+            + looped
+        )
+        return degree, within
 
 
 def build_tree(
-    entities: pl.DataFrame, edges: pl.DataFrame, params: TreeParams = TreeParams()
+    entities: pl.DataFrame, graph: EntityGraph, params: TreeParams = TreeParams()
 ) -> tuple[dict[str, int], dict]:
-    """Community id per entity id, and statistics. `edges`: source, target, type, weight. The graph
-    is held as integer arrays (about 30 bytes an edge), so the step's memory is the entity vectors
-    and those arrays, not a Python object per edge."""
+    """Community id per entity id, and statistics. `graph`: the entity graph over `entities`' ids, in
+    their order. The graph is held as integer arrays (about 24 bytes an edge), so the step's memory is
+    the entity vectors and those arrays, not a Python object per edge."""
     ids = entities["id"].to_list()
     if not ids:
         return {}, {"communities": 0}
+    if graph.ids != ids:
+        raise ValueError("the entity graph was built over other entities")
     vectors = entity_matrix(entities)
-    graph = EntityGraph.build(ids, edges)
     psi = graph.psi
     adjacency = graph.neighbours()
     community = graph.louvain(params.seed)
@@ -260,7 +277,7 @@ def community_summaries(digests: list[dict], client=None) -> tuple[list[str], st
 
 def tree_tables(
     entities: pl.DataFrame,
-    edges: pl.DataFrame,
+    graph: EntityGraph,
     community: dict[str, int],
     attribute_counts: dict[str, int] | None = None,
     client=None,
@@ -270,20 +287,17 @@ def tree_tables(
     the members of highest salience: weight of edges inside the community times the share of the
     member's weight that stays inside (central to its community and specific to it). Each community
     counts its L2 triples (typed relations among members) and L1 attributes (of members)."""
-    inside: dict[str, float] = defaultdict(float)
-    degree: dict[str, float] = defaultdict(float)
+    of = np.array([community.get(i, -1) for i in graph.ids], dtype=np.int64)
+    degree_of, inside_of = graph.weights_inside(of)
+    degree = dict(zip(graph.ids, degree_of.tolist()))
+    inside = dict(zip(graph.ids, inside_of.tolist()))
     triples: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
     rel_types: dict[int, set[str]] = defaultdict(set)
-    for s, t, typ, w in edges.select("source", "target", "type", "weight").iter_rows():
-        degree[s] += w
-        degree[t] += w
-        if s in community and t in community and community[s] == community[t]:
-            inside[s] += w
-            inside[t] += w
-            if typ != "co_mention":
-                triples[community[s]].append((s, typ, t))
-        if typ != "co_mention" and s in community:
-            rel_types[community[s]].add(typ)
+    for s, t, typ in graph.typed.iter_rows():  # the typed relations only: a few per entity
+        if of[s] >= 0:
+            rel_types[int(of[s])].add(typ)
+            if of[s] == of[t]:
+                triples[int(of[s])].append((graph.ids[s], typ, graph.ids[t]))
     names = dict(zip(entities["id"].to_list(), entities["name"].to_list()))
     types = dict(zip(entities["id"].to_list(), entities["type"].to_list())) if "type" in entities.columns else {}
     members: dict[int, list[str]] = defaultdict(list)
