@@ -1153,3 +1153,40 @@ def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_wor
     ):
         anchors = question_anchors(asked)
         assert asks_if_it_works(asked, anchors, question_type(asked, anchors)) is works, asked
+
+
+SPINAL = "Does spinal manipulation reduce pain in chronic low back pain?"
+FOR_MANIPULATION = (
+    "For patients with chronic low back pain, we suggest spinal mobilization/manipulation (Strength of "
+    "recommendation: Weak for; New-replaced)."
+)
+AGAINST_STIMULATION = (
+    "For patients with low back pain, we suggest against spinal cord stimulation (Strength of recommendation: "
+    "Weak against; New-added)."
+)
+
+
+def test_the_recommendation_that_names_the_question_most_fully_speaks_for_the_guideline() -> None:
+    """The fresh-clone demo of 2026-12-04 answered "Does spinal manipulation reduce pain in chronic low back
+    pain?" with "No: the guideline recommends against it" from two windows of "we suggest against spinal cord
+    stimulation" (half of the arm's words: "spinal"), outvoting "we suggest spinal mobilization/manipulation"."""
+    answer = _answer(
+        DECREASED, [(AGAINST_STIMULATION, 1), (AGAINST_STIMULATION, 2), (FOR_MANIPULATION, 3)], {1: "A", 2: "A", 3: "A"}
+    )
+    line = bottom_line(SPINAL, question_anchors(SPINAL), answer, _rules)
+    assert line["answer"] == "yes" and line["text"].startswith("Yes: the guideline recommends it")
+    assert line["sides"] == {"3": "supports"}
+    alone = _answer(DECREASED, [(AGAINST_STIMULATION, 1)], {1: "A"})  # nothing more specific beside it
+    assert bottom_line(SPINAL, question_anchors(SPINAL), alone, _rules)["answer"] == "no"
+
+
+def test_the_core_quotes_no_recommendation_on_something_else() -> None:
+    """A guideline read in full as the lead source recommends on much else: its recommendations that are not
+    about the question's arms, or less fully than another (`findings.less_specific`), stay out of the core."""
+    from ebm_platform.retrieval.answer import compose_offline
+
+    rows = [_window("g-1", "guideline", "A", [AGAINST_STIMULATION, FOR_MANIPULATION, AGAINST_OPIOIDS], 0)]
+    rows[0]["sentence_vectors"] = np.eye(4, dtype=np.float32)[[0, 1, 2]]
+    vector = np.array([0.9, 0.3, 0.8, 0.0], dtype=np.float32)  # the scorer's order: stimulation, opioids, manipulation
+    answer = compose_offline(SPINAL, vector, question_anchors(SPINAL), rows, lambda t: np.ones((len(t), 4)))
+    assert [c["statement"] for c in answer["core_answer"]] == [FOR_MANIPULATION]

@@ -31,9 +31,13 @@ from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_fe
 from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     STRENGTH,
+    about_arms,
     is_finding,
+    less_specific,
+    most_specific,
     names_question,
     other_stage,
+    recommends,
     recommends_about_arms,
     without_markers,
 )
@@ -456,10 +460,19 @@ def _core(
     arms "group A", so naming does not reorder them). Other sources' findings stay out of the core:
     read beside the lead source's, they changed its verdict more often than they confirmed it
     (docs/answers.md). When the lead source states no finding, the best findings of the CORE_POOL
-    best windows take its place."""
+    best windows take its place. A recommendation about the arms that names fewer of their words than
+    another one does ("spinal cord stimulation" beside "spinal
+    mobilization/manipulation" for spinal manipulation: `findings.less_specific`) stays out, and so does
+    any recommendation not about the arms (a guideline read in full as the lead source recommends on much
+    else)."""
     pool: dict[str, tuple[str, int, int]] = {}  # statement -> (precedence, place, window)
+    specific = most_specific([*(s for _, s in best.values()), *lead], anchors)
 
     def add(entry: tuple[str, int, int], statement: str) -> None:
+        if recommends(statement) and (
+            not about_arms(statement, anchors) or less_specific(statement, anchors, specific)
+        ):
+            return  # a recommendation on something else (a guideline's lead: "we suggest against opioids")
         pool[statement] = min(pool.get(statement, entry), entry)
 
     for r, (n, (place, statement)) in enumerate(best.items()):

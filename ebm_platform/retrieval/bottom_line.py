@@ -39,6 +39,8 @@ from ebm_platform.retrieval.findings import (
     compares_arms,
     compares_forms,
     is_protocol,
+    less_specific,
+    most_specific,
     names_every_arm_word,
     names_question,
     other_stage,
@@ -378,6 +380,11 @@ def bottom_line(
     # with a condition, the other conditions' sources are indirect
     direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
+    # the cited recommendations about the arms that name the most of their words: a recommendation that names
+    # fewer is about something else (the demo answered "Does spinal manipulation reduce pain in chronic low back
+    # pain?" "No: the guideline recommends against it" from "we suggest against spinal cord stimulation", beside
+    # "we suggest spinal mobilization/manipulation")
+    specific = most_specific([s for s, n in statements if n in direct], anchors)
     for statement, n in statements:  # a guideline's recommendation before its other statements
         # (a comparative question's: also a recommendation about one of its arms, "we suggest against opioids"
         # for opioids vs non-opioid medication, whose only word of its own is "medication")
@@ -386,6 +393,8 @@ def bottom_line(
         )
         if recommends(statement) and other_stage(statement, question):  # a recommendation for chronic pain
             continue  # does not answer a question about acute pain (the guideline's acute one may)
+        if less_specific(statement, anchors, specific):
+            continue
         if n in direct and (names_question(statement, anchors, titles[n]) or recommending):
             if n not in first or (grade[n] == GUIDELINE and recommends(statement) and not recommends(first[n])):
                 first[n] = statement

@@ -13,6 +13,7 @@ framed as context (the arms' balance at baseline among it) or as another study's
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
@@ -451,3 +452,23 @@ def about_arms(statement: str, anchors: Anchors) -> bool:
 def recommends_about_arms(statement: str, anchors: Anchors) -> bool:
     """A recommendation (`recommends`) about the question's arms (`about_arms`)."""
     return recommends(statement) and about_arms(statement, anchors)
+
+
+def arm_coverage(statement: str, anchors: Anchors) -> int:
+    """How many of the words that tell the question's arms apart (`arm_words`) the statement names: of two
+    recommendations about the arms, the one naming more is about the question ("we suggest spinal
+    mobilization/manipulation" names both words of spinal manipulation, "we suggest against spinal cord
+    stimulation" one)."""
+    return len(_arm_word_stems(anchors) & stems(statement))
+
+
+def most_specific(statements: Iterable[str], anchors: Anchors) -> int:
+    """The most words of the arms (`arm_coverage`) that one of the statements' recommendations about
+    the arms names (0 when none is one)."""
+    return max((arm_coverage(s, anchors) for s in statements if recommends_about_arms(s, anchors)), default=0)
+
+
+def less_specific(statement: str, anchors: Anchors, specific: int) -> bool:
+    """A recommendation about the arms that names fewer of their words than `specific` (`most_specific`
+    of the statements beside it): it recommends on something else."""
+    return recommends_about_arms(statement, anchors) and arm_coverage(statement, anchors) < specific
