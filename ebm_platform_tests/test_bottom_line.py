@@ -1190,3 +1190,33 @@ def test_the_core_quotes_no_recommendation_on_something_else() -> None:
     vector = np.array([0.9, 0.3, 0.8, 0.0], dtype=np.float32)  # the scorer's order: stimulation, opioids, manipulation
     answer = compose_offline(SPINAL, vector, question_anchors(SPINAL), rows, lambda t: np.ones((len(t), 4)))
     assert [c["statement"] for c in answer["core_answer"]] == [FOR_MANIPULATION]
+
+
+def test_a_trial_against_another_treatment_does_not_answer_whether_it_works() -> None:
+    """With the two forms taking no side, the demo of 2026-12-04 read "Yes" to "Are corticosteroid injections
+    effective for tennis elbow?" from a trial of autologous blood against corticosteroid injection: which works
+    better, not whether either works. A trial against placebo answers; the design's "control trial" is no
+    control arm."""
+    from ebm_platform.retrieval.findings import against_active
+
+    question = "Are corticosteroid injections effective for tennis elbow?"
+    title = (
+        "A randomised control trial to evaluate the efficacy of autologous blood injection versus local "
+        "corticosteroid injection for treatment of lateral epicondylitis"
+    )
+    finding = "Pain improved significantly in the corticosteroid group at 6 weeks (p < 0.01)."
+    answer = _answer(INCREASED, [(finding, 1)], {1: "C"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert (
+        line["answer"] == "uncertain"
+        and "with other treatments, not corticosteroid injections with a control" in (line["text"])
+    )
+    placebo = "Corticosteroid injection versus placebo for lateral epicondylitis: a randomised controlled trial"
+    answer = _answer(INCREASED, [(finding, 1), (finding, 2)], {1: "C", 2: "C"}, {1: title, 2: placebo})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["sides"] == {"2": "supports"}
+    assert against_active(title, "corticosteroid injections") and not against_active(
+        placebo, "corticosteroid injections"
+    )
+    assert not against_active("Corticosteroid injections for tennis elbow", "corticosteroid injections")
+    assert not against_active("Exercise versus usual care for neck pain", "exercise")

@@ -35,6 +35,7 @@ from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     NEGATED_WORD,
     REPORTED_RECOMMENDATION,
+    against_active,
     arm_words,
     compares_arms,
     compares_forms,
@@ -426,9 +427,15 @@ def bottom_line(
                 abstract_of(n) if abstract_of else "",
             )
         }
-        if two_forms and two_forms == set(first):
+        # so does a trial of it against another treatment (the demo read "Yes" to the same question from "autologous
+        # blood injection versus local corticosteroid injection" once the two forms took no side)
+        head_to_head = {
+            n for n, s in first.items() if not recommends(s) and against_active(titles[n], anchors.intervention or "")
+        }
+        uncontrolled_sources = two_forms | head_to_head
+        if uncontrolled_sources and uncontrolled_sources == set(first):
             return _unanswered(kind, uncontrolled(anchors), answer, grade)
-        first = {n: s for n, s in first.items() if n not in two_forms}
+        first = {n: s for n, s in first.items() if n not in uncontrolled_sources}
     if closed:
         neutral = UNCERTAIN
 
@@ -677,8 +684,10 @@ def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> 
 
 
 def uncontrolled(anchors: Anchors) -> str:
-    """Why no cited finding answers an effect question: those about it compare forms of the intervention."""
-    return f"the cited findings compare forms of {anchors.intervention}, not {anchors.intervention} with a control"
+    """Why no cited finding answers an effect question: those about it compare forms of the intervention, or
+    the intervention with another treatment."""
+    i = anchors.intervention
+    return f"the cited findings compare forms of {i} or {i} with other treatments, not {i} with a control"
 
 
 def uncompared(anchors: Anchors) -> str:

@@ -340,6 +340,22 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in texts)
 
 
+# a title's head-to-head comparison ("autologous blood injection versus local corticosteroid injection"), and a
+# trial's design named in it ("randomised control trial"), which names no control arm
+HEAD_TO_HEAD = re.compile(r"\b(?:versus|vs\.?|compared (?:with|to))\b", re.I)
+CONTROLLED_TRIAL = re.compile(r"\b(?:(?:non-?)?randomi[sz]ed,? )?control(?:led)? (?:clinical )?trials?\b", re.I)
+
+
+def against_active(title: str, intervention: str) -> bool:
+    """Whether a source's title compares the intervention with another treatment and names no control arm
+    (placebo, sham, usual care, nothing ...): a trial of autologous blood against corticosteroid injections
+    tells which works better, not whether corticosteroid injections work (GRADE's indirectness of
+    comparison). Only the title: a finding may compare with anything in passing."""
+    text = CONTROLLED_TRIAL.sub(" ", title)
+    own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+    return bool(own & stems(text) and HEAD_TO_HEAD.search(text) and not CONTROL_NAMED.search(text))
+
+
 def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> bool:
     """Whether a source (the statements quoted from it and its title, `quoted`; its abstract, `summary`)
     compares the question's two arms, or may. Against a control arm (usual care, placebo, nothing ...), False
