@@ -15,10 +15,11 @@ last results sentence and how much its readings spread over the results sentence
 PubMedQA's 500: "maybe" AUC 0.49 without these nine, 0.57 with them; macro-F1 0.426 -> 0.440 at the
 same accuracy, five repeats of the CV). A multinomial logistic regression over these 26 features
 predicts yes / no / maybe; it is trained on PubMedQA's expert-labelled questions with each
-question's own abstract as the evidence (`evaluation/closed_training.py`). "Maybe" is rarely the most probable class (55 of 500), so the
-reader abstains by a threshold: it says "maybe" when P(maybe) reaches `maybe_threshold`, chosen with
-the regularisation by an inner cross-validation on the training questions only, as the threshold
-with the best macro-F1 among those that cost no accuracy there (`ABSTAIN_ACCURACY_COST`).
+question's own abstract as the evidence (`evaluation/closed_training.py`). "Maybe" is rarely the
+most probable class (55 of 500), so the reader abstains by a threshold: it says "maybe" when
+P(maybe) reaches `maybe_threshold`, chosen with the regularisation by an inner cross-validation on
+the training questions only, as the threshold with the best macro-F1 among those that cost no
+accuracy there (`ABSTAIN_ACCURACY_COST`).
 """
 
 from __future__ import annotations

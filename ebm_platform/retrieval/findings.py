@@ -461,8 +461,7 @@ def recommends(statement: str) -> bool:
 def about_arms(statement: str, anchors: Anchors) -> bool:
     """Whether a statement names at least half of the words that tell the question's arms apart
     (`arm_words`): a recommendation about the question, not one that shares a word with it."""
-    named = _arm_word_stems(anchors)
-    return 2 * len(named & stems(statement)) >= len(named)
+    return 2 * arm_coverage(statement, anchors) >= len(_arm_word_stems(anchors))
 
 
 def recommends_about_arms(statement: str, anchors: Anchors) -> bool:
