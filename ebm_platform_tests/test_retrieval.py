@@ -856,6 +856,37 @@ def test_the_verdict_reads_the_question_arms(train_span_reader):
     assert model.verdict(no_difference, reversed_question)[0] == "no significant difference"
 
 
+def test_statement_weights_favour_the_statements_that_name_the_outcome():
+    """By rank alone without an outcome or when no statement names it; else times (floor + share)^2."""
+    from ebm_platform.retrieval.verdict import OUTCOME_FLOOR, statement_weights
+
+    statements = ["Weight gain did not differ.", "Pain was lower.", "Glycaemic load fell."]
+    assert statement_weights(statements, None).tolist() == [1.0, 0.5, 1 / 3]
+    assert statement_weights(statements, "quality of life").tolist() == [1.0, 0.5, 1 / 3]
+    weights = statement_weights(statements, "dietary glycaemic load")  # the third names 2 of its 3 stems
+    assert weights.tolist() == pytest.approx([OUTCOME_FLOOR**2, OUTCOME_FLOOR**2 / 2, (OUTCOME_FLOOR + 2 / 3) ** 2 / 3])
+
+
+def test_the_verdict_reads_the_statement_about_the_questions_outcome(train_span_reader):
+    """A trial reports many outcomes; the verdict on glycaemic load rests on the statement about it,
+    not on the two higher-ranked statements about other outcomes (an Evidence Inference prompt once
+    answered "no significant difference" this way)."""
+    core = [
+        "There was also no significant difference in gestational weight gain between control and intervention arms.",
+        "There were no significant differences in GDM or LGA between control and intervention arms.",
+        "Compared to women in the control arm, women in the intervention arm had a significant reduction in "
+        "dietary glycaemic load (33 points, 95% CI -47 to -20), (p < 0.001).",
+    ]
+    asked = Anchors(
+        intervention="complex intervention", comparator="routine antenatal care", outcome="dietary glycaemic load"
+    )
+    verdict, basis = train_span_reader.verdict(core, asked)
+    assert (verdict, basis) == ("significantly decreased", core[2])
+    assert train_span_reader.verdict(
+        core, Anchors(intervention="complex intervention", comparator="routine antenatal care")
+    )[0] == ("no significant difference")  # without the outcome the ranks decide, as before
+
+
 @pytest.mark.parametrize(
     "sentence, verdict",
     [
