@@ -8,7 +8,13 @@ import polars as pl
 import pytest
 
 from ebm_platform.benchmark import sources
-from ebm_platform.benchmark.quality import quality_rules, structural_rules
+from ebm_platform.benchmark.quality import (
+    drop_near_duplicates,
+    near_duplicate_pairs,
+    quality_rules,
+    structural_rules,
+    without_boilerplate,
+)
 from ebm_platform.benchmark.review import discarded, export_sheet, latest, sheet_path, store_path
 from ebm_platform.benchmark.splits import make_splits
 from ebm_platform.conditions import load_catalogue
@@ -91,6 +97,64 @@ def test_quality_rules_find_boilerplate_duplicates_and_copies():
     assert warn["near_duplicate_questions"].metadata["pairs"] == 1
     assert warn["no_verbatim_copy"].failing[0]["question_id"] == "c"
     assert not warn["picot_completeness"].passed  # 1 of 15 fields present
+
+
+def test_release_answers_lose_the_template_clause_not_their_findings():
+    assert without_boilerplate(
+        "Taping reduced pain at 6 weeks (p = 0.02), but no specific timepoints or numerical values are reported. "
+        "No specific group sizes were provided in the evidence."
+    ) == ("Taping reduced pain at 6 weeks (p = 0.02).")
+    assert (
+        without_boilerplate(
+            "Outcomes are comparable, with no specific numerical differences between the grafts provided in the evidence."
+        )
+        == "Outcomes are comparable."
+    )
+    assert (
+        without_boilerplate("However, no specific protocols are reported, and no graded evidence compares the two.")
+        == "No graded evidence compares the two."
+    )
+    assert without_boilerplate("Exercise reduced pain.") == "Exercise reduced pain."
+
+
+def test_near_duplicates_ask_about_one_outcome_and_the_one_with_gold_stays():
+    """Two prompts of one trial that differ only in their outcome are two questions; a release question
+    (no outcome, no gold) that repeats a generated one goes, the generated one with its gold stays."""
+    question = "What is the effect of high velocity low amplitude manipulation compared with placebo on {}?"
+    rows = [
+        sources.row(
+            question_id="srrag-1",
+            condition="LBP",
+            source="sr_rag_release",
+            question=question.format("pain"),
+            exact_answer="x",
+            split_kind="main",
+        ),
+        *(
+            sources.row(
+                question_id=f"ei-{outcome}",
+                condition="LBP",
+                source="evidence_inference",
+                question=question.format(outcome),
+                exact_answer="x",
+                split_kind="main",
+                gold_window_ids=["w1"],
+                gold_o=outcome,
+            )
+            for outcome in ("pain", "pain intensity")
+        ),
+    ]
+    bench = sources.frame(rows)
+    pairs = near_duplicate_pairs(bench, embed)
+    assert {(p["a"], p["b"]) for p in pairs} == {("srrag-1", "ei-pain"), ("srrag-1", "ei-pain intensity")}
+    kept, twins = drop_near_duplicates(bench, embed)
+    assert kept["question_id"].to_list() == ["ei-pain", "ei-pain intensity"] and len(twins) == 2
+    assert {r.name: r for r in quality_rules(kept, {}, embed)}["near_duplicate_questions"].passed
+    repeated = sources.frame([rows[0], rows[0]])  # one id twice: left for unique_ids (ERROR) to block
+    assert drop_near_duplicates(repeated, embed)[0].height == 2
+    copied = sources.frame([{**rows[1], "question": "so the quick brown fox jumps over the lazy dog again and again"}])
+    window = {"w1": "so the quick brown fox jumps over the lazy dog again and again today"}
+    assert {r.name: r for r in quality_rules(copied, window, embed)}["no_verbatim_copy"].passed  # the dataset's own
 
 
 def test_splits_are_query_grouped_stratified_and_deterministic():
@@ -241,7 +305,10 @@ def test_generated_questions_use_only_their_seed_window(bench_lake, datasets_dir
     text = dict(zip(windows["window_id"].to_list(), windows["text"].to_list()))
     generated = bench.filter(pl.col("source") == "generated")
     assert generated.height >= 1
-    assert bench.filter(pl.col("source") == "sr_rag_release").height == 87
+    dropped = result.asset_materializations_for_node("benchmark_qa")[0].metadata["near_duplicates_dropped"].value
+    release = bench.filter(pl.col("source") == "sr_rag_release").height  # the release's PFP questions: 87
+    assert 0 < dropped and 87 - dropped <= release < 87  # some of them repeat another question
+    assert {r.name: r for r in quality_rules(bench, text, embed)}["near_duplicate_questions"].passed
     for row in generated.iter_rows(named=True):
         seed_tokens = set(re.findall(r"\w+", text[row["seed_window_id"]].lower()))
         for field in ("gold_p", "gold_i", "gold_c", "gold_o", "gold_t"):
@@ -266,7 +333,8 @@ def test_blocking_check_stops_splits_and_keeps_the_last_good_benchmark(bench_lak
     assert good.success
     final, staged = (bench_lake / d / "benchmark_qa" / "PFP.parquet" for d in ("assets", "staging"))
     last_good = pl.read_parquet(final)
-    assert last_good.height == 87 and not staged.exists()  # passed, so promoted
+    dropped = good.asset_materializations_for_node("benchmark_qa")[0].metadata["near_duplicates_dropped"].value
+    assert last_good.height == 87 - dropped and not staged.exists()  # passed, so promoted
 
     def broken(self, code, *args, **kwargs):
         bad = [

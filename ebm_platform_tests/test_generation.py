@@ -9,6 +9,8 @@ import pytest
 
 from ebm_platform.benchmark.generation import (
     QuestionGenerator,
+    compose_question,
+    concise,
     grounded,
     ideal_answer,
     offline_relation,
@@ -19,6 +21,7 @@ from ebm_platform.benchmark.generation import (
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import split_blocks
 from ebm_platform.graph.extraction import entities_by_window, to_elements
+from ebm_platform.graph.pico_rules import Extraction
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.findings import is_finding, states_about
 from ebm_platform.vocabulary import Anchors
@@ -164,6 +167,22 @@ def test_offline_relation_reads_the_findings_not_the_topic():
     assert offline_relation(other, anchors, is_finding, states_about) == "unrelated"
     manual = Anchors(intervention="manual therapy", outcome="pain")  # the review names no manual therapy
     assert offline_relation(review, manual, is_finding, states_about) == "weakly related"
+
+
+def test_offline_questions_are_made_of_concise_names():
+    """A tagger span that runs on into a sentence is no PICOT field: the question takes the next name that
+    is short enough, or leaves the field out."""
+    found = Extraction()
+    found.add_entity("Subjects] From among 120 male and female students, 22 whose thoraxes opened", "Population")
+    found.add_entity("deep abdominal muscle strengthening exercises", "Intervention")
+    found.add_entity("respiratory function, lumbar stability, pain, disability and quality of life", "Outcome")
+    found.add_entity("lumbar stability", "Outcome")
+    question, fields = compose_question(found)
+    assert fields["p"] is None and fields["o"] == "lumbar stability"
+    assert question == "What is the effect of deep abdominal muscle strengthening exercises on lumbar stability?"
+    only_long = Extraction()
+    only_long.add_entity("a home exercise programme of twelve weeks with weekly phone calls", "Intervention")
+    assert concise(only_long.names("Intervention")) is None
 
 
 def test_sampling_takes_one_window_per_document_before_a_second(windows):

@@ -61,6 +61,10 @@ GOLD_RELATIONS = RELATIONS[:2]
 # strongly supportive ("directly states the answer for the same population", GRADING_PROMPT)
 POPULATION_SHARE = 0.5
 GRADING_BATCH = 10
+# An offline question's PICOT field is a name of the window of at most this many words: the tagger's
+# longer spans run on into whole sentences ("Subjects] From among 120 male and female students, 22
+# whose thoraxes opened ...") and a question made of them copies its window (quality.VERBATIM_TOKENS)
+MAX_FIELD_WORDS = 6
 
 QUESTION_PROMPT = """You write benchmark questions for sports rehabilitation evidence retrieval.
 Below is one evidence window (grade {grade}: A guideline/systematic review ... E expert opinion).
@@ -174,9 +178,9 @@ def sample_windows(
     finding: Finding,
     entities: Mapping[str, Sequence[dict]] | None = None,
 ) -> list[tuple[dict, Extraction]]:
-    """Stage 1 sampling: per grade, windows with an intervention, an outcome (`window_extraction`, with
-    the graph's `entities` by window id when given) and a finding stated with result language, from as
-    many documents as the grade has."""
+    """Stage 1 sampling: per grade, windows with a concise intervention and outcome (`concise`, of
+    `window_extraction`, with the graph's `entities` by window id when given) and a finding stated with
+    result language, from as many documents as the grade has."""
     picked = []
     for grade in "ABCDE":
         pool = []
@@ -184,7 +188,7 @@ def sample_windows(
             if not RESULT.search(w["text"]) or not any(RESULT.search(s) for s in findings(w, finding)):
                 continue
             found = window_extraction(w, (entities or {}).get(w["window_id"], ()))
-            if found.names("Intervention") and found.names("Outcome"):
+            if concise(found.names("Intervention")) and concise(found.names("Outcome")):
                 pool.append((w, found))
         random.Random(f"{seed}:{grade}").shuffle(pool)
         # one window per document before a second of any: questions about one document form one
@@ -229,15 +233,16 @@ def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[s
     )
 
 
+def concise(names: Sequence[str]) -> str | None:
+    """The first of a field's names with at most MAX_FIELD_WORDS words; None when every one is longer."""
+    return next((n for n in names if len(fold(n).split()) <= MAX_FIELD_WORDS), None)
+
+
 def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
-    """A question from a window's own extracted PICO (no field from outside the window)."""
-    fields = {
-        "p": (found.names("Population") or [None])[0],
-        "i": found.names("Intervention")[0],
-        "c": (found.names("Comparator") or [None])[0],
-        "o": found.names("Outcome")[0],
-        "t": (found.names("Timepoint") or [None])[0],
-    }
+    """A question from a window's own extracted PICO (no field from outside the window), each field
+    a concise name (`concise`)."""
+    types = {"p": "Population", "i": "Intervention", "c": "Comparator", "o": "Outcome", "t": "Timepoint"}
+    fields = {key: concise(found.names(type_)) for key, type_ in types.items()}
     question = f"What is the effect of {fields['i']}"
     question += f" compared with {fields['c']}" if fields["c"] else ""
     question += f" on {fields['o']}"

@@ -2,10 +2,11 @@
 quality signals warn (WARN). Required fields and unique ids run as a Great Expectations (GX Core
 1.x) suite on a pandas copy of the table; the rest are computed here.
 
-Severity choices: exact or near-duplicate questions within a condition are a WARN, because the
-SR-RAG release itself repeats 33 questions verbatim (1,604 distinct texts of 1,637) and is
-still the paper's benchmark; ids, required fields, dangling gold windows and main-split
-questions without gold are ERRORs.
+Severity choices: exact or near-duplicate questions within a condition are a WARN (the SR-RAG
+release itself repeats 33 questions verbatim, 1,604 distinct texts of 1,637; `benchmark_qa` keeps
+one of each near-duplicate set, `drop_near_duplicates`, and cleans the release's answers of their
+template clause, `without_boilerplate`, so the WARN rules speak of new defects); ids, required
+fields, dangling gold windows and main-split questions without gold are ERRORs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ebm_platform.benchmark.gold import fold
+
 REQUIRED = ("question_id", "condition", "source", "question", "exact_answer", "split_kind")
 GOLD_SOURCES = ("evidence_inference", "pubmedqa", "generated")
 PICOT_SOURCES = ("evidence_inference", "generated")
@@ -24,6 +27,80 @@ PICOT_FLOOR = 0.5  # mean share of non-null gold P/I/C/O/T fields where the sour
 NEAR_DUPLICATE = 0.95  # question embedding cosine within a condition
 VERBATIM_TOKENS = 12  # longest run of question tokens found verbatim in its gold window
 BOILERPLATE = re.compile(r"\bno specific\b.{0,80}?\b(?:reported|provided|available|given|stated)\b", re.I)
+# where a sentence's clauses meet (", but ...", "; ...") and where its sentences meet
+CLAUSE_BREAK = re.compile(r"(,\s*(?:but|and|though|although|while|whereas|with)\s+|;\s*)", re.I)
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+LEADING_JOINER = re.compile(r"^(?:however|but|and|though|although|while|whereas),?\s+", re.I)
+VERBATIM_SOURCES = ("generated",)  # questions the platform writes; the datasets' own are as published
+
+
+def without_boilerplate(text: str) -> str:
+    """The text without the clauses that say what the evidence does not report ("No specific
+    timepoints or numerical values are reported in the evidence", BOILERPLATE): the SR-RAG release's
+    template, in 868 of its 1,637 answers, which states no finding. A sentence left with no clause is
+    dropped."""
+    kept = []
+    for sentence in SENTENCE_BREAK.split(text.strip()):
+        if not BOILERPLATE.search(sentence):
+            kept.append(sentence)
+            continue
+        parts = CLAUSE_BREAK.split(sentence)  # clause, joiner, clause, joiner, ...
+        out = ""
+        for n, clause in enumerate(parts[0::2]):
+            if not BOILERPLATE.search(clause) and clause.strip(" .,;"):
+                out += (parts[2 * n - 1] if out else "") + clause
+        out = LEADING_JOINER.sub("", out.strip()).rstrip(" ,;")
+        if out:
+            kept.append(out[0].upper() + out[1:] + ("" if out[-1] in ".!?" else "."))
+    return " ".join(kept)
+
+
+def near_duplicate_pairs(bench: pl.DataFrame, embed: Callable[[list[str]], np.ndarray]) -> list[dict]:
+    """Pairs of questions of one condition whose embeddings' cosine is at least NEAR_DUPLICATE and
+    that ask about the same outcome (a question that names none asks about any): an Evidence
+    Inference trial's prompts differ only in their outcome and are different questions. `a` comes
+    before `b` in the table."""
+    pairs: list[dict] = []
+    for condition in bench["condition"].unique(maintain_order=True).to_list():
+        sub = bench.filter(pl.col("condition") == condition)
+        if sub.height < 2:
+            continue
+        vectors = embed(sub["question"].to_list())
+        sims = np.triu(vectors @ vectors.T, k=1)
+        ids, questions = sub["question_id"].to_list(), sub["question"].to_list()
+        outcomes = [fold(o) if o else None for o in sub["gold_o"].to_list()]
+        for i, j in zip(*np.nonzero(sims >= NEAR_DUPLICATE)):
+            if outcomes[i] and outcomes[j] and outcomes[i] != outcomes[j]:
+                continue
+            pairs.append(
+                {"a": ids[i], "b": ids[j], "cosine": round(float(sims[i, j]), 3), "question": questions[i][:120]}
+            )
+    return pairs
+
+
+def drop_near_duplicates(
+    bench: pl.DataFrame, embed: Callable[[list[str]], np.ndarray]
+) -> tuple[pl.DataFrame, list[dict]]:
+    """The table with one question of each near-duplicate set (`near_duplicate_pairs`), and the
+    pairs that dropped one: a question with gold windows is kept before one without, then the
+    earlier. A row whose id is not unique is never dropped: `unique_ids` (ERROR) must see it."""
+    repeated = set(bench.filter(pl.col("question_id").is_duplicated())["question_id"].to_list())
+    pairs = [p for p in near_duplicate_pairs(bench, embed) if not {p["a"], p["b"]} & repeated]
+    if not pairs:
+        return bench, []
+    with_gold = set(bench.filter(pl.col("gold_window_ids").list.len() > 0)["question_id"].to_list())
+    order = sorted(bench["question_id"].to_list(), key=lambda q: q not in with_gold)  # stable: table order next
+    twins: dict[str, set[str]] = {}
+    for pair in pairs:
+        twins.setdefault(pair["a"], set()).add(pair["b"])
+        twins.setdefault(pair["b"], set()).add(pair["a"])
+    kept: set[str] = set()
+    dropped: set[str] = set()
+    for question_id in order:
+        (dropped if twins.get(question_id, set()) & kept else kept).add(question_id)
+    return bench.filter(~pl.col("question_id").is_in(sorted(dropped))), [
+        p for p in pairs if p["a"] in dropped or p["b"] in dropped
+    ]
 
 
 @dataclass
@@ -124,7 +201,10 @@ def structural_rules(bench: pl.DataFrame, window_ids: set[str]) -> list[RuleResu
 def quality_rules(
     bench: pl.DataFrame, window_text: dict[str, str], embed: Callable[[list[str]], np.ndarray]
 ) -> list[RuleResult]:
-    """The WARN rules: PICOT completeness, near-duplicates, verbatim copies, boilerplate answers."""
+    """The WARN rules: PICOT completeness, near-duplicates (`near_duplicate_pairs`), verbatim copies of
+    a gold window in the questions the platform writes (VERBATIM_SOURCES: an Evidence Inference
+    prompt names the arms and outcome as the article words them, a PubMedQA question is its article's
+    title), boilerplate answers."""
     results: list[RuleResult] = []
 
     picot = bench.filter(pl.col("source").is_in(PICOT_SOURCES))
@@ -145,22 +225,7 @@ def quality_rules(
         )
     )
 
-    near: list[dict] = []
-    for condition in bench["condition"].unique().to_list():
-        sub = bench.filter(pl.col("condition") == condition)
-        if sub.height < 2:
-            continue
-        vectors = embed(sub["question"].to_list())
-        sims = np.triu(vectors @ vectors.T, k=1)
-        for i, j in zip(*np.nonzero(sims >= NEAR_DUPLICATE)):
-            near.append(
-                {
-                    "a": sub["question_id"][int(i)],
-                    "b": sub["question_id"][int(j)],
-                    "cosine": round(float(sims[i, j]), 3),
-                    "question": sub["question"][int(i)][:120],
-                }
-            )
+    near = near_duplicate_pairs(bench, embed)
     results.append(
         RuleResult(
             "near_duplicate_questions", not near, "WARN", {"pairs": len(near), "threshold": NEAR_DUPLICATE}, near[:50]
@@ -168,7 +233,8 @@ def quality_rules(
     )
 
     copies = []
-    for qid, question, gold in bench.select("question_id", "question", "gold_window_ids").iter_rows():
+    written = bench.filter(pl.col("source").is_in(VERBATIM_SOURCES))
+    for qid, question, gold in written.select("question_id", "question", "gold_window_ids").iter_rows():
         tokens = re.findall(r"\w+", question.lower())
         for window_id in gold or []:
             text = " ".join(re.findall(r"\w+", window_text.get(window_id, "").lower()))

@@ -15,6 +15,7 @@ import polars as pl
 
 from ebm_platform.benchmark.evidence_inference import labelled_prompts
 from ebm_platform.benchmark.gold import fold, gold_for_spans
+from ebm_platform.benchmark.quality import without_boilerplate
 from ebm_platform.conditions import Catalogue
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import extract
@@ -83,7 +84,9 @@ def frame(rows: list[dict]) -> pl.DataFrame:
 
 def release_rows(datasets_dir: Path, catalogue: Catalogue) -> pl.DataFrame:
     """The paper's 1,637 questions; codes follow file order and the summary's per-code counts
-    (codes in alphabetical order), mapped to catalogue codes through their aliases."""
+    (codes in alphabetical order), mapped to catalogue codes through their aliases. The answers and
+    their nuggets lose the template clause that says what the evidence does not report
+    (`quality.without_boilerplate`; a nugget that is nothing else is dropped)."""
     root = Path(datasets_dir) / "sr_rag_release" / "benchmark"
     counts = json.loads((root / "summary_benchmark_full.json").read_text(encoding="utf-8"))["per_code"]
     lines = [
@@ -99,14 +102,17 @@ def release_rows(datasets_dir: Path, catalogue: Catalogue) -> pl.DataFrame:
         n = counts[code]["youtu_questions"]
         canonical = catalogue.canonical(code)
         for offset, item in enumerate(lines[start : start + n]):
-            nuggets = item.get("nuggets") or {}
+            nuggets = {
+                level: [clean for fact in facts if (clean := without_boilerplate(fact))]
+                for level, facts in (item.get("nuggets") or {}).items()
+            }
             rows.append(
                 row(
                     question_id=f"srrag-{start + offset + 1:04d}",
                     condition=canonical,
                     source="sr_rag_release",
                     question=item["question_en"].strip(),
-                    exact_answer=item["ground_truth"].strip(),
+                    exact_answer=without_boilerplate(item["ground_truth"]) or item["ground_truth"].strip(),
                     nuggets_vital=nuggets.get("vital", []),
                     nuggets_okay=nuggets.get("okay", []),
                     nuggets_trivial=nuggets.get("trivial", []),

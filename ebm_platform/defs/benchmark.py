@@ -9,7 +9,7 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.benchmark.generation import QuestionGenerator
-from ebm_platform.benchmark.quality import RuleResult, quality_rules, structural_rules
+from ebm_platform.benchmark.quality import RuleResult, drop_near_duplicates, quality_rules, structural_rules
 from ebm_platform.benchmark.review import discarded
 from ebm_platform.benchmark.sources import evidence_inference_rows, frame, pubmedqa_rows, release_rows
 from ebm_platform.benchmark.splits import make_splits, split_problems
@@ -89,7 +89,8 @@ def benchmark_qa(
     """One table schema for every source: the SR-RAG release (answer-level), Evidence Inference and
     PubMedQA (gold windows located in this partition) and generated questions (paper stages 1-3,
     with the configured LLM or offline; stage 1 reads each window's PICO from pico_extractions, the
-    knowledge graph's extraction). Reviewer decisions (`discard`) are honoured. Written to
+    knowledge graph's extraction). Reviewer decisions (`discard`) are honoured; of near-duplicate
+    questions about one outcome one is kept (`quality.drop_near_duplicates`). Written to
     staging: benchmark_structure promotes it when it passes, so a failed benchmark never replaces
     the last good one that downstream assets read."""
     code = context.partition_key
@@ -117,6 +118,8 @@ def benchmark_qa(
     bench = pl.concat(parts) if parts else frame([])
     dropped = discarded(Path(lake.root))
     bench = bench.filter(~pl.col("question_id").is_in(sorted(dropped)))
+    before = bench.height
+    bench, twins = drop_near_duplicates(bench, embedder.embed)
     by_source = dict(bench.group_by("source").len().iter_rows()) if bench.height else {}
     with_gold = bench.filter(pl.col("gold_window_ids").list.len() > 0).height
     return dg.Output(
@@ -129,6 +132,8 @@ def benchmark_qa(
             ),
             "with_gold_windows": dg.MetadataValue.int(with_gold),
             "discarded_by_review": dg.MetadataValue.int(len(dropped)),
+            "near_duplicates_dropped": dg.MetadataValue.int(before - bench.height),
+            "near_duplicate_pairs": dg.MetadataValue.json(twins[:20]),
             "generation_mode": dg.MetadataValue.text(generation["mode"]),
             "generation": dg.MetadataValue.json(generation),
             "preview": preview(bench, ["question_id", "source", "split_kind", "question"]),
