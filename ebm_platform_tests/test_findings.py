@@ -11,6 +11,9 @@ BACKGROUND = [
     # an outcome's name, a research agenda, a spirometry unit: no conclusion (Evidence Inference train articles)
     "The primary efficacy variable was the average FEV1 from the first intake of study drug to 90 minutes.",
     "Further trials studying interventions for lymphocytic colitis are warranted.",
+    # a guideline's research agenda, quoted as grade A support for exercise (the demo's low back pain answer)
+    "One of the areas for future research is the effectiveness of CBT interventions specifically designed to "
+    "address pain such as cognitive behavioral therapy for chronic pain (CBT-CP).",
     "| Mean FEV1 (% predicted) | 94.6 (14.1) | 95.2 (14.4) |",
     # the sample and its balance at baseline (the demo's ankle sprain answer)
     "Ninety-five males (49 %) were included.",

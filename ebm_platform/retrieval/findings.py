@@ -46,7 +46,7 @@ CONTEXT = re.compile(
     r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled|included)\b|"
     r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
-    r"\b(?:more|further|additional) (?:research|studies|trials)\b|"
+    r"\b(?:more|further|additional|future) (?:research|studies|trials)\b|"
     r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|"
     r"\b(?:it is|it remains|remains|is still) (?:unknown|not known)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
