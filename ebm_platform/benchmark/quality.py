@@ -27,10 +27,12 @@ PICOT_FLOOR = 0.5  # mean share of non-null gold P/I/C/O/T fields where the sour
 NEAR_DUPLICATE = 0.95  # question embedding cosine within a condition
 VERBATIM_TOKENS = 12  # longest run of question tokens found verbatim in its gold window
 BOILERPLATE = re.compile(r"\bno specific\b.{0,80}?\b(?:reported|provided|available|given|stated)\b", re.I)
-# where a sentence's clauses meet (", but ...", "; ...") and where its sentences meet
-CLAUSE_BREAK = re.compile(r"(,\s*(?:but|and|though|although|while|whereas|with)\s+|;\s*)", re.I)
+# the words that join a sentence's clauses; where its clauses meet (", but ...", "; ..."), a clause left
+# opening with a joiner, and where its sentences meet
+JOINERS = "but|and|though|although|while|whereas"
+CLAUSE_BREAK = re.compile(rf"(,\s*(?:{JOINERS}|with)\s+|;\s*)", re.I)
+LEADING_JOINER = re.compile(rf"^(?:however|{JOINERS}),?\s+", re.I)
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
-LEADING_JOINER = re.compile(r"^(?:however|but|and|though|although|while|whereas),?\s+", re.I)
 VERBATIM_SOURCES = ("generated",)  # questions the platform writes; the datasets' own are as published
 
 

@@ -22,7 +22,7 @@ positive when they hold an annotated evidence span (`evaluation/verdict_training
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
 import numpy as np
 
@@ -94,7 +94,9 @@ def mark_arms(sentence: str, arm_i: set[str], arm_c: set[str], outcome: set[str]
     return words
 
 
-def _share(wanted: set[str], found: set[str]) -> float:
+def share_named(wanted: Set[str], found: Set[str]) -> float:
+    """The share of the `wanted` stems (a question's outcome, an arm) among the `found` ones; 0 when
+    nothing is wanted."""
     return len(wanted & found) / len(wanted) if wanted else 0.0
 
 
@@ -123,10 +125,10 @@ def sentence_features(
                 standard,
                 bool(RESULT_CUES.search(sentence)),
                 bool(STATISTICS.search(sentence)),
-                _share(outcome, words),
-                _share(intervention, words),
-                _share(comparator, words),
-                _share(asked, words),
+                share_named(outcome, words),
+                share_named(intervention, words),
+                share_named(comparator, words),
+                share_named(asked, words),
                 np.log1p(len(sentence)),
                 len(_NUMBER.findall(sentence)) / 10,
                 bool(WITHIN_GROUP.search(sentence)),

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
-from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS
+from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS, share_named
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.vocabulary import Anchors
 
@@ -284,9 +284,8 @@ def states_about(statement: str, title: str, anchors: Anchors) -> bool:
     source's title, names a word that tells the question's arms apart (`names_question`) and the
     statement names at least half the stems of the question's outcome (the offline stage-3 judge of
     generated benchmark questions: "supports the answer with closely matching PICO")."""
-    wanted = stems(anchors.outcome or "")
-    named = len(wanted & _text_stems(statement))
-    return bool(wanted) and 2 * named >= len(wanted) and names_question(statement, anchors, title)
+    share = share_named(stems(anchors.outcome or ""), _text_stems(statement))
+    return share >= 0.5 and names_question(statement, anchors, title)
 
 
 # an arm that is a control: usual, standard or routine care, placebo, sham, saline, nothing, baseline, a waiting list

@@ -39,7 +39,7 @@ import numpy as np
 
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.model_store import load_estimators, save_estimators
-from ebm_platform.retrieval.evidence_sentences import SentenceScorer, mark_arms
+from ebm_platform.retrieval.evidence_sentences import SentenceScorer, mark_arms, share_named
 from ebm_platform.retrieval.lexical import stems
 from ebm_platform.vocabulary import Anchors
 
@@ -220,7 +220,7 @@ def statement_weights(statements: Sequence[str], outcome: str | None) -> np.ndar
     reduction in dietary glycaemic load" for a question on glycaemic load)."""
     weights = np.array([1.0 / (rank + 1) for rank in range(len(statements))])
     wanted = stems(outcome or "")
-    shares = np.array([len(wanted & stems(s)) / len(wanted) if wanted else 0.0 for s in statements])
+    shares = np.array([share_named(wanted, stems(s)) for s in statements])
     return weights * (OUTCOME_FLOOR + shares) ** 2 if shares.max(initial=0.0) > 0 else weights
 
 
