@@ -250,6 +250,46 @@ def test_a_comparative_verdict_no_source_of_the_arms_supports_gives_way_to_those
     assert line["support"] == {"B": 1} and line["contradict"] == {}
 
 
+def test_a_review_that_supports_the_use_of_an_arm_outranks_a_lower_graded_aside() -> None:
+    """The demo answered "Is exercise better than usual care for neck pain?" "No significant difference in neck
+    pain between exercise and usual care (certainty moderate; supported by 2 grade B, 1 grade D)": the core's
+    verdict came from a cognitive-behavioural therapy review; a Cochrane review's "evidence supports the use of
+    ... strengthening exercise" was read as no difference; a review of education counted because "self-care"
+    shares "care" with usual care; an observational study's aside about exercise supported it."""
+    question = "Is exercise better than usual care for neck pain?"
+    anchors = question_anchors(question)
+    supports_exercise = (
+        "Low to moderate quality evidence supports the use of specific cervical and scapular stretching and "
+        "strengthening exercise for chronic neck pain immediately post treatment and intermediate term."
+    )
+    assert recommendation_stance(supports_exercise) == "for"
+    assert recommendation_stance("The evidence does not support the use of massage for neck pain.") == "against"
+    assert arm_words(anchors) == ["exercise", "usual"]  # "care" names no arm
+    answer = _answer(
+        NO_DIFFERENCE,
+        [
+            ("CBT did not affect pain compared to other types of interventions (SMD -0.06).", 1),
+            (supports_exercise, 2),
+            (
+                "This review has not shown effectiveness for educational interventions, including advice on "
+                "stress-coping skills, workplace ergonomics and self-care strategies.",
+                3,
+            ),
+            ("Neck pain did not differ between the massage group and the exercise group (p = 0.4).", 4),
+        ],
+        {1: "B", 2: "B", 3: "B", 4: "D"},
+        {1: "Cognitive-behavioural treatment for neck pain", 3: "Patient education for neck pain"},
+    )
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["answer"] == DECREASED and line["text"].startswith("Exercise decreased neck pain")
+    assert line["support"] == {"B": 1} and line["contradict"] == {"D": 1}
+    assert "1" not in line["sides"] and "3" not in line["sides"]  # about neither arm
+    # a source of the best grade that supports the core's verdict keeps it
+    answer["citations"][3]["grade"] = "B"
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["answer"] == NO_DIFFERENCE and line["support"] == {"B": 1} and line["contradict"] == {"B": 1}
+
+
 def test_the_best_graded_evidence_answers_a_closed_question_over_the_core_verdict() -> None:
     question = OPIOIDS
     against = AGAINST_OPIOIDS
@@ -463,12 +503,25 @@ def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() 
     assess_certainty(answer, None, set())
     assert answer["certainty"]["level"] == "very low"
     assert "the review's own conclusion that the evidence is uncertain" in answer["certainty"]["starts_from"]
-    # ranked below a trial, the review does not silence the trial's reading
+    # ranked below a trial, the review still decides: a systematic review above a single study (the demo then
+    # answered "No" from an observational study ranked above the review)
     answer["core_answer"].reverse()
     answer["citations"] = [{**c, "n": 3 - c["n"]} for c in answer["citations"]]
     answer["core_answer"] = [{**s, "citations": [3 - s["citations"][0]]} for s in answer["core_answer"]]
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
-    assert line["answer"] == "yes" and line["support"] == {"C": 1}
+    assert line["answer"] == "uncertain" and line["support"] == {"B": 1} and line["contradict"] == {}
+    assert line["text"].startswith("Uncertain: the grade B systematic review concludes that the evidence is uncertain")
+    # a review the reader reads answers above the trial ranked before it, too
+    answer["core_answer"][1]["statement"] = "Massage reduced neck pain more than rest in eight trials (SMD -0.5)."
+    line = bottom_line(
+        question, question_anchors(question), answer, _rules, read_source=lambda n: {1: "yes", 2: "no"}[n]
+    )
+    assert line["answer"] == "no" and line["text"].startswith("No: the grade B review reports no such effect")
+    # without the review, the trial ranked first answers
+    del answer["core_answer"][1]
+    answer["citations"] = [c for c in answer["citations"] if c["n"] == 1]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["text"].startswith("Yes: the top-ranked study")
 
 
 def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:
@@ -553,9 +606,14 @@ def test_a_review_the_reader_answers_from_is_named_a_review() -> None:
         "strengthening exercise for chronic neck pain immediately post treatment."
     )
     answer = _answer(INSUFFICIENT, [(conclusion, 1)], {1: "B"})
+    # its conclusion supports the use of exercise (`findings.ENDORSES`): the review's stance, not the reader's
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["text"] == "Yes: the grade B evidence supports it."
+    assert line["support"] == {"B": 1}
+    # a review's other finding is read by the reader, and the review is named a review
+    answer = _answer(INSUFFICIENT, [("Exercise reduced neck pain more than no treatment in five trials.", 1)], {1: "B"})
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["text"] == "Yes: the top-ranked review reports the effect asked about."
-    assert line["support"] == {"B": 1}
 
 
 def test_a_review_that_finds_no_effect_and_insufficient_evidence_is_not_read_as_yes() -> None:
@@ -714,7 +772,7 @@ def test_a_recommendation_for_the_intervention_supports_a_comparative_benefit() 
     line = bottom_line(question, question_anchors(question), answer, _rules)
     assert line["answer"] == DECREASED and line["text"].startswith("Exercise therapy decreased chronic low back pain")
     assert line["support"] == {"A": 1, "B": 1} and line["contradict"] == {}
-    assert line["sides"] == {"2": "supports", "6": "supports", "3": "neutral"}
+    assert line["sides"] == {"2": "supports", "6": "supports"}  # 3 recommends another therapy: no side
     # the same recommendation, the arms asked the other way round: it favours the comparator
     reversed_question = "Is usual care better than exercise therapy for chronic low back pain?"
     alone = _answer(INSUFFICIENT, [(WHO_EXERCISE, 6)], {6: "A"})
@@ -1110,6 +1168,30 @@ def test_the_graded_evidence_shows_the_sources_that_take_part_in_the_bottom_line
     answer["evidence_by_grade"] = unanswered
     answering_evidence(answer, {})
     assert answer["evidence_by_grade"] == unanswered
+
+
+def test_the_core_states_the_findings_that_answer_the_question() -> None:
+    """The demo's "Is exercise better than usual care for neck pain?" quoted in its core three findings of its
+    lead source, a review of cognitive-behavioural therapy, and left the review that answered it to the graded
+    evidence. The core keeps what takes a side, and the graded statements that take one fill it, supporting
+    first."""
+    question = "Is exercise better than usual care for neck pain?"
+    cbt = "CBT did not affect pain compared to other types of interventions (SMD -0.06)."
+    review = "Low to moderate quality evidence supports the use of strengthening exercise for chronic neck pain."
+    aside = "Neck pain did not differ between the massage group and the exercise group (p = 0.4)."
+    answer = _answer(NO_DIFFERENCE, [(cbt, 1)], {1: "B", 2: "B", 3: "D"})
+    answer["evidence_by_grade"] = [
+        {"grade": "B", "statements": [{"statement": review, "citations": [2]}]},
+        {"grade": "D", "statements": [{"statement": aside, "citations": [3]}]},
+    ]
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["sides"] == {"2": "supports", "3": "contradicts"}
+    take_sides(answer, line["sides"])
+    answering_evidence(answer, line["sides"])
+    assert [(s["statement"], s["stance"]) for s in answer["core_answer"]] == [
+        (review, "supports"),
+        (aside, "contradicts"),
+    ]
 
 
 def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_works() -> None:

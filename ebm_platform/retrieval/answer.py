@@ -305,7 +305,8 @@ def assess_certainty(
 
 
 STANCES = ("supports", "contradicts", "neutral")  # a statement's side of the bottom line (bottom_line.take_sides)
-CORE_POOL = 6  # the core answer's three statements come from this many best-scored findings
+CORE_STATEMENTS = 3  # the core answer's statements at most
+CORE_POOL = 6  # the core answer's statements come from this many best-scored findings
 LEADING_GRADES = ("A", "B")  # guideline and systematic-review findings that name the question lead the core
 
 
@@ -481,7 +482,7 @@ def _core(
             add((rank, place, n), statement)
     for statement, (place, n) in list(lead.items())[:CORE_POOL]:
         add((_core_rank(read[n - 1], statement, anchors), place, n), statement)
-    ranked = sorted(pool.items(), key=lambda item: item[1])[:3]
+    ranked = sorted(pool.items(), key=lambda item: item[1])[:CORE_STATEMENTS]
     return [{"statement": statement, "citations": [n]} for statement, (_, _, n) in ranked]
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
+from ebm_platform.retrieval.answer import CORE_STATEMENTS
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
@@ -351,7 +352,8 @@ def bottom_line(
     supports it, else what the best-graded such sources find (a verdict read from trials of other arms does
     not answer it). `read_source(n)`, when given, is the closed-question reader's yes / no / uncertain for
     cited study n (not a guideline) read with the question: then the reading of the top-ranked study that
-    names the question's arms answers a closed question (the ranking already weighs grade), each study's
+    names the question's arms answers a closed question, or of a systematic review that names them ranked below
+    it (a review above single studies, whatever their rank), each study's
     reading gives its side, and a yes to a question asking about one direction becomes no when the study's
     verdict is a significant effect the other way; before anything else the cited recommendations about the
     question's arms decide. A guideline's other sentences (its discussion of studies) count as support or
@@ -501,28 +503,39 @@ def bottom_line(
             for n, s in first.items()
         }
         stances = _by_recommendation(stances, document, on_arms, neutral)
-        # the top-ranked source that names the question's arms (one that does not answers nothing: the
-        # demo's "Does neuromuscular training prevent anterior cruciate ligament injuries?" read "No ...
-        # supported by none" from a trial of something else that ranked first)
-        top = min(first, default=None)
+
+        def speaking_review(n: int) -> bool:
+            """Whether source n is a systematic review that answers: read by the reader, or concluding that
+            the evidence is uncertain."""
+            return grade[n] == REVIEW and (n in unsettled or read(n, first[n]))
+
+        # the source that answers: a systematic review that names the question's arms and answers, above the
+        # single studies ranked before it (the evidence hierarchy: the demo answered "Should patients with neck
+        # pain receive massage?" "No" from an observational study ranked second, above the Cochrane review,
+        # ranked fourth, that concludes "the effectiveness of massage for neck pain remains uncertain"); else the
+        # top-ranked source that names the arms (one that does not answers nothing: the demo's "Does
+        # neuromuscular training prevent anterior cruciate ligament injuries?" read "No ... supported by none"
+        # from a trial of something else that ranked first)
+        top = min(first, key=lambda n: (not speaking_review(n), n), default=None)
+        ranked_first = top == min(first, default=None)
         readers_answer = top is not None and read(top, first[top])
-        # the top-ranked source a systematic review that finds the evidence uncertain: its conclusion stands (the
-        # demo read "Yes" to "Should patients with neck pain receive massage?" from the results of a Cochrane
-        # review that concludes "the effectiveness of massage for neck pain remains uncertain")
+        # a systematic review that finds the evidence uncertain: its conclusion stands (the demo read "Yes" to the
+        # massage question from the results of that review)
         review_unsettled = top in unsettled
         # the reviews that conclude the evidence is uncertain support the "Uncertain" they decide
         concluding = unsettled if review_unsettled else set()
         # without a source that answers, the core's verdict; uncertain when no source that names the question
         # reports a direction on its outcome
         target = as_closed_answer(verdict, direction) if any(st != neutral for st in stances.values()) else neutral
-        if readers_answer or review_unsettled:  # that source's answer (the ranking already weighs grade)
+        if readers_answer or review_unsettled:  # that source's answer
             target = stances[top]
         best = _best_grade_answer(stances, grade, neutral)
+        placed = "top-ranked" if ranked_first else f"grade {REVIEW}"  # a review above the studies ranked before it
         generic = (
-            "the top-ranked systematic review concludes that the evidence is uncertain"
+            f"the {placed} systematic review concludes that the evidence is uncertain"
             if review_unsettled
             else (
-                f"the top-ranked {'review' if grade[top] == REVIEW else 'study'} "
+                f"the {placed} {'review' if grade[top] == REVIEW else 'study'} "
                 if readers_answer
                 else "the cited evidence "
             )
@@ -591,7 +604,20 @@ def bottom_line(
         directing = {n for n, s in first.items() if grade[n] == GUIDELINE and recommends(s) and stances[n] != neutral}
         stances = _by_recommendation(stances, document, on_arms | directing, neutral)
         best = _best_grade_answer(stances, grade, neutral)
-        target = verdict if best is None or verdict in stances.values() else best
+        # the core's verdict when a source that takes a side supports it, unless guidelines or systematic reviews
+        # take sides and none of the best-graded of them supports it: then what those find (the demo answered "Is
+        # exercise better than usual care for neck pain?" "No significant difference" from an observational
+        # study's aside against a review whose evidence supports exercise). Between single studies the core's
+        # verdict stands: it reads the lead source, and on Evidence Inference's validation questions another
+        # study graded above the lead one (C over D) overruled the lead study's right answer twice
+        best_grade = min((grade[n] for n, st in stances.items() if st != neutral), default="")
+        synthesis = best_grade in (GUIDELINE, REVIEW)
+        target = (
+            verdict
+            if best is None
+            or any(st == verdict for n, st in stances.items() if not synthesis or grade[n] == best_grade)
+            else best
+        )
         recommended = _recommended(stances, directing, neutral)
         if recommended not in (None, neutral):  # as for a closed question, the guideline's recommendation decides
             target = recommended
@@ -645,7 +671,7 @@ def bottom_line(
         line["read_by"] = (
             "the cited guideline's recommendation about the question (its stated strength or recommending words)"
             if recommended is not None
-            else "the top-ranked systematic review's conclusion that the evidence is uncertain"
+            else f"the {placed} systematic review's conclusion that the evidence is uncertain"
             if review_unsettled
             else "closed-question reader (closed_answer_model, PubMedQA-trained: the top-ranked study read with the question)"
             if reader
@@ -793,6 +819,28 @@ def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
     answer an occupational survey's "significantly more patients working in agriculture"."""
     if not sides:
         return
+
+    def takes_part(item: dict) -> bool:
+        return any(str(n) in sides for n in item.get("citations", []))
+
     for group in answer.get("evidence_by_grade", []):
-        group["statements"] = [s for s in group["statements"] if any(str(n) in sides for n in s.get("citations", []))]
+        group["statements"] = [s for s in group["statements"] if takes_part(s)]
     answer["evidence_by_grade"] = [g for g in answer.get("evidence_by_grade", []) if g["statements"]]
+    # the core, too, states findings about the question: the lead source's findings about other treatments or
+    # conditions give way to the graded statements that take a side, best grade first (the demo's "Is exercise
+    # better than usual care for neck pain?" quoted three findings on cognitive-behavioural therapy and left
+    # the review that answered it, "evidence supports the use of ... exercise", to the graded evidence)
+    core = [item for item in answer.get("core_answer", []) if takes_part(item)]
+    taking_sides = [
+        s
+        for g in answer.get("evidence_by_grade", [])
+        for s in g["statements"]
+        if s.get("stance", "neutral") != "neutral"
+    ]
+    for item in sorted(taking_sides, key=lambda s: s["stance"] != "supports"):  # stable: best grade first
+        if len(core) >= CORE_STATEMENTS:
+            break
+        if all(item["statement"] != c["statement"] for c in core):
+            core.append(dict(item))
+    if core:
+        answer["core_answer"] = sorted(core, key=lambda item: item.get("stance") != "supports")

@@ -208,7 +208,9 @@ def arm_words(anchors: Anchors) -> list[str]:
     """The words that tell the question's arms apart, in the question's order: those of the
     intervention or of the comparator but not of both ("hip strengthening" in "hip strengthening to
     knee exercise" vs "knee exercise alone"), qualifiers and single letters left out; every word of
-    the arms when neither has a word of its own; none when the question names no arm. With one arm,
+    the arms when neither has a word of its own; none when the question names no arm. With two arms, words
+    that name no arm in particular (`GENERIC_ARM`: "care" of "exercise" vs "usual care") only when no other word
+    remains. With one arm,
     the words it shares with the outcome are left out when others remain ("nordic", "exercise" for
     "Does Nordic hamstring exercise prevent hamstring injuries?": a review of other ways to prevent
     hamstring injuries does not answer it); of those, a kind of care or how it is given (`KINDS_OF_CARE`) only
@@ -225,6 +227,8 @@ def arm_words(anchors: Anchors) -> list[str]:
         if len(w) > 1 and stem(w) not in ARM_QUALIFIERS
     ]
     chosen = [w for w in words if stem(w) in own] or words
+    if len(arms) == 2:  # "care" of "usual care" names no arm: "self-care strategies" is not the question's control
+        chosen = [w for w in chosen if stem(w) not in GENERIC_ARM] or chosen
     if len(arms) == 1:
         chosen = [w for w in chosen if stem(w) not in KINDS_OF_CARE] or chosen
     return list(dict.fromkeys(chosen))
@@ -394,6 +398,15 @@ RECOMMENDS = re.compile(
     r"\b(?P<neither>insufficient evidence to recommend|neither for nor against|no recommendation)\b",
     re.I,
 )
+# a review's conclusion for or against an intervention: "Low to moderate quality evidence supports the use of ...
+# strengthening exercise for chronic neck pain" (the verdict model, trained on trials' results, read it as no
+# difference, and the demo answered "Is exercise better than usual care for neck pain?" "No significant difference"
+# with that review as support); "the evidence does not support the use of ..." is against it
+ENDORSES = re.compile(
+    r"\bevidence\b[^.;]{0,40}?\b(?P<not>(?:does|do|did) not |cannot |can ?not |fails? to )?"
+    r"(?:supports?|favou?rs?) (?:the )?(?:use|effectiveness|efficacy|benefits?) of\b",
+    re.I,
+)
 # guidelines' recommendations as another source reports them (an overview of guidelines: "the guidelines
 # recommend reassurance ..., avoiding bed rest")
 REPORTED_RECOMMENDATION = re.compile(rf"\bguidelines? {_RECOMMEND_VERB}\b", re.I)
@@ -427,7 +440,8 @@ def _avoided(statement: str, anchors: Anchors) -> bool:
 def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str | None:
     """A guideline statement's stance: for, against or neither, from its stated strength, else from
     its recommending words ("we suggest against", "insufficient evidence to recommend for or
-    against", "we recommend", "the guidelines recommend"); None when it recommends nothing. With the
+    against", "we recommend", "the guidelines recommend"), else a review's conclusion that the evidence
+    supports (or does not support) the use of something (`ENDORSES`); None when it recommends nothing. With the
     question's `anchors`, a recommendation whose first mention of the question's arms is something to
     avoid ("recommend ... avoiding bed rest") is against them."""
     match = STRENGTH.search(statement)
@@ -437,10 +451,13 @@ def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str
             return "neither"
         stance = "against" if "against" in strength else "for"
     else:
-        words = RECOMMENDS.search(statement)
-        if not words:
+        words, endorsed = RECOMMENDS.search(statement), ENDORSES.search(statement)
+        if words:
+            stance = "neither" if words.group("neither") else "against" if words.group("against") else "for"
+        elif endorsed:
+            stance = "against" if endorsed.group("not") else "for"
+        else:
             return None
-        stance = "neither" if words.group("neither") else "against" if words.group("against") else "for"
     return "against" if stance == "for" and anchors is not None and _avoided(statement, anchors) else stance
 
 
