@@ -1194,6 +1194,49 @@ def test_the_core_states_the_findings_that_answer_the_question() -> None:
     ]
 
 
+def test_a_condition_outside_the_catalogue_is_answered_only_by_sources_that_name_it() -> None:
+    """The demo answered "Does early weight bearing improve outcomes after Achilles tendon rupture?" "No ...
+    (certainty high; supported by 1 grade A)" from a low back pain guideline's "early imaging is associated with
+    ... worse clinical outcomes": the catalogue has no Achilles tendon rupture, so no partition kept other
+    conditions' sources out."""
+    question = "Does early weight bearing improve outcomes after Achilles tendon rupture?"
+    anchors = question_anchors(question)
+    assert anchors.condition == "Achilles tendon rupture"
+    imaging = "Early imaging is associated with the potential of worse clinical outcomes (p < 0.05)."
+    answer = _answer(DECREASED, [(imaging, 1)], {1: "A"}, {1: "Guideline for the treatment of low back pain"})
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "uncertain" and line["support"] == {} and line["contradict"] == {}
+    assert line["unanswered"] == "no cited finding (nor the title of its source) names Achilles tendon rupture"
+    # a source that names it answers
+    answer["citations"][0]["title"] = "Early weight bearing after acute Achilles tendon rupture: a randomised trial"
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "no"
+
+
+def test_the_core_leads_with_what_carries_the_bottom_line() -> None:
+    """The demo's "Are NSAIDs effective for acute low back pain?" answered "Yes: the guidelines that a grade B
+    source reports recommend it" and quoted three findings that contradict it, not the recommendation."""
+    question = "Are NSAIDs effective for acute low back pain?"
+    guidelines = (
+        "For treatment of patients with acute low back pain, the guidelines recommend advice on returning to normal "
+        "activities, avoiding bed rest, and the use of nonsteroidal anti-inflammatory drugs (NSAIDs)."
+    )
+    others = [
+        f"There is moderate evidence that NSAIDs are not more effective than drug {k} (p = 0.{k})." for k in "234"
+    ]
+    answer = _answer(INSUFFICIENT, [(o, n) for n, o in enumerate(others, 2)], {1: "B", 2: "B", 3: "B", 4: "B"})
+    answer["evidence_by_grade"] = [
+        {"grade": "B", "statements": [{"statement": guidelines, "citations": [1]}]},
+    ]
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == "yes" and line["sides"]["1"] == "supports"
+    take_sides(answer, line["sides"])
+    answering_evidence(answer, line["sides"])
+    assert answer["core_answer"][0]["statement"] == guidelines and len(answer["core_answer"]) == 3
+    # a recommendation for chronic primary low back pain (CPLBP) does not answer a question about acute pain
+    assert other_stage("NSAIDs may be offered to adults with CPLBP (conditional recommendation).", question)
+
+
 def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_works() -> None:
     """The demo answered "Are corticosteroid injections effective for lateral elbow tendinopathy?" "Yes ...
     (certainty high)" from a trial comparing intramuscular with intralesional steroid injections: both arms

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
-from ebm_platform.retrieval.answer import CORE_STATEMENTS
+from ebm_platform.retrieval.answer import CORE_STATEMENTS, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
@@ -43,6 +43,7 @@ from ebm_platform.retrieval.findings import (
     is_protocol,
     less_specific,
     most_specific,
+    names_condition,
     names_every_arm_word,
     names_question,
     other_stage,
@@ -382,6 +383,19 @@ def bottom_line(
         )
     # with a condition, the other conditions' sources are indirect
     direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
+    if not condition and anchors.condition and not in_catalogue(anchors.condition):
+        # a condition the catalogue does not hold: only the sources that name it, in their quoted statements or
+        # title, are direct (the demo answered "Does early weight bearing improve outcomes after Achilles tendon
+        # rupture?" "No ... (certainty high; supported by 1 grade A)" from a low back pain guideline's "early
+        # imaging is associated with ... worse clinical outcomes")
+        texts = {n: [titles[n]] for n in direct}
+        for statement, n in statements:
+            texts.get(n, []).append(statement)
+        direct = {n for n in direct if names_condition(" ".join(texts[n]), anchors.condition)}
+        if cited and not direct:
+            return _unanswered(
+                kind, f"no cited finding (nor the title of its source) names {anchors.condition}", answer, grade
+            )
     first: dict[int, str] = {}  # each direct source's first statement that (or whose title) names the arms
     # the cited recommendations about the arms that name the most of their words: a recommendation that names
     # fewer is about something else (the demo answered "Does spinal manipulation reduce pain in chronic low back
@@ -680,6 +694,12 @@ def bottom_line(
     return line
 
 
+def in_catalogue(condition: str) -> bool:
+    """Whether a condition the question names is one of the active catalogue's, by its terms (any is, for a
+    catalogue with a catch-all code: an evaluation lake holds every document under one)."""
+    return any(c.catch_all or c.matches(condition) for c in active_catalogue().conditions)
+
+
 def condition_label(code: str | None) -> str:
     """A condition as a reader knows it: its catalogue name with its code ("patellar tendinopathy (PT)"); the
     code alone when the catalogue has no such code."""
@@ -826,21 +846,17 @@ def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
     for group in answer.get("evidence_by_grade", []):
         group["statements"] = [s for s in group["statements"] if takes_part(s)]
     answer["evidence_by_grade"] = [g for g in answer.get("evidence_by_grade", []) if g["statements"]]
-    # the core, too, states findings about the question: the lead source's findings about other treatments or
-    # conditions give way to the graded statements that take a side, best grade first (the demo's "Is exercise
-    # better than usual care for neck pain?" quoted three findings on cognitive-behavioural therapy and left
-    # the review that answered it, "evidence supports the use of ... exercise", to the graded evidence)
+    # the core, too, states findings about the question, those that carry the bottom line first: the lead source's
+    # findings about other treatments or conditions give way to the graded statements that take a side (the
+    # demo's "Is exercise better than usual care for neck pain?" quoted three findings on cognitive-behavioural
+    # therapy and left the review that answered it, "evidence supports the use of ... exercise", to the graded
+    # evidence; "Are NSAIDs effective for acute low back pain?" quoted three contradicting findings and not the
+    # guidelines' recommendation that answered it)
     core = [item for item in answer.get("core_answer", []) if takes_part(item)]
-    taking_sides = [
-        s
-        for g in answer.get("evidence_by_grade", [])
-        for s in g["statements"]
-        if s.get("stance", "neutral") != "neutral"
-    ]
-    for item in sorted(taking_sides, key=lambda s: s["stance"] != "supports"):  # stable: best grade first
-        if len(core) >= CORE_STATEMENTS:
-            break
-        if all(item["statement"] != c["statement"] for c in core):
-            core.append(dict(item))
-    if core:
-        answer["core_answer"] = sorted(core, key=lambda item: item.get("stance") != "supports")
+    graded = [s for g in answer.get("evidence_by_grade", []) for s in g["statements"] if s.get("stance") != "neutral"]
+    chosen: list[dict] = []
+    for item in sorted([*core, *graded], key=lambda item: STANCES.index(item.get("stance", "neutral"))):
+        if len(chosen) < CORE_STATEMENTS and all(item["statement"] != c["statement"] for c in chosen):
+            chosen.append(dict(item))  # stable: the core's own first, then the graded ones, best grade first
+    if chosen:
+        answer["core_answer"] = chosen

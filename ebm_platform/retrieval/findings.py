@@ -461,13 +461,23 @@ def recommendation_stance(statement: str, anchors: Anchors | None = None) -> str
     return "against" if stance == "for" and anchors is not None and _avoided(statement, anchors) else stance
 
 
-# the stage of a condition a guideline recommends for ("For patients with acute low back pain, ...")
-STAGE = re.compile(r"\b(acute|sub-?acute|chronic|persistent)\b", re.I)
+# the stage of a condition a guideline recommends for ("For patients with acute low back pain, ...", the WHO
+# guideline's "adults with CPLBP": chronic primary low back pain)
+STAGE = re.compile(r"\b(acute|sub-?acute|chronic|persistent|CP?LBP)\b", re.I)
+STAGE_NAMES = {"persistent": "chronic", "cplbp": "chronic", "clbp": "chronic"}
 
 
 def _stages(text: str) -> set[str]:
-    """The stages of a condition a text names, "sub-acute" as "subacute" and "persistent" as "chronic"."""
-    return {m.lower().replace("-", "").replace("persistent", "chronic") for m in STAGE.findall(text)}
+    """The stages of a condition a text names ("sub-acute" as "subacute"; "persistent", CLBP and CPLBP as
+    "chronic")."""
+    words = (m.lower().replace("-", "") for m in STAGE.findall(text))
+    return {STAGE_NAMES.get(w, w) for w in words}
+
+
+def names_condition(text: str, condition: str) -> bool:
+    """Whether a text names at least half the stems of a condition ("Achilles tendon rupture": not a low back
+    pain guideline's "early imaging is associated with ... worse clinical outcomes")."""
+    return share_named(stems(condition), _text_stems(text)) >= 0.5
 
 
 def other_stage(statement: str, question: str) -> bool:
