@@ -17,6 +17,11 @@ BACKGROUND = [
     "| Mean FEV1 (% predicted) | 94.6 (14.1) | 95.2 (14.4) |",
     # the sample and its balance at baseline (the demo's ankle sprain answer)
     "Ninety-five males (49 %) were included.",
+    # the sample's make-up, the core of the demo's hyaluronic acid answer (2026-12-05)
+    "The mean duration of knee osteoarthritis was 3 years; 27.9 % (29/104) of patients underwent knee surgery (the "
+    "main operation was meniscectomy; 35.7 %, 10/28).",
+    "The most frequent locations of knee osteoarthritis were the medial compartment (34.8 %; 39/112), "
+    "tricompartmental (32.2 %; 35/112), and patello-femoral/medial femoro-tibial (10.7 %; 12/112).",
     "One hundred and sixty-one (59 + 50 + 52) patients completed the study through final follow-up; 32 % lost at follow-up.",
     "There were no significant differences in any baseline characteristic between the three groups.",
     # the arms' balance at the start (Evidence Inference validation answers led by these once tables were left out)
@@ -85,6 +90,8 @@ FINDINGS = [
     "Exercise therapy appears to be slightly effective at decreasing pain and improving function in adults with chronic low-back pain, particularly in healthcare populations.",
     "Recommendation 10.For patients with chronic low back pain, we suggest spinal mobilization/manipulation.",
     "Pain at day 7 was lower with naproxen than with placebo (p = 0.01).",
+    # the sample's make-up compared between groups is a result
+    "The mean duration of hospital stay was 3.2 days in group A compared with 4.1 days in group B (p = 0.01).",
     # a comparison's result without result words (the demo lake's knee arthroscopy trial, its conclusion)
     "In this controlled trial involving patients with chronic PFPS, the outcome when arthroscopy was used in "
     "addition to a home exercise program was no better than when the home exercise program was used alone.",

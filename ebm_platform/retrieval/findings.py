@@ -77,6 +77,15 @@ PROTOCOL = re.compile(
     r"\b(?:is|are) compared (?:with|to)\b",  # the design, in the present tense; "was compared with" may open a result
     re.I,
 )
+# the sample's make-up, outside a comparison of groups: "The mean duration of knee osteoarthritis was 3 years; 27.9 %
+# (29/104) of patients underwent knee surgery", "The most frequent locations of knee osteoarthritis were the medial
+# compartment (34.8 %)" (the core of the demo's hyaluronic acid answer); "39 % of the patients had a haematoma"
+SAMPLE = re.compile(
+    r"\bmean (?:age|duration|BMI|body mass index|height|weight|symptom duration)\b[^.;]{0,60}?\b(?:was|were) \d|"
+    r"\bthe most (?:frequent|common) (?:locations?|sites?|diagnos[ie]s|types?|causes?|occupations?)\b|"
+    r"\b\d+(?:\.\d+)? ?% (?:\(\d+/\d+\) )?of (?:the )?(?:patients|participants|subjects) (?:underwent|had|were)\b",
+    re.I,
+)
 # how common a condition is; within a comparison of groups it is a trial's result ("the incidence of
 # vomiting was lower in group P than in group C")
 EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
@@ -174,7 +183,7 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     ):
         return False
     concludes = bool(CONCLUSION.search(sentence) or CONCLUDES_UNCERTAIN.search(sentence))
-    if EPIDEMIOLOGY.search(sentence) and not GROUPS.search(sentence) and not concludes:
+    if (EPIDEMIOLOGY.search(sentence) or SAMPLE.search(sentence)) and not GROUPS.search(sentence) and not concludes:
         return False
     if BASELINE.search(sentence) and BALANCED.search(sentence) and not FOLLOW_UP.search(sentence):
         return False
