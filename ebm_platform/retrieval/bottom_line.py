@@ -271,12 +271,16 @@ def _majority(votes: Counter, tie: str) -> str | None:
     return tie if rest and rest[0][1] == count else top
 
 
+def _best_grade(stances: dict[int, str], grade: dict[int, str], neutral: str) -> str:
+    """The best grade among the sources that take a side ("" when none does)."""
+    return min((grade[n] for n, st in stances.items() if st != neutral), default="")
+
+
 def _best_grade_answer(stances: dict[int, str], grade: dict[int, str], neutral: str) -> str | None:
     """The answer the best-graded sources with a stance give (the majority within that grade; a tie
     is `neutral`); None when no source takes a stance."""
-    for g in sorted({grade[n] for n, stance in stances.items() if stance != neutral}):
-        return _majority(Counter(st for n, st in stances.items() if grade[n] == g and st != neutral), neutral)
-    return None
+    best = _best_grade(stances, grade, neutral)
+    return _majority(Counter(st for n, st in stances.items() if grade[n] == best and st != neutral), neutral)
 
 
 def _by_recommendation(
@@ -390,7 +394,8 @@ def bottom_line(
         # imaging is associated with ... worse clinical outcomes")
         texts = {n: [titles[n]] for n in direct}
         for statement, n in statements:
-            texts.get(n, []).append(statement)
+            if n in texts:
+                texts[n].append(statement)
         direct = {n for n in direct if names_condition(" ".join(texts[n]), anchors.condition)}
         if cited and not direct:
             return _unanswered(
@@ -578,7 +583,7 @@ def bottom_line(
             )
             target = recommended
         elif best is not None:
-            g = min(grade[n] for n, st in stances.items() if st != neutral)
+            g = _best_grade(stances, grade, neutral)
             if best != target and not readers_answer and not review_unsettled:
                 # a guideline's discussion overrules neither the reader nor a review's uncertain conclusion
                 basis = {
@@ -624,7 +629,7 @@ def bottom_line(
         # study's aside against a review whose evidence supports exercise). Between single studies the core's
         # verdict stands: it reads the lead source, and on Evidence Inference's validation questions another
         # study graded above the lead one (C over D) overruled the lead study's right answer twice
-        best_grade = min((grade[n] for n, st in stances.items() if st != neutral), default="")
+        best_grade = _best_grade(stances, grade, neutral)
         synthesis = best_grade in (GUIDELINE, REVIEW)
         target = (
             verdict
@@ -647,7 +652,7 @@ def bottom_line(
         # cuff question read "No significant difference" from "we cannot draw firm conclusions")
         undecided = bool(unsettled) and not directing and not neither
         unsettled_at = min((grade[n] for n in unsettled), default="")  # the best grade among them
-        if undecided and directions and unsettled_at <= min(grade[n] for n in directions):
+        if undecided and directions and unsettled_at <= best_grade:
             return _disagreement(kind, anchors, unsettled_at, answer, stances, grade)
         if neither and not directing:  # the guideline finds the evidence insufficient to recommend either way
             target, concluding = neutral, set(neither)  # those recommendations support it
@@ -661,7 +666,7 @@ def bottom_line(
             # the best-graded sources that compare the arms disagree (the demo's "Is surgery better than
             # conservative treatment for rotator cuff tears?" read "Insufficient evidence to answer" at moderate
             # certainty from a review favouring surgery and one that concludes nothing firm)
-            return _disagreement(kind, anchors, min(grade[n] for n in directions), answer, stances, grade)
+            return _disagreement(kind, anchors, best_grade, answer, stances, grade)
         elif not anchors.intervention and statements:  # an open question that names no intervention ("What is the
             # most effective treatment for plantar heel pain?" read "The intervention decreased the outcome"):
             # the finding that gives the verdict is the bottom line
