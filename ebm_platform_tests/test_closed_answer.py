@@ -12,9 +12,9 @@ from ebm_platform.evaluation.closed_training import cross_validation, example_ma
 from ebm_platform.evaluation.verdict_training import spans
 from ebm_platform.retrieval.bottom_line import bottom_line, is_closed
 from ebm_platform.retrieval.closed_answer import (
+    ARGMAX,
     FEATURES,
     MAYBE,
-    NEVER,
     ClosedAnswerModel,
     calibrate,
     decide,
@@ -100,26 +100,30 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
     assert mixed["span classifier spread no diff"] > 0  # the two sentences read differently
 
 
-def test_the_reader_abstains_when_p_maybe_reaches_its_threshold() -> None:
-    probabilities = np.array([[0.1, 0.2, 0.7], [0.3, 0.25, 0.45], [0.6, 0.3, 0.1]])
+def test_the_reader_answers_the_class_with_the_largest_weighted_probability() -> None:
+    probabilities = np.array([[0.1, 0.2, 0.7], [0.3, 0.25, 0.45], [0.6, 0.3, 0.1], [0.05, 0.45, 0.5]])
     classes = ["maybe", "no", "yes"]
-    assert decide(probabilities, classes, 0.25) == ["yes", MAYBE, MAYBE]
-    assert decide(probabilities, classes, NEVER) == ["yes", "yes", MAYBE]  # argmax: maybe only when most probable
-    assert decide(probabilities[:, 1:], ["no", "yes"], 0.25) == ["yes", "yes", "no"]  # no maybe class: argmax
+    assert decide(probabilities, classes, ARGMAX) == ["yes", "yes", MAYBE, "yes"]  # the most probable class
+    assert decide(probabilities, classes, {MAYBE: 2.0}) == ["yes", MAYBE, MAYBE, "yes"]  # 0.3 x 2 > 0.45
+    assert decide(probabilities, classes, {MAYBE: 2.0, "no": 1.2}) == ["yes", MAYBE, MAYBE, "no"]  # 0.45 x 1.2 > 0.5
+    assert decide(probabilities[:, 1:], ["no", "yes"], {MAYBE: 5.0}) == ["yes", "yes", "no", "yes"]  # no maybe class
 
 
-def test_the_threshold_is_calibrated_on_the_training_questions_within_its_accuracy_cost(examples, span_verdict) -> None:
+def test_the_weights_are_calibrated_on_the_training_questions_within_their_accuracy_cost(
+    examples, span_verdict
+) -> None:
     X = example_matrix(examples, span_verdict.pipeline)
     labels = [e["label"] for e in examples]
-    C, threshold, report = calibrate(X, labels)
+    C, weights, report = calibrate(X, labels)
     inner = report["inner_cv"]
-    assert inner["C"] == C and inner["maybe_threshold"] == threshold and threshold < NEVER
+    assert inner["C"] == C and weights == {MAYBE: inner["maybe_weight"], "no": inner["no_weight"]}
+    assert weights != {MAYBE: 1.0, "no": 1.0}  # the argmax is not what macro-F1 prefers on these questions
     model = ClosedAnswerModel.train(X, labels, span_verdict.pipeline)
-    assert model.threshold == threshold and model.meta["inner_cv"] == inner
+    assert model.weights == weights and model.meta["inner_cv"] == inner
     assert MAYBE in model.predict(X)  # it abstains somewhere
-    # too few examples of a class to cross-validate: no abstaining
+    # too few examples of a class to cross-validate: the most probable class answers
     few = [i for i, label in enumerate(labels) if label != MAYBE][:60] + [labels.index(MAYBE)]
-    assert calibrate(X[few], [labels[i] for i in few])[1] == NEVER
+    assert calibrate(X[few], [labels[i] for i in few])[1] == ARGMAX
 
 
 def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class(examples, span_verdict) -> None:
@@ -130,7 +134,7 @@ def test_cross_validated_reader_beats_the_verdict_mapping_and_the_majority_class
     learned, mapped, constant = report["learned"], report["verdict mapping"], report["majority class"]
     assert report["questions"] == 500 and constant["answers"] == {"yes": 500}
     assert learned["accuracy"] > constant["accuracy"] and learned["macro_f1"] > mapped["macro_f1"]
-    assert learned["answers"].get("maybe", 0) > 0  # the calibrated threshold says maybe for some questions
+    assert learned["answers"].get("maybe", 0) > 0  # the calibrated weights say maybe for some questions
     assert sum(sum(row.values()) for row in learned["confusion"].values()) == 500
     assert len(readers) == 500 and len({id(m) for m in readers.values()}) == 10
     held = examples[0]
@@ -143,7 +147,7 @@ def test_reader_round_trips_and_reads_one_source(tmp_path, examples, span_verdic
     model.save(tmp_path)
     loaded = ClosedAnswerModel.load(tmp_path)
     assert loaded is not None and loaded.meta == model.meta and loaded.meta["key"] == "k"
-    assert loaded.meta["trained_on"] == 200 and loaded.threshold == model.threshold
+    assert loaded.meta["trained_on"] == 200 and loaded.weights == model.weights
     label, probabilities = loaded.read(examples[300]["question"], examples[300]["sentences"])
     assert label in ("yes", "no", "maybe") and sum(probabilities.values()) == pytest.approx(1.0, abs=0.01)
     assert loaded.predict(X[:5]) == model.predict(X[:5])
@@ -274,5 +278,6 @@ def test_the_demo_report_names_the_reader_its_figures_and_how_often_it_says_mayb
     report = model.meta["cross_validation"]
     assert f"learned {report['learned']['accuracy']:.3f} / {report['learned']['macro_f1']:.3f}" in line
     assert (
-        f"it answers maybe {report['learned']['answers']['maybe']} times, at P(maybe) >= {model.threshold:.2f}" in line
+        f"it answers maybe {report['learned']['answers'].get('maybe', 0)} times; class weights maybe x "
+        f"{model.weights['maybe']:g}, no x {model.weights['no']:g}" in line
     )

@@ -191,10 +191,11 @@ def _reader_line(lake: Path) -> str:
         for name in ("learned", "verdict mapping", "majority class")
     )
     maybes = report["learned"].get("answers", {}).get("maybe", 0)
+    weights = ", ".join(f"{label} x {weight:g}" for label, weight in model.weights.items()) or "none"
     return (
         f"Closed questions: the closed-question reader (PubMedQA, {report['questions']} questions, "
         f"{report['folds']}-fold cross-validated accuracy / macro-F1 with each question's own abstract: {figures}; "
-        f"it answers maybe {maybes} times, at P(maybe) >= {model.threshold:.2f})."
+        f"it answers maybe {maybes} times; class weights {weights})."
     )
 
 

@@ -15,11 +15,11 @@ last results sentence and how much its readings spread over the results sentence
 PubMedQA's 500: "maybe" AUC 0.49 without these nine, 0.57 with them; macro-F1 0.426 -> 0.440 at the
 same accuracy, five repeats of the CV). A multinomial logistic regression over these 26 features
 predicts yes / no / maybe; it is trained on PubMedQA's expert-labelled questions with each
-question's own abstract as the evidence (`evaluation/closed_training.py`). "Maybe" is rarely the
-most probable class (55 of 500), so the reader abstains by a threshold: it says "maybe" when
-P(maybe) reaches `maybe_threshold`, chosen with the regularisation by an inner cross-validation on
-the training questions only, as the threshold with the best macro-F1 among those that cost no
-accuracy there (`ABSTAIN_ACCURACY_COST`).
+question's own abstract as the evidence (`evaluation/closed_training.py`). The most probable class
+favours "yes" (276 of 500) and rarely is "maybe" (55), so the reader answers the class whose
+probability times its class weight is largest: the weights of "maybe" and "no" ("yes" 1) are chosen
+with the regularisation by an inner cross-validation on the training questions only, as the pair with
+the best macro-F1 among those that cost no accuracy there (`ABSTAIN_ACCURACY_COST`).
 """
 
 from __future__ import annotations
@@ -75,15 +75,18 @@ FEATURES = (
     *(f"span classifier {stat} {label}" for stat in ("last", "spread") for label in SPAN_LABELS),
 )
 C_GRID = (0.03, 0.1, 1.0)  # the logistic regression's inverse regularisation, chosen by the inner CV
-THRESHOLDS = tuple(round(float(t), 2) for t in np.arange(0.10, 0.42, 0.02))  # P(maybe) thresholds tried
-# How much accuracy abstaining ("maybe") may cost on the inner CV: none. Five repeats of the outer 10-fold CV
-# (fold seeds 13, 1-4): accuracy / macro-F1 0.636 / 0.439 at 0.00 (about 4 "maybe" answers, 1 right), 0.629 /
-# 0.442 at 0.01, 0.620 / 0.454 at 0.02 (about 22, 4 right); 0.637 / 0.426 with the 17 features before and no
-# threshold. A larger cost buys little macro-F1 with answers that were right: at 0.02, of the product's 27
-# "maybe" answers on PubMedQA (seed 13) 5 were right and 16 replaced a right yes or no.
+# Class weights tried (P(class) x weight decides; "yes" keeps 1): "maybe" from never favoured to five times,
+# "no" from slightly against to 1.6 times.
+MAYBE_WEIGHTS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
+NO_WEIGHTS = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)
+# How much accuracy the weights may cost on the inner CV: none. Ten repeats of the outer 10-fold CV (fold
+# seeds 13, 1-9) on PubMedQA's 500: accuracy / macro-F1 0.632 / 0.455 with both weights chosen, against
+# 0.634 / 0.439 with a P(maybe) threshold alone (the reader before 2026-12-05; same folds): the gain is in "no"
+# (about 153 "no" answers instead of 133, recall 0.47 -> 0.54). A cost of 0.01 gave 0.626 / 0.463 (five repeats)
+# with twice as many "maybe" answers, most of them wrong.
 ABSTAIN_ACCURACY_COST = 0.0
 INNER_FOLDS, INNER_SEED = 5, 17
-NEVER = 1.01  # a threshold no probability reaches: the reader never abstains
+ARGMAX: dict[str, float] = {}  # no class weights: the most probable class answers
 
 
 def results_sentences(sentences: list[tuple[str, str | None]]) -> list[str]:
@@ -118,13 +121,10 @@ def features(question: str, results: list[str], spans) -> np.ndarray:
     )
 
 
-def decide(probabilities: np.ndarray, classes: list[str], threshold: float) -> list[str]:
-    """The most probable class of each row, or maybe where P(maybe) reaches the threshold."""
-    labels = [classes[i] for i in probabilities.argmax(1)]
-    if MAYBE not in classes:
-        return labels
-    column = probabilities[:, classes.index(MAYBE)]
-    return [MAYBE if p >= threshold else label for p, label in zip(column, labels)]
+def decide(probabilities: np.ndarray, classes: list[str], weights: dict[str, float]) -> list[str]:
+    """Each row's class with the largest probability times its weight (a class not in `weights`: 1)."""
+    scale = np.array([weights.get(c, 1.0) for c in classes])
+    return [classes[i] for i in (probabilities * scale).argmax(1)]
 
 
 def _pipeline(C: float):
@@ -135,18 +135,18 @@ def _pipeline(C: float):
     return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000))
 
 
-def calibrate(X: np.ndarray, labels: list[str]) -> tuple[float, float, dict]:
-    """(C, maybe threshold, inner report) from out-of-fold probabilities of an inner stratified CV over
-    the training questions alone: per C, the threshold with the best macro-F1 among those whose
+def calibrate(X: np.ndarray, labels: list[str]) -> tuple[float, dict[str, float], dict]:
+    """(C, class weights, inner report) from out-of-fold probabilities of an inner stratified CV over
+    the training questions alone: per C, the weights with the best macro-F1 among those whose
     accuracy is at most ABSTAIN_ACCURACY_COST below always answering the most probable class; the
-    C whose chosen threshold scores best."""
+    C whose chosen weights score best."""
     from sklearn.metrics import accuracy_score, f1_score
     from sklearn.model_selection import StratifiedKFold
 
     y = np.array(labels)
     smallest = min(np.unique(y, return_counts=True)[1])
-    if smallest < INNER_FOLDS:  # too few of a class to cross-validate: no abstaining
-        return 1.0, NEVER, {}
+    if smallest < INNER_FOLDS:  # too few of a class to cross-validate: the most probable class answers
+        return 1.0, ARGMAX, {}
     splitter = StratifiedKFold(INNER_FOLDS, shuffle=True, random_state=INNER_SEED)
     classes = sorted(set(labels))  # the classifier's column order
     best: dict = {}
@@ -154,16 +154,18 @@ def calibrate(X: np.ndarray, labels: list[str]) -> tuple[float, float, dict]:
         probabilities = np.zeros((len(y), len(classes)))
         for train, held in splitter.split(X, y):
             probabilities[held] = _pipeline(C).fit(X[train], y[train]).predict_proba(X[held])
-        floor = accuracy_score(y, decide(probabilities, classes, NEVER)) - ABSTAIN_ACCURACY_COST
+        floor = accuracy_score(y, decide(probabilities, classes, ARGMAX)) - ABSTAIN_ACCURACY_COST
         scored = [
-            (float(f1_score(y, predicted, average="macro")), float(accuracy_score(y, predicted)), t)
-            for t in (*THRESHOLDS, NEVER)
-            for predicted in [decide(probabilities, classes, t)]
+            (float(f1_score(y, predicted, average="macro")), float(accuracy_score(y, predicted)), maybe, no)
+            for maybe in MAYBE_WEIGHTS
+            for no in NO_WEIGHTS
+            for predicted in [decide(probabilities, classes, {MAYBE: maybe, NO: no})]
         ]
-        f1, accuracy, threshold = max(s for s in scored if s[1] >= floor - 1e-9)
+        f1, accuracy, maybe, no = max(s for s in scored if s[1] >= floor - 1e-9)
         if not best or f1 > best["macro_f1"]:
-            best = {"C": C, "maybe_threshold": threshold, "macro_f1": f1, "accuracy": accuracy}
-    return best["C"], best["maybe_threshold"], {"inner_cv": {k: round(v, 4) for k, v in best.items()}}
+            best = {"C": C, "maybe_weight": maybe, "no_weight": no, "macro_f1": f1, "accuracy": accuracy}
+    weights = {MAYBE: best["maybe_weight"], NO: best["no_weight"]}
+    return best["C"], weights, {"inner_cv": {k: round(v, 4) for k, v in best.items()}}
 
 
 class ClosedAnswerModel:
@@ -177,18 +179,19 @@ class ClosedAnswerModel:
 
     @classmethod
     def train(cls, X: np.ndarray, labels: list[str], spans, meta: dict | None = None) -> ClosedAnswerModel:
-        """Fitted on (X, labels) with the C and maybe threshold that `calibrate` chooses on them."""
-        C, threshold, report = calibrate(X, labels)
+        """Fitted on (X, labels) with the C and class weights that `calibrate` chooses on them."""
+        C, weights, report = calibrate(X, labels)
         classifier = _pipeline(C).fit(X, labels)
-        return cls(spans, classifier, dict(meta or {}, trained_on=len(labels), maybe_threshold=threshold, **report))
+        return cls(spans, classifier, dict(meta or {}, trained_on=len(labels), class_weights=weights, **report))
 
     @property
-    def threshold(self) -> float:
-        return float(self.meta.get("maybe_threshold", NEVER))
+    def weights(self) -> dict[str, float]:
+        """The class weights the answer is decided with (none: the most probable class)."""
+        return dict(self.meta.get("class_weights", ARGMAX))
 
     def predict(self, X: np.ndarray) -> list[str]:
         classes = [str(c) for c in self.classifier.classes_]
-        return decide(self.classifier.predict_proba(X), classes, self.threshold)
+        return decide(self.classifier.predict_proba(X), classes, self.weights)
 
     def read(self, question: str, sentences: list[tuple[str, str | None]]) -> tuple[str, dict[str, float]]:
         """yes / no / maybe for the question over one source's (sentence, section) pairs, with the
@@ -196,7 +199,7 @@ class ClosedAnswerModel:
         x = features(question, results_sentences(sentences), self.spans)[None, :]
         probabilities = self.classifier.predict_proba(x)
         classes = [str(c) for c in self.classifier.classes_]
-        return decide(probabilities, classes, self.threshold)[0], {
+        return decide(probabilities, classes, self.weights)[0], {
             c: round(float(p), 3) for c, p in zip(classes, probabilities[0])
         }
 
