@@ -15,6 +15,7 @@ from ebm_platform.retrieval.bottom_line import (
     measured_outcome,
     question_direction,
     question_type,
+    recommended_arm,
     take_sides,
 )
 from ebm_platform.retrieval.findings import (
@@ -28,6 +29,7 @@ from ebm_platform.retrieval.findings import (
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.sr_rag import condition_named, question_condition
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
+from ebm_platform_tests.test_findings import MCKENZIE_WITHIN, PILATES_MCKENZIE_BETWEEN
 
 
 @pytest.mark.parametrize(
@@ -1345,3 +1347,41 @@ def test_a_trial_against_another_treatment_does_not_answer_whether_it_works() ->
     )
     assert not against_active("Corticosteroid injections for tennis elbow", "corticosteroid injections")
     assert not against_active("Exercise versus usual care for neck pain", "exercise")
+
+
+def test_a_change_within_one_arm_takes_no_side_of_a_comparative_question() -> None:
+    question = "Is Pilates better than McKenzie training for chronic low back pain?"
+    title = "A Comparison of the Effects of Pilates and McKenzie Training on Pain and General Health"
+    statements = [(MCKENZIE_WITHIN, 1), (PILATES_MCKENZIE_BETWEEN, 2)]
+    answer = _answer(NO_DIFFERENCE, statements, {1: "C", 2: "C"}, {1: title, 2: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert _rules(MCKENZIE_WITHIN) == DECREASED  # read alone, it takes a side
+    assert line["sides"] == {"1": "neutral", "2": "supports"}
+    assert line["text"].startswith("No significant difference in chronic low back pain between Pilates and McKenzie")
+
+
+def test_a_study_of_healthy_people_does_not_answer_a_question_about_patients() -> None:
+    question = (
+        "In adults with patellofemoral pain, does adding hip strengthening to knee exercise reduce pain more than "
+        "knee exercise alone?"
+    )
+    emg = "The effect of hip abduction on the EMG activity of vastus medialis obliquus in healthy subjects"
+    statement = "The VLL showed no significant differences between knee extension compared with hip abduction."
+    answer = _answer(NO_DIFFERENCE, [(statement, 1)], {1: "D"}, {1: emg})
+    anchors = question_anchors(question)
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["answer"] == INSUFFICIENT and line["support"] == {} and line["contradict"] == {}
+    # the same study is direct evidence where the question names no condition (an evaluation's trial questions)
+    plain = "Does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?"
+    assert bottom_line(plain, question_anchors(plain), answer, _rules)["support"] == {"D": 1}
+
+
+def test_an_arm_named_only_among_examples_is_not_what_a_recommendation_is_about() -> None:
+    anchors = question_anchors("Is Pilates better than McKenzie training for chronic low back pain?")
+    programme = (
+        "For patients with low back pain, we suggest a structured clinician-directed exercise program (e.g., "
+        "aerobic, aquatic, mechanical diagnosis and therapy, mobility, motor control, Pilates, strengthening "
+        "exercises, structured walking program, tai chi) (Strength of recommendation: Weak for)."
+    )
+    assert recommended_arm(programme, anchors) is None  # a kind of care that holds both arms
+    assert recommended_arm("We suggest Pilates for chronic low back pain.", anchors) == "intervention"

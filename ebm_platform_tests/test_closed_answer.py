@@ -155,6 +155,9 @@ def test_reader_round_trips_and_reads_one_source(tmp_path, examples, span_verdic
     # a reader fitted on another version's features is not loaded (its lake answers by the rules)
     ClosedAnswerModel.train(X[:, :-1], [e["label"] for e in examples[:200]], span_verdict.pipeline).save(tmp_path)
     assert ClosedAnswerModel.load(tmp_path) is None
+    # nor one stored without class weights (a P(maybe) threshold instead: the version before them)
+    ClosedAnswerModel(model.spans, model.classifier, {"maybe_threshold": 0.3}).save(tmp_path)
+    assert ClosedAnswerModel.load(tmp_path) is None
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,26 @@ certainty with every downgrade named. Sentences are quoted from the demo lake's 
 from __future__ import annotations
 
 from ebm_platform.retrieval.answer import assess_certainty, label_shared_windows
-from ebm_platform.retrieval.findings import arm_words, is_finding, is_protocol, names_question, without_markers
+from ebm_platform.retrieval.findings import (
+    arm_words,
+    is_finding,
+    is_protocol,
+    names_question,
+    within_one_arm,
+    without_markers,
+)
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.vocabulary import Anchors
+
+# one trial's change within its McKenzie arm, and its comparison of the two arms (the demo's Pilates question)
+MCKENZIE_WITHIN = (
+    "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with "
+    "chronic low back pain."
+)
+PILATES_MCKENZIE_BETWEEN = (
+    "After therapeutic exercises, there was no significant difference between Pilates and McKenzie groups in pain "
+    "relief (P = 0.327)."
+)
 
 BACKGROUND = [
     # an outcome's name, a research agenda, a spirometry unit: no conclusion (Evidence Inference train articles)
@@ -200,6 +218,26 @@ def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
     # arms that differ by a qualifier only are named by what they share
     gabapentin = Anchors(intervention="With gabapentin", comparator="Without gabapentin")
     assert arm_words(gabapentin) == ["gabapentin"]
+
+
+def test_a_change_within_one_arm_does_not_compare_the_arms():
+    anchors = question_anchors("Is Pilates better than McKenzie training for chronic low back pain?")
+    assert within_one_arm(MCKENZIE_WITHIN, anchors)
+    assert not within_one_arm(PILATES_MCKENZIE_BETWEEN, anchors)
+    assert not within_one_arm("Pilates reduced pain more than McKenzie training.", anchors)  # a comparison
+    assert not within_one_arm("McKenzie training reduced pain.", anchors)  # an effect, read as against the other arm
+    assert not within_one_arm("6 weeks of Pilates and McKenzie training both reduced pain.", anchors)  # both arms named
+    assert not within_one_arm("6 weeks of exercise reduced pain.", anchors)  # neither arm
+    one_arm = question_anchors("Does McKenzie training reduce pain in chronic low back pain?")
+    assert not within_one_arm(MCKENZIE_WITHIN, one_arm)  # an effect question has one arm: its change answers it
+    usual_care = question_anchors("Is exercise therapy better than usual care for chronic low back pain?")
+    assert not within_one_arm("After 6 weeks, exercise therapy decreased pain.", usual_care)  # vs control
+    add_on = Anchors(
+        intervention="thalidomide added to melphalan and prednisone", comparator="melphalan and prednisone"
+    )
+    assert not within_one_arm(
+        "After 12 months of thalidomide, response rates improved.", add_on
+    )  # vs what it is added to
 
 
 def _answer(

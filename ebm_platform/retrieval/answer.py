@@ -39,6 +39,7 @@ from ebm_platform.retrieval.findings import (
     other_stage,
     recommends,
     recommends_about_arms,
+    within_one_arm,
     without_markers,
 )
 from ebm_platform.retrieval.lexical import stem, stems, terms
@@ -421,7 +422,9 @@ def compose_offline(
         selected = [dict(c, citations=[renumber.get(n, n) for n in c["citations"]]) for c in selected]
         best_per_window = {renumber.get(n, n): s for n, s in best_per_window.items() if n <= len(rows) or n in renumber}
         cited = rows + [read[n - 1] for n in extra]
-    verdict = _verdict([c["statement"] for c in selected], verdict_model, anchors)
+    # a change within one arm does not say which arm did better: the statements that compare them give the verdict
+    reading = [c["statement"] for c in selected]
+    verdict = _verdict([s for s in reading if not within_one_arm(s, anchors)] or reading, verdict_model, anchors)
     by_grade = []
     for grade in GRADES:
         statements = [

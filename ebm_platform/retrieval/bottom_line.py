@@ -34,6 +34,7 @@ from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
     CONCLUDES_UNCERTAIN,
+    HEALTHY_SAMPLE,
     NEGATED_WORD,
     REPORTED_RECOMMENDATION,
     against_active,
@@ -50,6 +51,7 @@ from ebm_platform.retrieval.findings import (
     recommendation_stance,
     recommends,
     recommends_about_arms,
+    within_one_arm,
 )
 from ebm_platform.retrieval.lexical import stems
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE
@@ -92,6 +94,7 @@ HIGHER_IS_BETTER = re.compile(
     r"satisfaction|performance|balance|endurance|healing|activit(?:y|ies)|well-?being|flexibility|capacity)\b",
     re.I,
 )
+EXAMPLES = re.compile(r"\((?:e\.g\.|eg\b|for example|such as|including)[^)]*\)", re.I)  # "(e.g., a, b, c)"
 TIME_TO = re.compile(r"\b(?:time|days|weeks|months) (?:to|until)\b", re.I)  # the time until an event
 
 
@@ -209,9 +212,12 @@ def _arm_stems(text: str) -> frozenset[str]:
 def recommended_arm(statement: str, anchors: Anchors) -> str | None:
     """Which of the question's arms a statement is about: the one more than half of whose own words
     (those the other arm lacks) it names and more of them than of the other's ("exercise therapy ...
-    as part of care" names both words of exercise therapy, one of usual care); None otherwise."""
+    as part of care" names both words of exercise therapy, one of usual care); None otherwise. Words in a
+    list of examples do not count: "we suggest a structured clinician-directed exercise program (e.g., ...
+    mechanical diagnosis and therapy, ... Pilates ...)" recommends a kind of care that holds both Pilates
+    and McKenzie's method, not Pilates over McKenzie training."""
     intervention, comparator = _arm_stems(anchors.intervention or ""), _arm_stems(anchors.comparator or "")
-    words = _arm_stems(statement)
+    words = _arm_stems(EXAMPLES.sub("", statement))
     own_i, own_c = intervention - comparator, comparator - intervention
     share_i = len(words & own_i) / len(own_i) if own_i else 0.0
     share_c = len(words & own_c) / len(own_c) if own_c else 0.0
@@ -387,6 +393,10 @@ def bottom_line(
         )
     # with a condition, the other conditions' sources are indirect
     direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
+    if condition or anchors.condition:  # a study of healthy people does not answer a question about patients (the
+        # demo answered "does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?" in
+        # patellofemoral pain "No significant difference" from an EMG study "in healthy subjects")
+        direct = {n for n in direct if not HEALTHY_SAMPLE.search(titles[n])}
     if not condition and anchors.condition and not in_catalogue(anchors.condition):
         # a condition the catalogue does not hold: only the sources that name it, in their quoted statements or
         # title, are direct (the demo answered "Does early weight bearing improve outcomes after Achilles tendon
@@ -612,9 +622,9 @@ def bottom_line(
             for n in comparing
             if grade[n] == REVIEW and not recommends(first[n]) and CONCLUDES_UNCERTAIN.search(first[n])
         }
-        stances = {
+        stances = {  # a change within one arm (`findings.within_one_arm`) takes no side either
             n: neutral
-            if n not in comparing or n in unsettled
+            if n not in comparing or n in unsettled or within_one_arm(s, anchors)
             else recommended_verdict(s, anchors)
             if recommends(s)
             else verdict_of(s)

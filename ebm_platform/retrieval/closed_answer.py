@@ -208,13 +208,14 @@ class ClosedAnswerModel:
 
     @classmethod
     def load(cls, folder: Path) -> ClosedAnswerModel | None:
-        """The stored reader, or None when there is none or it was fitted on other features (a lake
-        built by an earlier version: the bottom line then reads the cited evidence by the rules)."""
+        """The stored reader, or None when there is none, it was fitted on other features or it has no
+        class weights (a lake built by an earlier version: the bottom line then reads the cited evidence by
+        the rules)."""
         stored = load_estimators(Path(folder) / cls.FILE)
         if stored is None:
             return None
         estimators, meta = stored
         classifier = estimators.get("classifier")
-        if getattr(classifier, "n_features_in_", None) != len(FEATURES):
+        if getattr(classifier, "n_features_in_", None) != len(FEATURES) or "class_weights" not in meta:
             return None
         return cls(estimators.get("spans"), classifier, meta)

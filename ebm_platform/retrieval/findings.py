@@ -326,6 +326,45 @@ def _own_stems(arm: str, other: str) -> set[str]:
     return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
 
 
+# a study of healthy people ("... in healthy subjects"): not the patients a question about a condition asks about
+HEALTHY_SAMPLE = re.compile(
+    r"\b(?:young |older |elderly )?healthy (?:subjects|volunteers|individuals|adults|participants|people|persons|"
+    r"men|women|males|females|athletes|students|controls)\b",
+    re.I,
+)
+# a change over time within one group ("6 weeks of McKenzie training led to ...", "after 12 sessions", "from baseline")
+WITHIN_ARM = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve)[- ](?:weeks?|months?|sessions?) of\b|"
+    r"\bafter (?:the )?(?:\d+|one|two|three|four|five|six|eight|ten|twelve)[- ](?:weeks?|months?|sessions?)\b|"
+    r"\bfrom baseline\b|\bpre-? ?(?:and|to|vs\.?) ?post|\bover time\b|\bwithin[- ]group\b",
+    re.I,
+)
+
+
+def within_one_arm(statement: str, anchors: Anchors) -> bool:
+    """Whether a statement of a question comparing two active treatments states a change over time
+    (`WITHIN_ARM`) and names the own words of one arm only and no comparison (`GROUPS`): a change within
+    that arm ("6 weeks of McKenzie training led to significant reduction in pain levels"), which says
+    nothing of which arm did better ("MBB reduced self-reported depression symptoms" does: the demo's "Is
+    Pilates better than McKenzie training ...?" read "Pilates increased chronic low back pain" from it,
+    beside "no significant difference between Pilates and McKenzie groups in pain relief"). Against a
+    control (usual care, placebo) a treatment's effect is the comparison ("exercise therapy appears to be
+    effective at decreasing pain"), and so is an add-on's against the treatment it is added to."""
+    arms = (anchors.intervention or "", anchors.comparator or "")
+    if not all(arms) or any(CONTROL_ARM.search(arm) for arm in arms) or GROUPS.search(statement):
+        return False
+    if not WITHIN_ARM.search(statement):
+        return False
+    named = _text_stems(statement)
+    own = (
+        _own_stems(anchors.intervention, anchors.comparator) - GENERIC_ARM,
+        _own_stems(anchors.comparator, anchors.intervention) - GENERIC_ARM,
+    )
+    if not all(own):  # an add-on trial's comparator has no word of its own: "thalidomide improved survival" compares
+        return False
+    return sum(bool(_with_family(arm) & named) for arm in own) == 1
+
+
 def _two_forms(text: str, own: set[str], reach: int = 6) -> bool:
     """Whether a comparison in the text has the arm's own words (not `GENERIC_ARM` ones) within `reach` words on
     both sides of its comparing word, in one clause: two forms of one arm ("individualized acupuncture was not
