@@ -1371,6 +1371,7 @@ def test_a_study_of_healthy_people_does_not_answer_a_question_about_patients() -
     anchors = question_anchors(question)
     line = bottom_line(question, anchors, answer, _rules)
     assert line["answer"] == INSUFFICIENT and line["support"] == {} and line["contradict"] == {}
+    assert "come from studies of healthy people, not of patients with patellofemoral pain" in line["text"]
     # the same study is direct evidence where the question names no condition (an evaluation's trial questions)
     plain = "Does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?"
     assert bottom_line(plain, question_anchors(plain), answer, _rules)["support"] == {"D": 1}

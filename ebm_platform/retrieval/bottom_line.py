@@ -396,7 +396,14 @@ def bottom_line(
     if condition or anchors.condition:  # a study of healthy people does not answer a question about patients (the
         # demo answered "does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?" in
         # patellofemoral pain "No significant difference" from an EMG study "in healthy subjects")
-        direct = {n for n in direct if not HEALTHY_SAMPLE.search(titles[n])}
+        healthy = {n for n in direct if HEALTHY_SAMPLE.search(titles[n])}
+        direct -= healthy
+        if (
+            cited
+            and any(names_question(st, anchors, titles[n]) for st, n in statements if n in healthy)
+            and not any(names_question(st, anchors, titles[n]) for st, n in statements if n in direct)
+        ):
+            return _unanswered(kind, of_healthy_people(anchors, condition), answer, grade)
     if not condition and anchors.condition and not in_catalogue(anchors.condition):
         # a condition the catalogue does not hold: only the sources that name it, in their quoted statements or
         # title, are direct (the demo answered "Does early weight bearing improve outcomes after Achilles tendon
@@ -728,12 +735,23 @@ def condition_label(code: str | None) -> str:
 def unnamed(anchors: Anchors, condition: str | None = None) -> str:
     """Why no cited finding answers the question: none (of the question's condition, when it has
     one) names, in itself or its source's title, a word that tells the question's arms apart."""
-    words = [f"'{w}'" for w in arm_words(anchors)]
-    named = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+    named = _arm_list(anchors)
     if not named:
         return f"no cited finding comes from {condition_label(condition)}"
     finding = f"{condition_label(condition)} finding" if condition else "finding"
     return f"no cited {finding} (nor the title of its source) mentions {named}"
+
+
+def of_healthy_people(anchors: Anchors, condition: str | None = None) -> str:
+    """Why no cited finding answers the question: those that name its arms come from studies of healthy people."""
+    patients = f"patients with {condition_label(condition)}" if condition else f"patients with {anchors.condition}"
+    return f"the cited findings about {_arm_list(anchors)} come from studies of healthy people, not of {patients}"
+
+
+def _arm_list(anchors: Anchors) -> str:
+    """The words that tell the question's arms apart, quoted and joined with "or"."""
+    words = [f"'{w}'" for w in arm_words(anchors)]
+    return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> dict:
