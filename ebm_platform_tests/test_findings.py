@@ -9,6 +9,7 @@ from ebm_platform.retrieval.findings import (
     is_finding,
     is_protocol,
     names_question,
+    naming_words,
     within_one_arm,
     without_markers,
 )
@@ -218,6 +219,19 @@ def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
     # arms that differ by a qualifier only are named by what they share
     gabapentin = Anchors(intervention="With gabapentin", comparator="Without gabapentin")
     assert arm_words(gabapentin) == ["gabapentin"]
+
+
+def test_where_a_treatment_is_applied_does_not_name_it_alone():
+    bracing = question_anchors("Does knee bracing reduce pain in patellofemoral pain?")
+    taping = "Data from 161 knees found no significant difference between taping and no taping in pain."
+    assert naming_words(bracing) == ["bracing"] and arm_words(bracing) == ["knee", "bracing"]
+    assert not names_question(taping, bracing)
+    assert names_question("Knee bracing did not reduce pain (p = 0.4).", bracing)
+    # with two arms the site may be what tells them apart
+    hip = Anchors(intervention="hip strengthening added to knee exercise", comparator="knee exercise alone")
+    assert "hip" in naming_words(hip)
+    # a site alone is kept when nothing else names the arm
+    assert naming_words(Anchors(intervention="knee", outcome="pain")) == ["knee"]
 
 
 def test_a_change_within_one_arm_does_not_compare_the_arms():

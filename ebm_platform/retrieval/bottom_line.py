@@ -47,6 +47,7 @@ from ebm_platform.retrieval.findings import (
     names_condition,
     names_every_arm_word,
     names_question,
+    naming_words,
     other_stage,
     recommendation_stance,
     recommends,
@@ -749,8 +750,8 @@ def of_healthy_people(anchors: Anchors, condition: str | None = None) -> str:
 
 
 def _arm_list(anchors: Anchors) -> str:
-    """The words that tell the question's arms apart, quoted and joined with "or"."""
-    words = [f"'{w}'" for w in arm_words(anchors)]
+    """The words of which a statement must name one to be about the question, quoted, joined with "or"."""
+    words = [f"'{w}'" for w in naming_words(anchors)]
     return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 

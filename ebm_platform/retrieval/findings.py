@@ -243,6 +243,24 @@ def arm_words(anchors: Anchors) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+# where on the body a treatment is applied ("knee bracing", "ankle taping", "spinal manipulation")
+BODY_SITES = frozenset(
+    stems(
+        "knee ankle hip shoulder neck back lumbar cervical thoracic spinal spine wrist elbow foot heel leg thigh calf"
+    )
+)
+
+
+def naming_words(anchors: Anchors) -> list[str]:
+    """The words of which a statement must name one to be about the question (`names_question`): `arm_words`,
+    less, for a question with one arm, where it is applied when what it is remains ("bracing" of "knee
+    bracing": a taping review's "data from 161 knees" is not about bracing)."""
+    words = arm_words(anchors)
+    if anchors.comparator:
+        return words
+    return [w for w in words if stem(w) not in BODY_SITES] or words
+
+
 def _arm_word_stems(anchors: Anchors) -> set[str]:
     """The stems of the words that tell the question's arms apart (`arm_words`)."""
     return {stem(w) for w in arm_words(anchors)}
@@ -280,7 +298,7 @@ def names_question(statement: str, anchors: Anchors, title: str = "") -> bool:
     """True when the statement, or the title of the source it comes from, names a word that tells the
     question's arms apart (`arm_words`; a trial's result often calls its arms "group A", its title
     names them), or the question names no arm: only such statements answer it."""
-    named = _with_family(_arm_word_stems(anchors))
+    named = _with_family({stem(w) for w in naming_words(anchors)})
     return not named or bool(named & (_text_stems(statement) | _text_stems(title)))
 
 
