@@ -361,17 +361,17 @@ WITHIN_ARM = re.compile(
 
 def within_one_arm(statement: str, anchors: Anchors) -> bool:
     """Whether a statement of a question comparing two active treatments states a change over time
-    (`WITHIN_ARM`) and names the own words of one arm only and no comparison (`GROUPS`): a change within
-    that arm ("6 weeks of McKenzie training led to significant reduction in pain levels"), which says
-    nothing of which arm did better ("MBB reduced self-reported depression symptoms" does: the demo's "Is
-    Pilates better than McKenzie training ...?" read "Pilates increased chronic low back pain" from it,
-    beside "no significant difference between Pilates and McKenzie groups in pain relief"). Against a
-    control (usual care, placebo) a treatment's effect is the comparison ("exercise therapy appears to be
-    effective at decreasing pain"), and so is an add-on's against the treatment it is added to."""
+    (`WITHIN_ARM`) in one arm only: it names the own words of that arm, not the other's, and no comparison
+    (`GROUPS`). Such a change says nothing of which arm did better: the demo's "Is Pilates better than
+    McKenzie training ...?" read "Pilates increased chronic low back pain" from "6 weeks of McKenzie
+    training led to significant reduction in pain levels", beside "no significant difference between
+    Pilates and McKenzie groups in pain relief". Without a time-course cue a result about one arm is read
+    as against the other ("MBB reduced self-reported depression symptoms"); against a control (usual care,
+    placebo) a treatment's change is the comparison, and so is an add-on's against what it is added to."""
     arms = (anchors.intervention or "", anchors.comparator or "")
-    if not all(arms) or any(CONTROL_ARM.search(arm) for arm in arms) or GROUPS.search(statement):
+    if not all(arms) or any(CONTROL_ARM.search(arm) for arm in arms):
         return False
-    if not WITHIN_ARM.search(statement):
+    if GROUPS.search(statement) or not WITHIN_ARM.search(statement):
         return False
     named = _text_stems(statement)
     own = (
