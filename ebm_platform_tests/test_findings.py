@@ -103,6 +103,9 @@ BACKGROUND = [
     "The significant short-term benefits of corticosteroid injection are paradoxically reversed after six weeks, "
     "implying that this treatment should be used with caution in the management of tennis elbow.38 These are "
     "comparable to our results.",
+    # what participants were told to do (the demo's knee osteoarthritis exercise answer quoted it in its core)
+    "Patients in the current study were told to reduce the exercise intensity if pain during exercise was perceived "
+    "as worse than 'acceptable', or persisted more than 24 hours.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",

@@ -64,6 +64,7 @@ METHODS = re.compile(
     r"\([A-Z][A-Za-z-]*[A-Z]\) (?:measures|assesses|evaluates|quantifies|consists|is a|is an)\b|"
     r"\bmean age (?:was|of)\b|\b(?:were|was) (?:male|female)\b|"
     r"^\s*we used\b|"
+    r"\b(?:were|was) (?:told|instructed|asked|advised|encouraged) to\b|"  # what participants were told to do
     r"\bcompleted the (?:study|trial)\b|\blost (?:to|at) follow-up\b|\b(?:withdrew|dropped out)\b",  # the flow
     re.I,
 )
