@@ -1376,6 +1376,19 @@ def test_a_study_of_healthy_people_does_not_answer_a_question_about_patients() -
     # the same study is direct evidence where the question names no condition (an evaluation's trial questions)
     plain = "Does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?"
     assert bottom_line(plain, question_anchors(plain), answer, _rules)["support"] == {"D": 1}
+    # a patient study with healthy controls is a patient study
+    patients = "Hip muscle strength in women with patellofemoral pain and healthy controls"
+    controlled = _answer(NO_DIFFERENCE, [(statement, 1)], {1: "D"}, {1: patients})
+    assert bottom_line(question, anchors, controlled, _rules)["support"] == {"D": 1}
+    # preventing a condition is asked of healthy people: a trial in healthy athletes answers it
+    prevention = "Does hip strengthening prevent patellofemoral pain?"
+    athletes = _answer(
+        DECREASED,
+        [("Hip strengthening reduced the incidence of pain (p = 0.01).", 1)],
+        {1: "C"},
+        {1: "Hip strengthening in healthy athletes"},
+    )
+    assert bottom_line(prevention, question_anchors(prevention), athletes, _rules)["support"] == {"C": 1}
 
 
 def test_an_arm_named_only_among_examples_is_not_what_a_recommendation_is_about() -> None:

@@ -36,6 +36,7 @@ from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
     HEALTHY_SAMPLE,
     NEGATED_WORD,
+    PREVENTION,
     REPORTED_RECOMMENDATION,
     against_active,
     arm_words,
@@ -394,15 +395,14 @@ def bottom_line(
         )
     # with a condition, the other conditions' sources are indirect
     direct = {c["n"] for c in cited if not condition or c["window_id"] in in_condition}
-    if condition or anchors.condition:  # a study of healthy people does not answer a question about patients (the
-        # demo answered "does adding hip strengthening to knee exercise reduce pain more than knee exercise alone?" in
-        # patellofemoral pain "No significant difference" from an EMG study "in healthy subjects")
+    if (condition or anchors.condition) and not PREVENTION.search(question):
+        # a study of healthy people does not answer a question about treating patients (the demo answered "does adding
+        # hip strengthening to knee exercise reduce pain more than knee exercise alone?" in patellofemoral pain "No
+        # significant difference" from an EMG study "in healthy subjects"); preventing the condition is asked of them
         healthy = {n for n in direct if HEALTHY_SAMPLE.search(titles[n])}
         direct -= healthy
-        if (
-            cited
-            and any(names_question(st, anchors, titles[n]) for st, n in statements if n in healthy)
-            and not any(names_question(st, anchors, titles[n]) for st, n in statements if n in direct)
+        if any(names_question(st, anchors, titles[n]) for st, n in statements if n in healthy) and not any(
+            names_question(st, anchors, titles[n]) for st, n in statements if n in direct
         ):
             return _unanswered(kind, of_healthy_people(anchors, condition), answer, grade)
     if not condition and anchors.condition and not in_catalogue(anchors.condition):

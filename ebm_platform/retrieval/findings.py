@@ -345,12 +345,14 @@ def _own_stems(arm: str, other: str) -> set[str]:
     return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
 
 
-# a study of healthy people ("... in healthy subjects"): not the patients a question about a condition asks about
+# a study of healthy people ("... in healthy subjects"): not the patients a question about treating a condition asks
+# about ("healthy controls" beside patients is a patient study; a prevention question asks about healthy people)
 HEALTHY_SAMPLE = re.compile(
     r"\b(?:young |older |elderly )?healthy (?:subjects|volunteers|individuals|adults|participants|people|persons|"
-    r"men|women|males|females|athletes|students|controls)\b",
+    r"men|women|males|females|athletes|students)\b",
     re.I,
 )
+PREVENTION = re.compile(r"\bprevent\w*|\bprophyla\w*|\b(?:risk|incidence) of\b", re.I)  # a question on preventing
 # a change over time within one group ("6 weeks of McKenzie training led to ...", "after 12 sessions", "from baseline")
 WITHIN_ARM = re.compile(
     r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve)[- ](?:weeks?|months?|sessions?) of\b|"
