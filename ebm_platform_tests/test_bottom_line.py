@@ -1025,6 +1025,35 @@ def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
             "",
             True,
         ),
+        # a trial of one arm added to the other compares the two together with one alone (the demo's hip
+        # arthroscopy answer rested on the FAIR trial, "supported by 1 grade C")
+        (
+            "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?",
+            "A physiotherapist-prescribed rehabilitation program augments improvements in patient-reported "
+            "outcomes following arthroscopy for FAI.",
+            "Efficacy of Adding a Physiotherapy Rehabilitation Program to Arthroscopic Management of "
+            "Femoroacetabular Impingement: The FAIR Randomised Controlled Trial",
+            False,
+        ),
+        (
+            "Is exercise better than surgery for rotator cuff tears?",
+            "Outcomes did not differ when exercise was given in addition to surgery or surgery alone.",
+            "",
+            False,
+        ),
+        # a third arm of the two together: the others are still compared head to head (an Evidence Inference trial)
+        (
+            "What is the effect of whey proteins compared with carbohydrates on fat mass?",
+            "The whey protein group reduced more total fat when compared to the carbohydrate group (P < 0.05).",
+            "Effects of adding whey protein to carbohydrate supplementation during resistance training",
+            True,
+        ),
+        (
+            "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?",
+            "Hip arthroscopy led to better function than physiotherapy at 12 months.",
+            "Hip arthroscopy versus physiotherapy for femoroacetabular impingement",
+            True,
+        ),
     ],
 )
 def test_a_source_compares_the_questions_arms(question: str, statement: str, title: str, compares: bool) -> None:

@@ -359,6 +359,45 @@ def test_pico_comparison_names_question_terms_the_evidence_lacks():
     assert result["fields"]["intervention"]["status"] == "not reported in the cited evidence"
 
 
+def test_an_outcome_that_is_the_condition_treated_is_not_compared_with_the_evidences_outcomes():
+    """ "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?" names no outcome
+    measure: compared with the evidence's outcomes it was a mismatch and a downgrade for indirectness."""
+    from dataclasses import replace
+
+    from ebm_platform.retrieval.answer import assess_certainty
+
+    question = "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?"
+    row = {
+        "text": "Hip arthroscopy improved iHOT-33 scores more than physiotherapy.",
+        "grade": "C",
+        "doc_id": "d1",
+        "entities": [{"type": "Outcome", "name": "iHOT-33 scores"}, {"type": "Arm", "name": "hip arthroscopy"}],
+    }
+
+    def far(texts: list[str]) -> np.ndarray:  # the condition and the measured outcome are far apart
+        return np.eye(len(texts))
+
+    anchors = question_anchors(question)
+    assert anchors.outcome == "femoroacetabular impingement" and anchors.condition is None
+    as_outcome = pico_comparison(anchors, [row], far)["fields"]["outcome"]
+    assert as_outcome["status"] == "mismatch"  # what the answer said before `condition_named` reached it
+    named = replace(anchors, condition="femoroacetabular impingement")
+    comparison = pico_comparison(named, [row], far)
+    assert comparison["fields"]["outcome"] == {
+        "question": None,
+        "status": "not stated in the question (it names the condition)",
+    }
+    for fields, level in ((pico_comparison(anchors, [row], far), "low"), (comparison, "moderate")):
+        answer = {
+            "citations": [{"n": 1, "grade": "C", "window_id": "w1", "doc_id": "d1"}],
+            "core_answer": [{"statement": row["text"], "citations": [1], "stance": "supports"}],
+            "pico_comparison": fields,
+        }
+        assess_certainty(answer, None, set())
+        # a randomised trial starts high; one study is imprecise; the outcome mismatch was one level more
+        assert answer["certainty"]["level"] == level
+
+
 def test_full_text_channel_searches_title_and_section(small_lake):
     from ebm_platform.index.window_index import WindowIndex
     from ebm_platform.retrieval.full_text import FullTextChannel

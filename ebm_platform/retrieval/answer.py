@@ -90,6 +90,15 @@ def missing_terms(anchor: str, evidence: str) -> list[str]:
     return sorted(t for t in terms(anchor) - QUALIFIERS if stem(t) not in present)
 
 
+def asked(anchors: Anchors, field: str) -> str | None:
+    """The question's phrase for a P/I/C/O `field`; None for an outcome that is the condition treated
+    ("better than physiotherapy for femoroacetabular impingement" names no outcome measure: read
+    against the evidence's outcomes it was an outcome "mismatch" with 'Hip arthroscopy', and the
+    answer was downgraded for indirectness)."""
+    value = getattr(anchors, field)
+    return None if field == "outcome" and value == anchors.condition else value
+
+
 def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     """Question anchors against the evidence's own P/I/C/O: matches, mismatches, limitations."""
     fields = {
@@ -105,15 +114,16 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
             for f, types in fields.items():
                 if entity["type"] in types:
                     found[f].append((entity["name"], n))
-    compared = [f for f in fields if getattr(anchors, f) and found[f]]
+    compared = [f for f in fields if asked(anchors, f) and found[f]]
     # every anchor and evidence name in one call to the encoder (a call for each made the comparison 0.12 s of an answer)
     texts = [t for f in compared for t in (getattr(anchors, f), *(name for name, _ in found[f]))]
     vectors = dict(zip(texts, embed(texts))) if texts else {}
     comparison: dict[str, dict] = {}
     for f in fields:
-        anchor = getattr(anchors, f)
+        anchor = asked(anchors, f)
         if not anchor:
-            comparison[f] = {"question": None, "status": "not stated in the question"}
+            named = " (it names the condition)" if getattr(anchors, f) else ""
+            comparison[f] = {"question": None, "status": f"not stated in the question{named}"}
             continue
         names = found[f]
         if not names:

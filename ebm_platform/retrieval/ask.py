@@ -120,12 +120,14 @@ def answer_from(
     rows = [dict(c.row, score=round(c.final, 4)) for c in retrieval.candidates]
     t0 = time.perf_counter()
     lead: list[dict] = []
+    condition = question_condition(retrieval.anchors, conditions)
+    anchors = condition_named(retrieval.anchors, condition)
     if retriever.client.offline or not rows:
         lead = [] if retrieval.core else retriever.lead_source(rows)
         answer = compose_offline(
             text,
             retrieval.question_vector,
-            retrieval.anchors,
+            anchors,
             retriever.attach_evidence(rows),
             retriever._embed,
             retriever.verdict_model,
@@ -140,8 +142,7 @@ def answer_from(
                 for c in retrieve(retriever, query, strategy, conditions).candidates
             ]
 
-        answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model, retrieval.anchors)
-    condition = question_condition(retrieval.anchors, conditions)
+        answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model, anchors)
     cited = [c["window_id"] for c in answer["citations"]]
     in_condition = (
         set(retriever.index.rows_for_windows(cited, [condition])["window_id"].to_list())
@@ -152,11 +153,11 @@ def answer_from(
     stated = answer.pop("llm_bottom_line", None)
     doc_of = {c["n"]: c.get("doc_id") for c in answer["citations"]}
     line = (
-        stated_bottom_line(text, retrieval.anchors, answer, stated, answer["mode"])
+        stated_bottom_line(text, anchors, answer, stated, answer["mode"])
         if stated
         else bottom_line(
             text,
-            condition_named(retrieval.anchors, condition),
+            anchors,
             answer,
             lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
             source_reader(retriever, text, rows, answer, lead),

@@ -340,6 +340,39 @@ COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferi
 COMPARING_AND = re.compile(r"\b(?:comparing|comparison (?:of|between)|compared)\b", re.I)
 
 
+# one arm added to another ("Efficacy of Adding a Physiotherapy Rehabilitation Program to Arthroscopic Management
+# of FAI"): such a trial compares the two together with one alone, not one with the other
+ADD_ON = re.compile(
+    r"\b(?:adding|addition of)\b(?P<added>[^.;:]{1,80}?)\bto\b(?P<base>[^.;:]{1,80})|"
+    r"(?P<added2>[^.;:]{1,80}?)\b(?:added to|in addition to|as an? (?:adjunct|add-on) to)\b(?P<base2>[^.;:]{1,80})",
+    re.I,
+)
+
+
+def adds_one_arm_to_the_other(text: str, own_i: set[str], own_c: set[str]) -> bool:
+    """Whether `text` states one of two arms (their own stems) added to the other (`ADD_ON`); a word
+    counts for an arm's word when it opens with all of it but its last two letters ("arthroscopic" for
+    "arthroscopy", "physiotherapist" for "physiotherapy")."""
+
+    def names(own: set[str], words: frozenset[str]) -> bool:
+        return any(w.startswith(o[: max(3, len(o) - 2)]) for o in _with_family(own) for w in words)
+
+    for match in ADD_ON.finditer(text):
+        added, base = (_text_stems(match[k] or match[k + "2"] or "") for k in ("added", "base"))
+        for one, other in ((own_i, own_c), (own_c, own_i)):
+            if names(one, added) and names(other, base) and not names(other, added):
+                return True
+    return False
+
+
+def _head_to_head(text: str, own_i: set[str], own_c: set[str]) -> bool:
+    """Whether `text` states a comparison (`COMPARISON_STATED`) and names both arms by their own words: a
+    trial with a third arm of the two together ("the whey protein group reduced more ... fat when compared to
+    the carbohydrate group", beside a protein-and-carbohydrate group) still compares them."""
+    words = _text_stems(text)
+    return bool(COMPARISON_STATED.search(text) and _with_family(own_i) & words and _with_family(own_c) & words)
+
+
 def _own_stems(arm: str, other: str) -> set[str]:
     """The stems of an arm's own words: those the other arm lacks, qualifiers and single letters left out."""
     return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
@@ -445,7 +478,10 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     acupuncture was not superior to standardized acupuncture" for acupuncture vs usual care; a trial of two
     doses and placebo names its placebo); between two active arms, False when it states a comparison and
     never names one of them by an own word (`_own_stems`): "a comparative study of ACL reconstruction with
-    Endobutton and Rigidfix" for surgery vs physiotherapy. GRADE's indirectness of comparison. True when the
+    Endobutton and Rigidfix" for surgery vs physiotherapy; False when it adds one arm to the other and no quoted
+    statement compares them head to head (`adds_one_arm_to_the_other`, `_head_to_head`: the FAIR trial "of adding
+    a physiotherapy rehabilitation program to arthroscopic management" for hip arthroscopy vs physiotherapy).
+    GRADE's indirectness of comparison. True when the
     question names fewer than two arms or one arm has no word of its own ("X plus Y" vs "X")."""
     intervention, comparator = (_negation_joined(arm or "") for arm in (anchors.intervention, anchors.comparator))
     own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
@@ -456,6 +492,9 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     if control_i or control_c:
         active = own_c if control_i and not control_c else own_i
         return any(CONTROL_NAMED.search(t) for t in quoted) or not any(_two_forms(t, active) for t in texts)
+    added = [t for t in texts if adds_one_arm_to_the_other(t, own_i, own_c)]
+    if added and not any(_head_to_head(t, own_i, own_c) for t in quoted if t not in added):
+        return False
     words = _text_stems(" ".join(texts))
     stated = any(COMPARISON_STATED.search(t) for t in texts)
     return not stated or bool(_with_family(own_i) & words and _with_family(own_c) & words)
