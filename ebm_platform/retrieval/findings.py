@@ -369,8 +369,12 @@ def _head_to_head(text: str, own_i: set[str], own_c: set[str]) -> bool:
     """Whether `text` states a comparison (`COMPARISON_STATED`) and names both arms by their own words: a
     trial with a third arm of the two together ("the whey protein group reduced more ... fat when compared to
     the carbohydrate group", beside a protein-and-carbohydrate group) still compares them."""
-    words = _text_stems(text)
-    return bool(COMPARISON_STATED.search(text) and _with_family(own_i) & words and _with_family(own_c) & words)
+    return bool(COMPARISON_STATED.search(text)) and _names_both(_text_stems(text), own_i, own_c)
+
+
+def _names_both(words: frozenset[str], own_i: set[str], own_c: set[str]) -> bool:
+    """Whether `words` name each of two arms by one of its own words (or a word of its kind of care)."""
+    return bool(_with_family(own_i) & words and _with_family(own_c) & words)
 
 
 def _own_stems(arm: str, other: str) -> set[str]:
@@ -478,11 +482,11 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     acupuncture was not superior to standardized acupuncture" for acupuncture vs usual care; a trial of two
     doses and placebo names its placebo); between two active arms, False when it states a comparison and
     never names one of them by an own word (`_own_stems`): "a comparative study of ACL reconstruction with
-    Endobutton and Rigidfix" for surgery vs physiotherapy; False when it adds one arm to the other and no quoted
-    statement compares them head to head (`adds_one_arm_to_the_other`, `_head_to_head`: the FAIR trial "of adding
-    a physiotherapy rehabilitation program to arthroscopic management" for hip arthroscopy vs physiotherapy).
-    GRADE's indirectness of comparison. True when the
-    question names fewer than two arms or one arm has no word of its own ("X plus Y" vs "X")."""
+    Endobutton and Rigidfix" for surgery vs physiotherapy; False when it adds one arm to the other and no
+    quoted statement compares them head to head (`adds_one_arm_to_the_other`, `_head_to_head`: the FAIR trial
+    "of adding a physiotherapy rehabilitation program to arthroscopic management" for hip arthroscopy vs
+    physiotherapy). GRADE's indirectness of comparison. True when the question names fewer than two arms or
+    one arm has no word of its own ("X plus Y" vs "X")."""
     intervention, comparator = (_negation_joined(arm or "") for arm in (anchors.intervention, anchors.comparator))
     own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
     if not (own_i and own_c):
@@ -497,7 +501,7 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
         return False
     words = _text_stems(" ".join(texts))
     stated = any(COMPARISON_STATED.search(t) for t in texts)
-    return not stated or bool(_with_family(own_i) & words and _with_family(own_c) & words)
+    return not stated or _names_both(words, own_i, own_c)
 
 
 _RECOMMEND_VERB = r"(?:recommend|suggest|advise)s?"
