@@ -159,7 +159,7 @@ def answer_from(
             text,
             anchors,
             answer,
-            lambda statement: read_verdict([statement], retriever.verdict_model, retrieval.anchors)[0],
+            lambda statement: read_verdict([statement], retriever.verdict_model, anchors)[0],
             source_reader(retriever, text, rows, answer, lead),
             condition if condition in retriever.partitions else None,  # a condition this lake has a partition of
             in_condition,

@@ -401,9 +401,8 @@ def bottom_line(
         # significant difference" from an EMG study "in healthy subjects"); preventing the condition is asked of them
         healthy = {n for n in direct if HEALTHY_SAMPLE.search(titles[n])}
         direct -= healthy
-        if any(names_question(st, anchors, titles[n]) for st, n in statements if n in healthy) and not any(
-            names_question(st, anchors, titles[n]) for st, n in statements if n in direct
-        ):
+        naming = {n for st, n in statements if names_question(st, anchors, titles[n])}
+        if naming & healthy and not naming & direct:
             return _unanswered(kind, of_healthy_people(anchors, condition), answer, grade)
     if not condition and anchors.condition and not in_catalogue(anchors.condition):
         # a condition the catalogue does not hold: only the sources that name it, in their quoted statements or
@@ -745,8 +744,8 @@ def unnamed(anchors: Anchors, condition: str | None = None) -> str:
 
 def of_healthy_people(anchors: Anchors, condition: str | None = None) -> str:
     """Why no cited finding answers the question: those that name its arms come from studies of healthy people."""
-    patients = f"patients with {condition_label(condition)}" if condition else f"patients with {anchors.condition}"
-    return f"the cited findings about {_arm_list(anchors)} come from studies of healthy people, not of {patients}"
+    patients = condition_label(condition) if condition else anchors.condition
+    return f"the cited findings about {_arm_list(anchors)} come from studies of healthy people, not of patients with {patients}"
 
 
 def _arm_list(anchors: Anchors) -> str:
