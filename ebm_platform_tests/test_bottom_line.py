@@ -526,6 +526,45 @@ def test_a_review_that_concludes_the_evidence_is_uncertain_is_not_read_as_yes() 
     assert line["answer"] == "yes" and line["text"].startswith("Yes: the top-ranked study")
 
 
+SHOCK_WAVE_NO_BENEFIT = (
+    'There is "Platinum" level evidence that shock wave therapy provides little or no benefit in terms of pain '
+    "and function in lateral elbow pain."
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "grade", "title", "expected"),
+    [
+        (SHOCK_WAVE_NO_BENEFIT, "B", None, "no"),  # the review's conclusion answers
+        (SHOCK_WAVE_NO_BENEFIT, "C", None, "yes"),  # a trial's no benefit: its control arm may be active
+        # a review's comparison with another treatment is no conclusion that the intervention does not work
+        (
+            "Shock wave therapy was no more effective than corticosteroid injection for pain (SMD 0.1).",
+            "B",
+            None,
+            "yes",
+        ),
+        # a review's no benefit of something else says nothing of the question's intervention
+        (
+            "Laser therapy provides little or no benefit in terms of pain.",
+            "B",
+            "Shock wave therapy for elbow pain",
+            "yes",
+        ),
+    ],
+)
+def test_a_review_that_concludes_no_benefit_answers_no_whatever_the_reader_reads(
+    statement: str, grade: str, title: str | None, expected: str
+) -> None:
+    """The demo answered "Does shockwave therapy reduce pain in lateral elbow tendinopathy?" with "Yes: the
+    top-ranked review reports the effect asked about" from a Cochrane review concluding that shock wave therapy
+    "provides little or no benefit": the reader learned from results sentences, not authors' conclusions."""
+    question = "Does shockwave therapy reduce pain in lateral elbow tendinopathy?"
+    answer = _answer(NO_DIFFERENCE, [(statement, 1)], {1: grade}, {1: title} if title else None)
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == expected and line["support"] == {grade: 1}, line["text"]
+
+
 def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:
     """The demo answered "Does the Nordic hamstring exercise prevent hamstring injuries?" with "Yes: the
     top-ranked review reports the effect asked about" from a review that finds no effect for hamstring injury,

@@ -213,6 +213,19 @@ def test_a_statement_answers_the_question_only_when_it_names_its_intervention_or
     assert not names_question("Conservative care was as good.", Anchors(intervention="exercise", outcome="pain"))
 
 
+def test_a_word_the_question_writes_closed_names_a_source_that_writes_it_open():
+    """The demo answered "Does shockwave therapy reduce pain in lateral elbow tendinopathy?" with "no cited
+    finding mentions 'shockwave'" over a Cochrane review of "shock wave therapy"."""
+    shockwave = question_anchors("Does shockwave therapy reduce pain in lateral elbow tendinopathy?")
+    assert names_question("Shock wave therapy provides little or no benefit in terms of pain.", shockwave)
+    assert names_question("Radial shock waves reduced pain (p = 0.01).", shockwave)
+    assert not names_question("Laser therapy reduced pain (p = 0.01).", shockwave)
+    weight_bearing = Anchors(intervention="early weightbearing", outcome="function")
+    assert names_question("Early weight-bearing improved function (p < 0.05).", weight_bearing)
+    # only adjacent words join: "weight and bearing" is not "weightbearing"
+    assert not names_question("Body weight and bearing surface did not differ.", Anchors(intervention="weightbearing"))
+
+
 def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
     anchors = Anchors(intervention="hip strengthening added to knee exercise", comparator="knee exercise alone")
     assert not names_question("Knee exercise reduced pain compared with rest (p < 0.01).", anchors)

@@ -33,6 +33,7 @@ from ebm_platform.retrieval.answer import CORE_STATEMENTS, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
+    CONCLUDES_NO_BENEFIT,
     CONCLUDES_UNCERTAIN,
     HEALTHY_SAMPLE,
     NEGATED_WORD,
@@ -493,6 +494,19 @@ def bottom_line(
             )
 
         unsettled = {n for n, s in first.items() if concludes_unsettled(n, s)}  # read once per source
+        # a systematic review whose quoted statement concludes that the question's intervention brings no benefit
+        # answers no, whatever the reader makes of it: the reader learned from results sentences, not from authors'
+        # conclusions (the demo read "Yes" to "Does shockwave therapy reduce pain in lateral elbow tendinopathy?"
+        # from a review concluding that "shock wave therapy provides little or no benefit in terms of pain")
+        no_benefit = {
+            n
+            for n, s in first.items()
+            if grade[n] == REVIEW
+            and n not in unsettled
+            and not recommends(s)
+            and CONCLUDES_NO_BENEFIT.search(s)
+            and names_every_arm_word(s, anchors)
+        }
 
         # a question that names a clinical outcome besides its condition ("pain" in patellofemoral pain; one whose
         # better direction is known, `outcome_polarity`: the parser reads "stabilised surgically" as an outcome)
@@ -533,6 +547,8 @@ def bottom_line(
         stances = {
             n: UNCERTAIN
             if n in unsettled
+            else NO
+            if n in no_benefit
             else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction, adds_to_control(n))
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)

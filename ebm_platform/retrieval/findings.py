@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS, share_named
-from ebm_platform.retrieval.lexical import stem, stems, terms
+from ebm_platform.retrieval.lexical import STOPWORDS, stem, stems, terms
 from ebm_platform.vocabulary import Anchors
 
 BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objectives?|aims?|methods?|materials)\b", re.I)
@@ -277,6 +277,7 @@ ARM_FAMILIES: dict[str, frozenset[str]] = {
     **dict.fromkeys(_CONSERVATIVE, _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")),
 }
 NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
+WORD = re.compile(r"[a-z0-9]+")
 NEGATED_WORD = re.compile(r"\b(?:non|no|without)[- ](\w)", re.I)  # "non-opioid", "no exercise": not the word
 
 
@@ -285,9 +286,22 @@ def _negation_joined(text: str) -> str:
     return NEGATED_PREFIX.sub(r"non\1", text)
 
 
+@lru_cache(maxsize=1 << 14)
+def compound_stems(text: str) -> frozenset[str]:
+    """Each two adjacent content words of `text` written as one, plural-folded ("shock waves" ->
+    "shockwave", "weight-bearing" -> "weightbearing"): a word the question writes closed names a source
+    that writes it open."""
+    words = WORD.findall(text.lower())
+    return frozenset(
+        stem(a + b) for a, b in zip(words, words[1:]) if a.isalpha() and b.isalpha() and not {a, b} & STOPWORDS
+    )
+
+
 def _text_stems(text: str) -> frozenset[str]:
-    """The stems of a text, "non-operative" and "non-surgical" as one word each."""
-    return stems(_negation_joined(text))
+    """The stems of a text, "non-operative" and "non-surgical" as one word each, with each two adjacent
+    words also as one (`compound_stems`: "shock wave therapy" names "shockwave")."""
+    joined = _negation_joined(text)
+    return stems(joined) | compound_stems(joined)
 
 
 def _with_family(own: set[str]) -> set[str]:
@@ -533,6 +547,13 @@ CONCLUDES_UNCERTAIN = re.compile(
     r"\bno (?:firm |definitive |clear )?(?:conclusions?|recommendations?)\b[^.;]{0,60}?\b(?:can|could) be (?:made|drawn|reached)\b|"
     r"\b(?:cannot|can ?not|could not|unable to) (?:yet )?(?:draw|make|reach) (?:any )?(?:firm |definitive |clear )?"
     r"conclusions?\b",
+    re.I,
+)
+# a review's conclusion that the intervention does not work ("shock wave therapy provides little or no benefit in
+# terms of pain and function"; not "no more effective than", which compares it with another treatment)
+CONCLUDES_NO_BENEFIT = re.compile(
+    r"\b(?:little or no|no (?:clear |significant |important |additional |meaningful )?)(?:benefits?|effects?)\b|"
+    r"\bineffective\b|\bnot effective\b",
     re.I,
 )
 # a recommendation for something that is to be avoided: the words just before an arm's first mention
