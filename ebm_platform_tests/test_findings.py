@@ -58,6 +58,9 @@ BACKGROUND = [
     "There is strong evidence that exercise is an effective treatment in chronic low-back pain [48].",
     "Non-specific chronic low back pain (NSCLBP) is one of the most common musculoskeletal disorders around the world including Iran.",
     "(2008) in their systematic reviews affirmed that exercises were effective in reducing pain in people with chronic LBP.",
+    # what a drug is known to do, quoted against the demo's joint lavage answer as contradicting it (2026-12-05)
+    "In particular, the drug has been known to reduce pain and symptomatic severity and improve functional capacity "
+    "of an injured joint, especially in cases of knee OA10).",
     "Patients with chronic low back pain are responsible for 80% of the costs paid for the treatment of low back pain.",
     "Therefore, more research is needed to determine the best duration and treatment method to reduce and improve general health in patients with low back pain.",
     "Sixty patients were randomly assigned to Pilates or McKenzie training and compared after six weeks.",

@@ -32,7 +32,7 @@ SUPERSCRIPT_REFERENCE = re.compile(
 )  # not "vs.10", "no.3"
 OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
-    r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated)|"
+    r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated|known)|"
     r"they (?:found|showed|demonstrated|concluded)|"
     r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
