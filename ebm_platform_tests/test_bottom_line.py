@@ -17,6 +17,7 @@ from ebm_platform.retrieval.bottom_line import (
     question_type,
     recommended_arm,
     take_sides,
+    undecided,
 )
 from ebm_platform.retrieval.findings import (
     CONCLUDES_UNCERTAIN,
@@ -563,6 +564,14 @@ def test_a_review_that_concludes_no_benefit_answers_no_whatever_the_reader_reads
     answer = _answer(NO_DIFFERENCE, [(statement, 1)], {1: grade}, {1: title} if title else None)
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["answer"] == expected and line["support"] == {grade: 1}, line["text"]
+
+
+def test_an_open_bottom_line_that_no_source_supports_names_why_for_its_certainty() -> None:
+    line = {"answer": "uncertain", "text": "Uncertain: the top-ranked review does not settle it.", "support": {}}
+    assert undecided(line) == "the top-ranked review does not settle it"
+    assert undecided({**line, "support": {"B": 1}}) is None  # a review concluding the evidence is uncertain
+    assert undecided({**line, "unanswered": "no cited finding mentions 'bracing'"}) is None  # its own reason
+    assert undecided({**line, "answer": "no"}) is None
 
 
 def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:

@@ -382,6 +382,18 @@ def test_a_bottom_line_that_no_cited_statement_supports_is_downgraded_for_indire
     ]
 
 
+def test_an_undecided_bottom_line_that_no_source_supports_is_very_low():
+    """The demo answered "Are topical NSAIDs effective for knee osteoarthritis pain?" with "Uncertain: the
+    top-ranked review does not settle it (certainty moderate; supported by none)": a certainty about an answer
+    that no cited source gives."""
+    unsupported = _answer([(1, "neutral"), (2, "neutral")], {1: "B", 2: "C"}, {1: "a", 2: "b"})
+    assess_certainty(unsupported, None, set(), undecided="the top-ranked review does not settle it")
+    certainty = unsupported["certainty"]
+    assert certainty["level"] == "very low"
+    assert certainty["starts_from"] == "no cited finding that takes a side on the question"
+    assert certainty["downgraded_for"] == ["imprecision: the top-ranked review does not settle it"]
+
+
 def test_graded_findings_that_name_the_question_lead_the_core_and_trials_keep_the_scorers_order():
     from ebm_platform.retrieval.answer import _core_rank
 

@@ -200,6 +200,7 @@ def assess_certainty(
     unanswered: str | None = None,
     passages: dict[str, str] | None = None,
     inconsistent: str | None = None,
+    undecided: str | None = None,
 ) -> None:
     """The answer's certainty, following GRADE's logic and naming every step: it starts from the
     design of the best-graded evidence that supports the bottom line (the statements `take_sides`
@@ -214,7 +215,9 @@ def assess_certainty(
     quoted statement, or very low when that concludes the evidence is uncertain, else the lowest that
     the review's cited windows state (`passages`: window id -> text). A bottom line that no cited finding answers
     (`unanswered`: why, `bottom_line.unnamed`) is very low; one left open because its best-graded sources
-    disagree (`inconsistent`: why, `bottom_line.disagreeing`) is downgraded for it. Sets answer["certainty"]."""
+    disagree (`inconsistent`: why, `bottom_line.disagreeing`) is downgraded for it; one left open that no cited
+    source supports (`undecided`: why, "the top-ranked review does not settle it") is very low, for imprecision:
+    no finding gives it a direction to be certain of. Sets answer["certainty"]."""
     citations = answer.get("citations", [])
     by_n = {c["n"]: c for c in citations}
     core = answer.get("core_answer", [])
@@ -226,6 +229,13 @@ def assess_certainty(
             "downgraded_for": [
                 f"indirectness: {unanswered}" if unanswered else "no cited window states a result about the question"
             ],
+        }
+        return
+    if undecided:
+        answer["certainty"] = {
+            "level": CERTAINTY_LEVELS[0],
+            "starts_from": "no cited finding that takes a side on the question",
+            "downgraded_for": [f"imprecision: {undecided}"],
         }
         return
     shown = core + [s for group in answer.get("evidence_by_grade", []) for s in group.get("statements", [])]

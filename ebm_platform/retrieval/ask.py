@@ -17,6 +17,7 @@ from ebm_platform.retrieval.bottom_line import (
     bottom_line,
     stated_bottom_line,
     take_sides,
+    undecided,
     with_certainty,
 )
 from ebm_platform.retrieval.closed_answer import MAYBE
@@ -176,6 +177,7 @@ def answer_from(
         line.get("unanswered"),
         {r["window_id"]: r["text"] for r in rows + lead},
         line.get("inconsistent"),
+        undecided(line),
     )
     line = with_certainty(line, answer["certainty"]["level"])
     retrieval.timings["answer"] = time.perf_counter() - t0

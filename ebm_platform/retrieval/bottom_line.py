@@ -847,6 +847,17 @@ def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str]
     )
 
 
+def undecided(line: dict) -> str | None:
+    """Why a bottom line is left open (uncertain, insufficient evidence) with no cited source supporting it ("the
+    top-ranked review does not settle it"), or None: a line with a direction, one that some source supports, and an
+    unanswered or inconsistent line, which carry their own reasons."""
+    if line["answer"] not in (UNCERTAIN, INSUFFICIENT) or line["support"]:
+        return None
+    if line.get("unanswered") or line.get("inconsistent"):
+        return None
+    return line["text"].split(": ", 1)[-1].rstrip(".")
+
+
 def with_certainty(line: dict, certainty: str) -> dict:
     """The bottom line with its certainty and its one-line summary."""
 
