@@ -19,7 +19,7 @@ from ebm_platform.retrieval.ask import ask, retriever_for
 from ebm_platform.retrieval.bottom_line import NEAREST_FINDINGS
 from ebm_platform.retrieval.evidence_sentences import FEATURES, SentenceScorer, sentence_features
 from ebm_platform.retrieval.features import maxsim
-from ebm_platform.retrieval.fusion import rrf, top
+from ebm_platform.retrieval.fusion import rrf, top, with_channel_heads
 from ebm_platform.retrieval.hyde import offline_passages
 from ebm_platform.retrieval.lexical import TermStatistics
 from ebm_platform.retrieval.pipeline import QuestionError, validate_question
@@ -44,6 +44,18 @@ def test_rrf_arithmetic_and_ranks():
     assert ranks["b"] == {"dense": 2, "graph": 1}
     assert top(scores, 3) == ["a", "b", "c"]  # a = b (1/61 + 1/62) > c (1/61 + 1/63); ties by id
     assert rrf({"x": ["a", "a", "b"]})[1]["b"] == {"x": 2}  # duplicates count once
+
+
+def test_a_channels_first_item_joins_the_candidates_whatever_its_fused_rank():
+    """The demo's "Is arthrographic distension effective for frozen shoulder?" missed the one Cochrane review
+    on it: first in the full-text channel, absent from the other three, its fused score fell below the quota."""
+    deep = [f"w{i}" for i in range(100)]
+    rankings = {"dense": deep, "hyde": deep[::-1], "full_text": ["review", *deep[:5]]}
+    scores, _ = rrf(rankings)
+    fused = top(scores, 64)
+    assert "review" not in fused  # 1/61 in one channel, under windows ranked lower in all three
+    assert with_channel_heads(fused, rankings, 3) == [*fused, "review"]
+    assert with_channel_heads(fused, rankings, 0) == fused
 
 
 def test_maxsim_is_sum_of_best_token_matches():

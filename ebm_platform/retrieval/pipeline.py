@@ -29,7 +29,7 @@ from ebm_platform.llm.client import LLMClient
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.full_text import FullTextChannel
-from ebm_platform.retrieval.fusion import rrf, top
+from ebm_platform.retrieval.fusion import rrf, top, with_channel_heads
 from ebm_platform.retrieval.hyde import hyde_passages
 from ebm_platform.retrieval.learned import LearnedReranker, reranker_path
 from ebm_platform.retrieval.lexical import TermStatistics
@@ -59,6 +59,7 @@ class PipelineParams:
     hyde: int = 300
     rrf_k: int = 60
     pool_quota: tuple[tuple[str, int], ...] = (("A", 32), ("B-E", 64))
+    channel_head: int = 3  # each channel's first windows join its pool's candidates whatever their fused rank
     budget: int = 12
     graph_channel: bool = True
     hyde_channel: bool = True
@@ -374,7 +375,9 @@ def gather(
         scores, ranks = rrf(rankings[pool], p.rrf_k)
         merged += [
             Candidate(w, rows[w], pool, ranks[w], scores[w], bm25.get(w), graph_path=paths.get(w, []))
-            for w in fill_rows(r.index, top(scores, n), conditions, rows)
+            for w in fill_rows(
+                r.index, with_channel_heads(top(scores, n), rankings[pool], p.channel_head), conditions, rows
+            )
         ]
     laps.lap("fusion")
     if merged:
