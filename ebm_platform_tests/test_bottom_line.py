@@ -574,6 +574,25 @@ def test_an_open_bottom_line_that_no_source_supports_names_why_for_its_certainty
     assert undecided({**line, "answer": "no"}) is None
 
 
+def test_a_review_uncertain_only_about_alternatives_does_not_leave_an_effect_question_open() -> None:
+    """The demo answered "Is arthrographic distension effective for frozen shoulder?" with "Uncertain: the
+    top-ranked systematic review concludes that the evidence is uncertain" from a review that finds short-term
+    benefits and is uncertain only "whether this is better than alternative interventions"."""
+    question = "Is arthrographic distension effective for frozen shoulder?"
+    benefit = (
+        'There is "silver" level evidence that arthrographic distension with saline and steroid provides '
+        "short-term benefits in pain, range of movement and function in adhesive capsulitis."
+    )
+    for doubt, expected in (
+        ("It is uncertain whether this is better than alternative interventions.", "yes"),
+        ("It is uncertain whether arthrographic distension is better than a placebo injection.", "uncertain"),
+        ("The effectiveness of arthrographic distension remains uncertain.", "uncertain"),
+    ):
+        answer = _answer(INCREASED, [(doubt, 1), (benefit, 1)], {1: "B"})
+        line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+        assert line["answer"] == expected, (doubt, line["text"])
+
+
 def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:
     """The demo answered "Does the Nordic hamstring exercise prevent hamstring injuries?" with "Yes: the
     top-ranked review reports the effect asked about" from a review that finds no effect for hamstring injury,

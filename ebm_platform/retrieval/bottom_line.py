@@ -43,6 +43,7 @@ from ebm_platform.retrieval.findings import (
     arm_words,
     compares_arms,
     compares_forms,
+    concludes_uncertain_whether_it_works,
     is_protocol,
     less_specific,
     most_specific,
@@ -488,8 +489,8 @@ def bottom_line(
             if grade[n] != REVIEW or recommends(statement):
                 return False
             others = quoted.get(document[n], [])
-            return bool(CONCLUDES_UNCERTAIN.search(statement)) or (
-                any(CONCLUDES_UNCERTAIN.search(o) for o in others)
+            return concludes_uncertain_whether_it_works(statement) or (
+                any(concludes_uncertain_whether_it_works(o) for o in others)
                 and not any(verdict_of(o) in (INCREASED, DECREASED) for o in others if names_every_arm_word(o, anchors))
             )
 

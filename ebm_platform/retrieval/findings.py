@@ -549,6 +549,24 @@ CONCLUDES_UNCERTAIN = re.compile(
     r"conclusions?\b",
     re.I,
 )
+# what a review's uncertain conclusion may be about besides whether the intervention works: how it compares with
+# other treatments or which form of it is best ("it is uncertain whether this is better than alternative
+# interventions", "insufficient evidence to determine the best design of such inserts")
+AMONG_ALTERNATIVES = re.compile(
+    r"\b(?:better|worse|superior|inferior|best|optimal|alternatives?|relative (?:effectiveness|efficacy|merits))\b",
+    re.I,
+)
+
+
+def concludes_uncertain_whether_it_works(statement: str) -> bool:
+    """Whether a statement concludes that the evidence does not settle whether the intervention works
+    (`CONCLUDES_UNCERTAIN`), not only how it compares with other treatments or which form of it is best
+    (`AMONG_ALTERNATIVES`, unless against a placebo, sham or no treatment: `CONTROL_ARM`)."""
+    if not CONCLUDES_UNCERTAIN.search(statement):
+        return False
+    return not AMONG_ALTERNATIVES.search(statement) or bool(CONTROL_ARM.search(statement))
+
+
 # a review's conclusion that the intervention does not work ("shock wave therapy provides little or no benefit in
 # terms of pain and function"; not "no more effective than", which compares it with another treatment)
 CONCLUDES_NO_BENEFIT = re.compile(
