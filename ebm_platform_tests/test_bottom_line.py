@@ -593,6 +593,31 @@ def test_a_review_uncertain_only_about_alternatives_does_not_leave_an_effect_que
         assert line["answer"] == expected, (doubt, line["text"])
 
 
+STAY_ACTIVE = (
+    "Moderate quality evidence shows that patients with acute LBP may experience small benefits in pain relief and "
+    "functional improvement from advice to stay active compared to advice to rest in bed."
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        (STAY_ACTIVE, "no"),  # staying active came out better than the question's bed rest
+        ("Bed rest was better than staying active for pain relief (p = 0.01).", "yes"),  # bed rest came out better
+        ("Advice to stay active gave less pain relief than advice to rest in bed (p = 0.01).", "yes"),  # the reader's
+    ],
+)
+def test_a_source_that_finds_something_better_than_the_intervention_answers_a_yes_no_question_no(
+    statement: str, expected: str
+) -> None:
+    """The demo's "Should patients with acute low back pain stay in bed?" counted the Cochrane review favouring
+    advice to stay active over bed rest as contradicting its "No": the reader answered yes to the review."""
+    question = "Should patients with acute low back pain stay in bed?"
+    answer = _answer(INCREASED, [(statement, 1)], {1: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == expected, line["text"]
+
+
 def test_a_reviews_effect_of_another_intervention_does_not_settle_its_uncertain_conclusion() -> None:
     """The demo answered "Does the Nordic hamstring exercise prevent hamstring injuries?" with "Yes: the
     top-ranked review reports the effect asked about" from a review that finds no effect for hamstring injury,

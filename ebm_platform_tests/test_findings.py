@@ -6,6 +6,7 @@ from __future__ import annotations
 from ebm_platform.retrieval.answer import assess_certainty, label_shared_windows
 from ebm_platform.retrieval.findings import (
     arm_words,
+    favours_another_arm_over,
     is_finding,
     is_protocol,
     names_question,
@@ -227,6 +228,17 @@ def test_a_word_the_question_writes_closed_names_a_source_that_writes_it_open():
     assert names_question("Early weight-bearing improved function (p < 0.05).", weight_bearing)
     # only adjacent words join: "weight and bearing" is not "weightbearing"
     assert not names_question("Body weight and bearing surface did not differ.", Anchors(intervention="weightbearing"))
+
+
+def test_a_statement_favours_another_arm_only_when_the_question_names_what_it_is_compared_to():
+    bed = question_anchors("Should patients with acute low back pain stay in bed?")
+    assert favours_another_arm_over("Small benefits from advice to stay active compared to advice to rest in bed.", bed)
+    assert not favours_another_arm_over("Bed rest was better than exercise for pain (p = 0.01).", bed)
+    # a risk factor's size, and a time span, are no comparison of treatments (a PubMedQA answer turned by both)
+    obesity = Anchors(intervention="obesity predict knee pain over fourteen years in women")
+    assert not favours_another_arm_over(
+        "A greater BMI and change in BMI over 15 years were significant predictors of knee pain.", obesity
+    )
 
 
 def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():

@@ -44,6 +44,7 @@ from ebm_platform.retrieval.findings import (
     compares_arms,
     compares_forms,
     concludes_uncertain_whether_it_works,
+    favours_another_arm_over,
     is_protocol,
     less_specific,
     most_specific,
@@ -545,11 +546,19 @@ def bottom_line(
             texts = [*quoted.get(document[n], []), titles[n]]
             return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
 
+        # a yes/no question's intervention that a source finds worse than something else: no (the demo's "Should
+        # patients with acute low back pain stay in bed?" counted a review favouring advice to stay active over bed
+        # rest as contradicting its "No"); an effect question's is a comparison with another treatment, as before
+        worse = {
+            n
+            for n, s in first.items()
+            if kind == "yes/no" and not recommends(s) and favours_another_arm_over(s, anchors)
+        }
         stances = {
             n: UNCERTAIN
             if n in unsettled
             else NO
-            if n in no_benefit
+            if n in no_benefit or n in worse
             else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction, adds_to_control(n))
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)

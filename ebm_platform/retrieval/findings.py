@@ -567,6 +567,31 @@ def concludes_uncertain_whether_it_works(statement: str) -> bool:
     return not AMONG_ALTERNATIVES.search(statement) or bool(CONTROL_ARM.search(statement))
 
 
+# what the first-named arm is compared to, up to six words ("... from advice to stay active compared to advice to
+# rest in bed"; not "over 15 years"), and words that say the first-named arm came out better, or worse
+COMPARED_TO = re.compile(r"\b(?:compared (?:to|with)|versus|vs\.?|than)\s+((?:[\w-]+\s+){0,5}[\w-]+)", re.I)
+FIRST_BETTER = re.compile(r"\b(?:benefits?|better|more effective|superior)\b", re.I)  # not "greater BMI", a risk
+FIRST_WORSE = re.compile(r"\b(?:less|worse|inferior|fewer|lower|harm\w*)\b", re.I)
+
+
+def favours_another_arm_over(statement: str, anchors: Anchors) -> bool:
+    """Whether the statement favours something else over the question's intervention: it names the intervention
+    only in what the first-named arm is compared to, and says that arm came out better ("patients with acute LBP
+    may experience small benefits ... from advice to stay active compared to advice to rest in bed" for "Should
+    patients with acute low back pain stay in bed?")."""
+    match = COMPARED_TO.search(statement)
+    if match is None:
+        return False
+    before = statement[: match.start()]
+    named = {stem(w) for w in naming_words(anchors)} & _text_stems(match.group(1))
+    return (
+        bool(named)
+        and not named & _text_stems(before)
+        and bool(FIRST_BETTER.search(before))
+        and not FIRST_WORSE.search(before)
+    )
+
+
 # a review's conclusion that the intervention does not work ("shock wave therapy provides little or no benefit in
 # terms of pain and function"; not "no more effective than", which compares it with another treatment)
 CONCLUDES_NO_BENEFIT = re.compile(
