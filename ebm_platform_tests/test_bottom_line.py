@@ -593,6 +593,20 @@ def test_a_review_uncertain_only_about_alternatives_does_not_leave_an_effect_que
         assert line["answer"] == expected, (doubt, line["text"])
 
 
+def test_the_verdict_is_not_phrased_against_the_answer_it_gives() -> None:
+    """The demo answered "Are foot orthoses effective for patellofemoral pain?" with "Yes: foot orthoses increased
+    patellofemoral pain": the reader's yes, phrased with a verdict read from an adverse-effects sentence."""
+    question = "Are foot orthoses effective for patellofemoral pain?"
+    adverse = "Patients treated with foot orthoses are more likely to complain of mild adverse effects and discomfort."
+    answer = _answer(INCREASED, [(adverse, 1)], {1: "B"})
+    answer["verdict_basis"] = {"statement": adverse}
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: the top-ranked review reports the effect asked about.", line["text"]
+    answer["verdict"] = DECREASED  # a verdict that agrees with the answer is phrased in the question's terms
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"].startswith("Yes: foot orthoses decreased patellofemoral pain"), line["text"]
+
+
 STAY_ACTIVE = (
     "Moderate quality evidence shows that patients with acute LBP may experience small benefits in pain relief and "
     "functional improvement from advice to stay active compared to advice to rest in bed."
