@@ -608,13 +608,13 @@ def bottom_line(
         # the verdict is phrased in the question's terms unless read from a source that does not name its arms
         # (the demo once read "Yes: exercises decreased risk of recurrent ankle sprain" from a gel trial)
         on_question = read_from is None or any(n in first for s, n in statements if s == read_from)
-        # and only when it says the same as the answer, read against the outcome's better direction when the question
-        # states none (the demo read "Yes: foot orthoses increased patellofemoral pain" from "patients treated with
-        # orthoses are more likely to complain of mild adverse effects")
-        better = direction or outcome_polarity(anchors.outcome or "")
+        # and only when it says the same as the answer, read as the question asks and, when the question states no
+        # direction, against the outcome's better one too (the demo read "Yes: foot orthoses increased patellofemoral
+        # pain" from "patients treated with orthoses are more likely to complain of mild adverse effects")
+        readings = {direction, direction or outcome_polarity(anchors.outcome or "")}
         basis = (
             _phrase(verdict, anchors, read_from)
-            if kind == "effect" and on_question and as_closed_answer(verdict, better) == target
+            if kind == "effect" and on_question and all(as_closed_answer(verdict, d) == target for d in readings)
             else generic
         )
         recommended = _recommended(stances, on_arms, UNCERTAIN)
