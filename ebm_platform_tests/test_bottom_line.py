@@ -591,6 +591,16 @@ def test_a_review_uncertain_only_about_alternatives_does_not_leave_an_effect_que
         answer = _answer(INCREASED, [(doubt, 1), (benefit, 1)], {1: "B"})
         line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
         assert line["answer"] == expected, (doubt, line["text"])
+        # the certainty starts where the bottom line stands: a "Yes" from this review does not start "very low, the
+        # review's own conclusion that the evidence is uncertain" (the demo's insoles and distension answers did)
+        take_sides(answer, line["sides"])
+        for cite in answer["citations"]:
+            cite["doc_id"] = cite["window_id"]
+        assess_certainty(answer, None, set(), undecided=undecided(line))
+        uncertain_start = (
+            "the review's own conclusion that the evidence is uncertain" in answer["certainty"]["starts_from"]
+        )
+        assert uncertain_start == (expected == "uncertain"), (doubt, answer["certainty"])
 
 
 def test_the_verdict_is_not_phrased_against_the_answer_it_gives() -> None:

@@ -29,9 +29,9 @@ from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.evidence_sentences import cosine_scores, sentence_features
 from ebm_platform.retrieval.findings import (
-    CONCLUDES_UNCERTAIN,
     STRENGTH,
     about_arms,
+    concludes_uncertain_whether_it_works,
     is_finding,
     less_specific,
     most_specific,
@@ -272,7 +272,7 @@ def assess_certainty(
         if rated:
             start = stated_level(rated)
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the review's own rating"
-        elif any(CONCLUDES_UNCERTAIN.search(s) for s in own):
+        elif any(concludes_uncertain_whether_it_works(s) for s in own):
             start = 0
             starts_from = (
                 f"{design} (grade {best}{side}): very low, the review's own conclusion that the evidence is uncertain"
