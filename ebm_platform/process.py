@@ -59,6 +59,18 @@ def release_free_memory() -> None:
         trim(0)
 
 
+def one_blas_thread() -> None:
+    """numpy's BLAS (OpenBLAS) on one thread in this process, whatever numpy was loaded with. The query path's
+    matrix products are small and OpenBLAS's second thread spins between them: gathering one question's
+    candidates at a time kept 1.8 cores busy for 1.0 core's work, and two threads gathering at once took 16.5 s
+    for 110 questions instead of 12.6 s (docs/performance.md). Nothing here needs a threaded BLAS: the encoders
+    run on OpenVINO or torch, LightGBM on its own threads. A BLAS loaded later (scipy's) reads the variable."""
+    from threadpoolctl import threadpool_limits
+
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    threadpool_limits(1, user_api="blas")
+
+
 def peak_rss_mb(reset: bool = False) -> float | None:
     """This process's peak resident memory in MiB (Linux VmHWM) since it started or since the last
     reset; `reset` releases the free heap (`release_free_memory`) and starts a new peak from what is

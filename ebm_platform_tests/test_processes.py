@@ -126,3 +126,14 @@ def test_a_run_left_started_by_a_dead_worker_is_marked_failed_and_no_other():
         "b": DagsterRunStatus.STARTED,
         "c": DagsterRunStatus.SUCCESS,
     }
+
+
+def test_numpy_blas_runs_on_one_thread_where_the_definitions_are_loaded() -> None:
+    """OpenBLAS's second thread spun between the query path's small matrix products (1.8 cores busy for one
+    question's 1.0): every process that loads the definitions, and so every step, keeps it to one thread."""
+    from threadpoolctl import threadpool_info
+
+    import ebm_platform.definitions  # noqa: F401
+
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas), blas

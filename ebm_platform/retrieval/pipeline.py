@@ -26,6 +26,7 @@ from ebm_platform.index.window_index import WindowIndex
 from ebm_platform.lake_files import join, read_parquet
 from ebm_platform.lake_layout import LakeLayout
 from ebm_platform.llm.client import LLMClient
+from ebm_platform.process import one_blas_thread
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.features import FEATURES, QueryView, candidate_features
 from ebm_platform.retrieval.full_text import FullTextChannel
@@ -179,6 +180,7 @@ class Retriever:
         params: PipelineParams = PipelineParams(),
         embedding_backend: str | None = None,
     ) -> None:
+        one_blas_thread()  # every process that answers or gathers questions opens a retriever first
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
         self.encoder = get_encoder(embedding_model, embedding_backend)
