@@ -986,6 +986,40 @@ def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_mea
     )
 
 
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        (
+            "The evidence to date suggests that NSAIDs are superior to acetaminophen for improving knee and hip pain.",
+            "The evidence favours NSAIDs over acetaminophen for hip osteoarthritis.",
+        ),
+        (
+            "Acetaminophen was less effective than NSAIDs for improving hip pain (p < 0.01).",
+            "The evidence favours NSAIDs over acetaminophen for hip osteoarthritis.",
+        ),
+        (
+            "In hip osteoarthritis the mean difference in pain between NSAIDs and acetaminophen was 6.8 (95% CI 1.7 to "
+            "12.0) in favour of acetaminophen.",
+            "The evidence favours acetaminophen over NSAIDs for hip osteoarthritis.",
+        ),
+        (  # a finding that names no arm where it says which is better: the outcome measured, as before
+            "Hip pain scores were better with NSAIDs and acetaminophen than placebo (p < 0.01).",
+            "NSAIDs increased the outcome measured (Hip pain scores) compared with acetaminophen for hip osteoarthritis.",
+        ),
+    ],
+)
+def test_a_comparative_finding_that_says_which_arm_came_out_better_names_it(statement: str, expected: str) -> None:
+    """The demo answered "Are NSAIDs better than acetaminophen for hip osteoarthritis?" with "NSAIDs increased the
+    outcome measured compared with acetaminophen for hip osteoarthritis" from a review's "NSAIDs are superior to
+    acetaminophen for improving knee and hip pain": the question names no outcome whose better direction is known,
+    the finding names the better arm."""
+    question = "Are NSAIDs better than acetaminophen for hip osteoarthritis?"
+    anchors = question_anchors(question, ("hip osteoarthritis",))
+    answer = _answer(INCREASED, [(statement, 1)], {1: "B"})
+    answer["verdict_basis"] = {"statement": statement}
+    assert bottom_line(question, anchors, answer, _rules)["text"] == expected
+
+
 def test_a_condition_asked_about_as_the_outcome_is_the_condition() -> None:
     """The demo read "Hip arthroscopy increased femoroacetabular impingement compared with physiotherapy":
     femoroacetabular impingement is no catalogue name but a term of Nonarthritic hip joint pain."""

@@ -44,6 +44,7 @@ from ebm_platform.retrieval.findings import (
     compares_arms,
     compares_forms,
     concludes_uncertain_whether_it_works,
+    favoured_arm,
     favours_another_arm_over,
     is_protocol,
     less_specific,
@@ -264,6 +265,14 @@ def _phrase(verdict: str, anchors: Anchors, basis: str | None = None) -> str:
         measured = measured_outcome(basis)
         outcome = f"the outcome measured ({measured})" if measured else "the outcome measured"
         against = f"{against} for {anchors.condition}"
+        # a finding that says which arm came out better names it ("NSAIDs increased the outcome measured compared
+        # with acetaminophen" from "NSAIDs are superior to acetaminophen for improving knee and hip pain")
+        favoured = favoured_arm(basis, anchors) if basis and verdict in (INCREASED, DECREASED) else None
+        if favoured:
+            better, worse = (
+                (intervention, anchors.comparator) if favoured == "intervention" else (anchors.comparator, intervention)
+            )
+            return f"the evidence favours {better} over {worse} for {anchors.condition}"
     if verdict == INCREASED:
         return f"{intervention} increased {outcome}{against}"
     if verdict == DECREASED:

@@ -592,6 +592,37 @@ def favours_another_arm_over(statement: str, anchors: Anchors) -> bool:
     )
 
 
+# a finding that says which of two arms came out better ("NSAIDs are superior to acetaminophen for improving knee
+# and hip pain"; "6.8 (95% CI 1.7-12.0) in favour of hip arthroscopy")
+SUPERIOR_TO = re.compile(
+    r"\b(?:(superior|better|more effective|preferable)|inferior|worse|less effective)\s+(?:to|than)\b", re.I
+)
+IN_FAVOUR_OF = re.compile(r"\bin favou?r of\s+((?:[\w-]+\s+){0,5}[\w-]+)", re.I)
+
+
+def favoured_arm(statement: str, anchors: Anchors) -> str | None:
+    """ "intervention" or "comparator": the question's arm that a finding says came out better, by the words of
+    its own that it names where the finding says so ("in favour of ..."; the arm before "superior to" and the arm
+    after it); None when the finding says neither so, or names both arms or neither there."""
+    if not (anchors.intervention and anchors.comparator):
+        return None
+    intervention, comparator = stems(anchors.intervention), stems(anchors.comparator)
+    own = {"intervention": intervention - comparator, "comparator": comparator - intervention}
+
+    def arm_in(text: str) -> str | None:
+        named = [arm for arm, words in own.items() if words & _text_stems(text)]
+        return named[0] if len(named) == 1 else None
+
+    if (match := IN_FAVOUR_OF.search(statement)) is not None:
+        return arm_in(match.group(1))
+    if (match := SUPERIOR_TO.search(statement)) is None:
+        return None
+    subject, other = arm_in(statement[: match.start()]), arm_in(statement[match.end() :])
+    if subject is None or other is None or subject == other:
+        return None
+    return subject if match.group(1) else other
+
+
 # a review's conclusion that the intervention does not work ("shock wave therapy provides little or no benefit in
 # terms of pain and function"; not "no more effective than", which compares it with another treatment)
 CONCLUDES_NO_BENEFIT = re.compile(
