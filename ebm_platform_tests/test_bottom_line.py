@@ -566,6 +566,44 @@ def test_a_review_that_concludes_no_benefit_answers_no_whatever_the_reader_reads
     assert line["answer"] == expected and line["support"] == {grade: 1}, line["text"]
 
 
+TOPICAL_NSAIDS = (
+    "In studies lasting 6 to 12 weeks, topical diclofenac and topical ketoprofen were significantly more effective "
+    "than carrier for reducing pain; about 60% of participants had much reduced pain."
+)
+
+
+@pytest.mark.parametrize(
+    ("statement", "grade", "expected"),
+    [
+        (TOPICAL_NSAIDS, "B", "yes"),  # the review's finding against a control answers the reader's maybe
+        (TOPICAL_NSAIDS, "C", "uncertain"),  # a trial's: the reader's maybe stands
+        # against another treatment, not a control: the maybe stands
+        (
+            "Topical diclofenac was significantly more effective than oral ibuprofen for reducing pain (p < 0.01).",
+            "B",
+            "uncertain",
+        ),
+        # an effect against a control on another outcome: the maybe stands
+        (
+            "Topical diclofenac significantly increased skin reactions compared with carrier (p < 0.01).",
+            "B",
+            "uncertain",
+        ),
+    ],
+)
+def test_a_reviews_effect_against_a_control_answers_the_readers_maybe(
+    statement: str, grade: str, expected: str
+) -> None:
+    """The demo answered "Are topical NSAIDs effective for knee osteoarthritis pain?" with "Uncertain: the top-ranked
+    review does not settle it" beside the Cochrane review's finding that topical diclofenac and ketoprofen reduced
+    pain more than carrier: the reader, trained on single studies' results, read the review's results as maybe, and
+    the finding names the drugs, not their class."""
+    question = "Are topical NSAIDs effective for knee osteoarthritis pain?"
+    answer = _answer(DECREASED, [(statement, 1)], {1: grade})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "uncertain")
+    assert line["answer"] == expected, line["text"]
+
+
 def test_an_open_bottom_line_that_no_source_supports_names_why_for_its_certainty() -> None:
     line = {"answer": "uncertain", "text": "Uncertain: the top-ranked review does not settle it.", "support": {}}
     assert undecided(line) == "the top-ranked review does not settle it"

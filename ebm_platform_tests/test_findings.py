@@ -97,6 +97,11 @@ BACKGROUND = [
     "A positive result will support current practice, while no difference between the groups indicates that the "
     "use of rESWT for subacromial shoulder pain should not be recommended.",
     "Radial ESWT is being increasingly used for musculoskeletal complaints including subacromial shoulder pain.",
+    # a topical diclofenac trial's introduction, quoted in the core of the demo's topical NSAIDs answer (2026-12-05)
+    "Efficacy of a treatment is being expressed increasingly as a dichotomous result, e.g. \"Did the patient's pain "
+    'improve by 50%; yes or no?".',
+    "Through their vast meta-analysis of suitable trials, the authors found that for trials of oral NSAIDs vs. "
+    "placebo the responder rates were 65.4% and 45.9% respectively.",
     "Efficacy of adding a physiotherapy rehabilitation program to arthroscopic management of femoroacetabular "
     "impingement: The FAIR randomised controlled trial Background: It is unknown if rehabilitation improves outcomes.",
     # other work: reviews a trial cites, a reference printed as a superscript

@@ -35,6 +35,7 @@ from ebm_platform.retrieval.findings import (
     COMPARISON_STATED,
     CONCLUDES_NO_BENEFIT,
     CONCLUDES_UNCERTAIN,
+    CONTROL_NAMED,
     HEALTHY_SAMPLE,
     NEGATED_WORD,
     PREVENTION,
@@ -519,6 +520,21 @@ def bottom_line(
             and names_every_arm_word(s, anchors)
         }
 
+        # a systematic review whose quoted finding is a significant effect of the question's intervention against a
+        # control, the question's way, answers yes where the reader reads the review's results as maybe (the demo's
+        # "Are topical NSAIDs effective for knee osteoarthritis pain?" read "Uncertain: the top-ranked review does
+        # not settle it" beside CD007400's "topical diclofenac and topical ketoprofen were significantly more
+        # effective than carrier for reducing pain"); as with no benefit, the reader never saw a review
+        effect_found = {
+            n
+            for n, s in first.items()
+            if grade[n] == REVIEW
+            and n not in unsettled
+            and not recommends(s)
+            and CONTROL_NAMED.search(s)
+            and as_closed_answer(arm_outcome_verdict(s, anchors, verdict_of), direction) == YES
+        }
+
         # a question that names a clinical outcome besides its condition ("pain" in patellofemoral pain; one whose
         # better direction is known, `outcome_polarity`: the parser reads "stabilised surgically" as an outcome)
         # is answered by sources about that outcome: "no differences in EMG activity" says nothing of pain
@@ -555,6 +571,14 @@ def bottom_line(
             texts = [*quoted.get(document[n], []), titles[n]]
             return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
 
+        def reader_answer(n: int, statement: str) -> str:
+            """The reader's answer for source n (`directed`), or yes for its maybe when n's finding is an effect
+            against a control (`effect_found`)."""
+            said = reader(n)
+            if said == UNCERTAIN and n in effect_found:
+                return YES
+            return directed(said, arm_outcome_verdict(statement, anchors, verdict_of), direction, adds_to_control(n))
+
         # a yes/no question's intervention that a source finds worse than something else: no (the demo's "Should
         # patients with acute low back pain stay in bed?" counted a review favouring advice to stay active over bed
         # rest as contradicting its "No"); an effect question's is a comparison with another treatment, as before
@@ -568,7 +592,7 @@ def bottom_line(
             if n in unsettled
             else NO
             if n in no_benefit or n in worse
-            else directed(reader(n), arm_outcome_verdict(s, anchors, verdict_of), direction, adds_to_control(n))
+            else reader_answer(n, s)
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)
             for n, s in first.items()

@@ -33,7 +33,8 @@ SUPERSCRIPT_REFERENCE = re.compile(
 OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated|known)|"
-    r"they (?:found|showed|demonstrated|concluded)|"
+    r"they (?:found|showed|demonstrated|concluded)|the authors (?:found|showed|reported|demonstrated|concluded)|"
+    r"their (?:\w+ )?meta-?analys[ie]s|"
     r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
     r"\(\d{4}\)",
@@ -47,7 +48,7 @@ CONTEXT = re.compile(
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled|included)\b|"
     r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
     r"\b(?:more|further|additional|future) (?:research|studies|trials)\b|"
-    r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|"
+    r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|\b(?:is|are) being \w+ increasingly\b|"
     r"\b(?:it is|it remains|remains|is still) (?:unknown|not known)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
     r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:",  # an abstract's heading inside the sentence
@@ -270,11 +271,22 @@ def _arm_word_stems(anchors: Anchors) -> set[str]:
 # Words that name the same kind of care, for telling whether a source names an arm: a review of "exercise
 # alone compared with surgical repair" compares surgery with conservative treatment. One-way: conservative
 # care takes in exercise and physiotherapy, not the other way round.
+# A drug class takes in the drugs of it that sources name ("topical NSAIDs" is answered by "topical diclofenac
+# and topical ketoprofen were significantly more effective than carrier"); paracetamol and acetaminophen are one.
 _SURGERY = stems("surgery surgical surgically operative operation")
 _CONSERVATIVE = stems("conservative nonoperative nonsurgical")
+_NSAIDS = stems(
+    "nsaid nsaids diclofenac ibuprofen ketoprofen naproxen piroxicam celecoxib etoricoxib indomethacin meloxicam "
+    "etodolac aceclofenac"
+)
+_OPIOIDS = stems("opioid opioids tramadol tapentadol oxycodone morphine codeine buprenorphine hydromorphone")
+_PARACETAMOL = stems("paracetamol acetaminophen")
 ARM_FAMILIES: dict[str, frozenset[str]] = {
     **dict.fromkeys(_SURGERY, _SURGERY),
     **dict.fromkeys(_CONSERVATIVE, _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")),
+    **dict.fromkeys(stems("nsaid nsaids"), _NSAIDS),
+    **dict.fromkeys(stems("opioid opioids"), _OPIOIDS),
+    **dict.fromkeys(_PARACETAMOL, _PARACETAMOL),
 }
 NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
 WORD = re.compile(r"[a-z0-9]+")
@@ -340,10 +352,11 @@ CONTROL_ARM = re.compile(
     r"baseline|comparator|no \w+|wait(?:ing)?[- ]?list)\b",
     re.I,
 )
-# a control arm in a source's words ("the control group", "placebo", "usual care"; not a "controlled" trial)
+# a control arm in a source's words ("the control group", "placebo", "usual care", a topical drug's "carrier"; not a
+# "controlled" trial)
 CONTROL_NAMED = re.compile(
     r"\b(?:placebo|sham|controls?|usual care|standard care|routine care|no (?:treatment|intervention)|untreated|"
-    r"wait(?:ing)?[- ]?list)\b",
+    r"wait(?:ing)?[- ]?list|carrier|vehicle)\b",
     re.I,
 )
 # a control arm that has what the other arm adds to it ("exercises alone", "with and without mobilisation")
