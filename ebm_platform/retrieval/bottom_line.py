@@ -506,34 +506,35 @@ def bottom_line(
             )
 
         unsettled = {n for n, s in first.items() if concludes_unsettled(n, s)}  # read once per source
+
+        def reviews_stating(says: Callable[[str], bool]) -> set[int]:
+            """The systematic reviews whose quoted statement, no recommendation, `says` so (those that conclude
+            the evidence is uncertain aside)."""
+            return {
+                n
+                for n, s in first.items()
+                if grade[n] == REVIEW and n not in unsettled and not recommends(s) and says(s)
+            }
+
         # a systematic review whose quoted statement concludes that the question's intervention brings no benefit
         # answers no, whatever the reader makes of it: the reader learned from results sentences, not from authors'
         # conclusions (the demo read "Yes" to "Does shockwave therapy reduce pain in lateral elbow tendinopathy?"
         # from a review concluding that "shock wave therapy provides little or no benefit in terms of pain")
-        no_benefit = {
-            n
-            for n, s in first.items()
-            if grade[n] == REVIEW
-            and n not in unsettled
-            and not recommends(s)
-            and CONCLUDES_NO_BENEFIT.search(s)
-            and names_every_arm_word(s, anchors)
-        }
+        no_benefit = reviews_stating(
+            lambda s: bool(CONCLUDES_NO_BENEFIT.search(s)) and names_every_arm_word(s, anchors)
+        )
 
         # a systematic review whose quoted finding is a significant effect of the question's intervention against a
         # control, the question's way, answers yes where the reader reads the review's results as maybe (the demo's
         # "Are topical NSAIDs effective for knee osteoarthritis pain?" read "Uncertain: the top-ranked review does
         # not settle it" beside CD007400's "topical diclofenac and topical ketoprofen were significantly more
         # effective than carrier for reducing pain"); as with no benefit, the reader never saw a review
-        effect_found = {
-            n
-            for n, s in first.items()
-            if grade[n] == REVIEW
-            and n not in unsettled
-            and not recommends(s)
-            and CONTROL_NAMED.search(s)
-            and as_closed_answer(arm_outcome_verdict(s, anchors, verdict_of), direction) == YES
-        }
+        effect_found = reviews_stating(
+            lambda s: (
+                bool(CONTROL_NAMED.search(s))
+                and as_closed_answer(arm_outcome_verdict(s, anchors, verdict_of), direction) == YES
+            )
+        )
 
         # a question that names a clinical outcome besides its condition ("pain" in patellofemoral pain; one whose
         # better direction is known, `outcome_polarity`: the parser reads "stabilised surgically" as an outcome)
