@@ -347,6 +347,20 @@ def test_a_supporting_review_that_rates_its_evidence_starts_the_certainty_there(
     assess_certainty(two_windows, "LBP", {"w1", "w2", "w3"}, passages=passages)
     assert two_windows["certainty"]["level"] == "low"
     assert two_windows["certainty"]["starts_from"].endswith("the lowest rating the review's cited windows state")
+    # a statement that words its rating as Cochrane's reviews do: "probably" is moderate, "may" low, before the
+    # lowest rating the windows state elsewhere (the demo's insoles answer read "high" from "probably reduces")
+    for statement, level in (
+        (
+            "The use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures.",
+            "moderate",
+        ),
+        ("Subacromial corticosteroid injection may be beneficial although its effect may be small.", "low"),
+    ):
+        worded = _answer([(1, "supports")], {1: "B"}, {1: "review"})
+        worded["core_answer"][0]["statement"] = statement
+        assess_certainty(worded, "LBP", {"w1"}, passages={"w1": "Very low quality evidence for function."})
+        assert worded["certainty"]["level"] == level, worded["certainty"]
+        assert "as the review words its finding" in worded["certainty"]["starts_from"]
 
 
 def test_a_shared_window_is_labelled_with_the_questions_condition():

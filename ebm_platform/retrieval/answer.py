@@ -177,6 +177,13 @@ CERTAINTY_LEVELS = CONFIDENCE_LEVELS  # GRADE's four levels, lowest first: the o
 STATED_CERTAINTY = re.compile(
     rf"\b(very low|low|moderate|high)[- ](?:certainty|quality)\b|{CONFIDENCE_LABEL}: (very low|low|moderate|high)", re.I
 )
+# Cochrane's plain-language wording of its GRADE rating in a review's statement of an effect (its guidance for
+# authors): "probably reduces" is moderate certainty, "may reduce" low; a rating stated outright comes first
+WORDED_CERTAINTY = re.compile(
+    r"\b(?:(probably)|may|might)\s+(?:\w+ly\s+)?(?:not\s+)?(?:reduce|improve|increase|decrease|lower|prevent|"
+    r"lead|result|make|have|provide|be)\w*",
+    re.I,
+)
 # GRADE's starting points by study design: randomised evidence (trials and their systematic reviews)
 # starts high, observational evidence low; a guideline's own recommendation strength is quoted.
 START = {
@@ -276,6 +283,12 @@ def assess_certainty(
             start = 0
             starts_from = (
                 f"{design} (grade {best}{side}): very low, the review's own conclusion that the evidence is uncertain"
+            )
+        elif worded := [WORDED_CERTAINTY.search(s) for s in own if WORDED_CERTAINTY.search(s)]:
+            start = min(2 if m.group(1) else 1 for m in worded)  # the lowest the supporting statements word
+            starts_from = (
+                f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, as the review words its finding "
+                f'("{worded[0].group(0)}")'
             )
         elif passage:
             start = min(passage)
