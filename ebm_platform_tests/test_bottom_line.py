@@ -653,6 +653,15 @@ def test_the_verdict_is_not_phrased_against_the_answer_it_gives() -> None:
     answer["verdict"] = DECREASED  # a verdict that agrees with the answer is phrased in the question's terms
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["text"].startswith("Yes: foot orthoses decreased patellofemoral pain"), line["text"]
+    # an outcome with no better direction (the question names only the condition): no phrase says which way (the
+    # demo read "Yes: kinesio taping increased the outcome measured for rotator cuff disease")
+    question = "Is kinesio taping effective for rotator cuff disease?"
+    taping = "Kinesio taping significantly increased shoulder range of motion in rotator cuff disease (p < 0.01)."
+    answer = _answer(INCREASED, [(taping, 1)], {1: "B"})
+    answer["verdict_basis"] = {"statement": taping}
+    anchors = question_anchors(question, ("rotator cuff disease",))
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: the top-ranked review reports the effect asked about.", line["text"]
 
 
 STAY_ACTIVE = (

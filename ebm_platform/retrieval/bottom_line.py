@@ -645,10 +645,17 @@ def bottom_line(
         # and only when it says the same as the answer, read as the question asks and, when the question states no
         # direction, against the outcome's better one too (the demo read "Yes: foot orthoses increased patellofemoral
         # pain" from "patients treated with orthoses are more likely to complain of mild adverse effects")
-        readings = {direction, direction or outcome_polarity(anchors.outcome or "")}
+        better = direction or outcome_polarity(anchors.outcome or "")
+        readings = {direction, better}
+        # nor when neither the question nor its outcome says which way is better: "Yes: kinesio taping increased the
+        # outcome measured for rotator cuff disease" says no more than the generic line
+        which_way = better is not None
         basis = (
             _phrase(verdict, anchors, read_from)
-            if kind == "effect" and on_question and all(as_closed_answer(verdict, d) == target for d in readings)
+            if kind == "effect"
+            and on_question
+            and which_way
+            and all(as_closed_answer(verdict, d) == target for d in readings)
             else generic
         )
         recommended = _recommended(stances, on_arms, UNCERTAIN)
