@@ -219,7 +219,8 @@ def assess_certainty(
     match the question's; no cited statement that names the question's arms supports the bottom
     line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
     rests on a single study). A supporting systematic review's own rating starts it too: stated in the
-    quoted statement, or very low when that concludes the evidence is uncertain, else the lowest that
+    quoted statement, or very low when that concludes the evidence is uncertain whether the intervention works,
+    or as the statement words it (`WORDED_CERTAINTY`: "probably" moderate, "may" low), else the lowest that
     the review's cited windows state (`passages`: window id -> text). A bottom line that no cited finding answers
     (`unanswered`: why, `bottom_line.unnamed`) is very low; one left open because its best-graded sources
     disagree (`inconsistent`: why, `bottom_line.disagreeing`) is downgraded for it; one left open that no cited
@@ -284,7 +285,7 @@ def assess_certainty(
             starts_from = (
                 f"{design} (grade {best}{side}): very low, the review's own conclusion that the evidence is uncertain"
             )
-        elif worded := [WORDED_CERTAINTY.search(s) for s in own if WORDED_CERTAINTY.search(s)]:
+        elif worded := [m for s in own if (m := WORDED_CERTAINTY.search(s))]:
             start = min(2 if m.group(1) else 1 for m in worded)  # the lowest the supporting statements word
             starts_from = (
                 f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, as the review words its finding "
