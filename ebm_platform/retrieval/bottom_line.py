@@ -263,9 +263,6 @@ def _phrase(verdict: str, anchors: Anchors, basis: str | None = None) -> str:
         # evidence measured, not the condition ("increased lateral epicondylitis" said the opposite of a
         # benefit); a condition that is its own measure (neck pain) stays the outcome. The finding's own
         # outcome is named when the rules find one ("the outcome measured (iHOT-33 scores)")
-        measured = measured_outcome(basis)
-        outcome = f"the outcome measured ({measured})" if measured else "the outcome measured"
-        against = f"{against} for {anchors.condition}"
         # a finding that says which arm came out better names it ("NSAIDs increased the outcome measured compared
         # with acetaminophen" from "NSAIDs are superior to acetaminophen for improving knee and hip pain")
         favoured = favoured_arm(basis, anchors) if basis and verdict in (INCREASED, DECREASED) else None
@@ -274,6 +271,9 @@ def _phrase(verdict: str, anchors: Anchors, basis: str | None = None) -> str:
                 (intervention, anchors.comparator) if favoured == "intervention" else (anchors.comparator, intervention)
             )
             return f"the evidence favours {better} over {worse} for {anchors.condition}"
+        measured = measured_outcome(basis)
+        outcome = f"the outcome measured ({measured})" if measured else "the outcome measured"
+        against = f"{against} for {anchors.condition}"
     if verdict == INCREASED:
         return f"{intervention} increased {outcome}{against}"
     if verdict == DECREASED:
@@ -528,13 +528,9 @@ def bottom_line(
         # control, the question's way, answers yes where the reader reads the review's results as maybe (the demo's
         # "Are topical NSAIDs effective for knee osteoarthritis pain?" read "Uncertain: the top-ranked review does
         # not settle it" beside CD007400's "topical diclofenac and topical ketoprofen were significantly more
-        # effective than carrier for reducing pain"); as with no benefit, the reader never saw a review
-        effect_found = reviews_stating(
-            lambda s: (
-                bool(CONTROL_NAMED.search(s))
-                and as_closed_answer(arm_outcome_verdict(s, anchors, verdict_of), direction) == YES
-            )
-        )
+        # effective than carrier for reducing pain"); as with no benefit, the reader never saw a review. These are the
+        # reviews whose statement names a control; `reader_answer` reads its effect
+        against_control = reviews_stating(lambda s: bool(CONTROL_NAMED.search(s)))
 
         # a question that names a clinical outcome besides its condition ("pain" in patellofemoral pain; one whose
         # better direction is known, `outcome_polarity`: the parser reads "stabilised surgically" as an outcome)
@@ -573,12 +569,12 @@ def bottom_line(
             return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
 
         def reader_answer(n: int, statement: str) -> str:
-            """The reader's answer for source n (`directed`), or yes for its maybe when n's finding is an effect
-            against a control (`effect_found`)."""
-            said = reader(n)
-            if said == UNCERTAIN and n in effect_found:
+            """The reader's answer for source n (`directed`), or yes for its maybe when n is a review whose finding
+            is an effect against a control (`against_control`) the question's way."""
+            said, found = reader(n), arm_outcome_verdict(statement, anchors, verdict_of)
+            if said == UNCERTAIN and n in against_control and as_closed_answer(found, direction) == YES:
                 return YES
-            return directed(said, arm_outcome_verdict(statement, anchors, verdict_of), direction, adds_to_control(n))
+            return directed(said, found, direction, adds_to_control(n))
 
         # a yes/no question's intervention that a source finds worse than something else: no (the demo's "Should
         # patients with acute low back pain stay in bed?" counted a review favouring advice to stay active over bed
@@ -645,17 +641,15 @@ def bottom_line(
         # and only when it says the same as the answer, read as the question asks and, when the question states no
         # direction, against the outcome's better one too (the demo read "Yes: foot orthoses increased patellofemoral
         # pain" from "patients treated with orthoses are more likely to complain of mild adverse effects")
-        better = direction or outcome_polarity(anchors.outcome or "")
-        readings = {direction, better}
         # nor when neither the question nor its outcome says which way is better: "Yes: kinesio taping increased the
         # outcome measured for rotator cuff disease" says no more than the generic line
-        which_way = better is not None
+        better = direction or outcome_polarity(anchors.outcome or "")
         basis = (
             _phrase(verdict, anchors, read_from)
             if kind == "effect"
             and on_question
-            and which_way
-            and all(as_closed_answer(verdict, d) == target for d in readings)
+            and better is not None
+            and all(as_closed_answer(verdict, d) == target for d in {direction, better})
             else generic
         )
         recommended = _recommended(stances, on_arms, UNCERTAIN)

@@ -619,11 +619,14 @@ def favoured_arm(statement: str, anchors: Anchors) -> str | None:
     after it); None when the finding says neither so, or names both arms or neither there."""
     if not (anchors.intervention and anchors.comparator):
         return None
-    intervention, comparator = stems(anchors.intervention), stems(anchors.comparator)
-    own = {"intervention": intervention - comparator, "comparator": comparator - intervention}
+    own = {
+        "intervention": _own_stems(anchors.intervention, anchors.comparator),
+        "comparator": _own_stems(anchors.comparator, anchors.intervention),
+    }
 
     def arm_in(text: str) -> str | None:
-        named = [arm for arm, words in own.items() if words & _text_stems(text)]
+        words = _text_stems(text)
+        named = [arm for arm, mine in own.items() if mine & words]
         return named[0] if len(named) == 1 else None
 
     if (match := IN_FAVOUR_OF.search(statement)) is not None:
