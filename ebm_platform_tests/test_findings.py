@@ -112,6 +112,9 @@ BACKGROUND = [
     "The significant short-term benefits of corticosteroid injection are paradoxically reversed after six weeks, "
     "implying that this treatment should be used with caution in the management of tennis elbow.38 These are "
     "comparable to our results.",
+    # a discussion's explanation of a result (the core of the demo's insoles answer, 2026-12-05)
+    "However, one of the potential reasons could be due to an increased comfort in both the supported insole and "
+    "the mobility shoe which reflected better perceived pain scores.",
     # what participants were told to do (the demo's knee osteoarthritis exercise answer quoted it in its core)
     "Patients in the current study were told to reduce the exercise intensity if pain during exercise was perceived "
     "as worse than 'acceptable', or persisted more than 24 hours.",
@@ -150,6 +153,10 @@ FINDINGS = [
     "The use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures.",
     "The available evidence from the randomized trials is insufficient to advise on any specific conservative "
     "modality for treating exercise-related groin pain.",
+    # CD008402's main conclusion: the demo's foot orthoses answer quoted its adverse-effects sentence instead and read
+    # "Yes" (2026-12-05)
+    "While not robust, the available evidence does not reveal any clear advantage of foot orthoses over simple "
+    "insoles or physiotherapy for patellofemoral pain.",
 ]
 
 

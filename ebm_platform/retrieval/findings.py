@@ -50,6 +50,10 @@ CONTEXT = re.compile(
     r"\b(?:more|further|additional|future) (?:research|studies|trials)\b|"
     r"\bincreasingly (?:used|popular|common|recogni[sz]ed|prescribed)\b|\b(?:is|are) being \w+ increasingly\b|"
     r"\b(?:it is|it remains|remains|is still) (?:unknown|not known)\b|"
+    # a discussion's explanation of a result, not the result ("one of the potential reasons could be due to an
+    # increased comfort", quoted in the core of the demo's insoles answer; no Evidence Inference train-split
+    # evidence sentence says so)
+    r"\b(?:potential|possible|likely) (?:reasons?|explanations?)\b|\b(?:could|may|might) (?:be )?(?:due to|explained by|attributed to)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
     r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:",  # an abstract's heading inside the sentence
     re.I,
@@ -123,8 +127,8 @@ COMPARISON = re.compile(  # a comparison's result stated without RESULT_CUES' wo
 # Cochrane reviews' conclusions read as background until 2026-12-02, so the review that answered the demo's
 # neck pain exercise question was never quoted); `CONCLUDES_UNCERTAIN` adds "the evidence is insufficient"
 CONCLUSION = re.compile(
-    r"\bevidence\b[^.;]{0,40}?\b(?:supports?|suggests?|shows?|indicates?|favou?rs?|to support)\b|"
-    r"\b(?:no|little|some|small|short-term|long-term|clear|clinical|significant|any|of) benefits?\b|"
+    r"\bevidence\b[^.;]{0,40}?\b(?:supports?|suggests?|shows?|indicates?|favou?rs?|reveals?|to support)\b|"
+    r"\b(?:no|little|some|small|short-term|long-term|clear|clinical|significant|any|of) (?:benefits?|advantages?)\b|"
     r"\bbenefit(?:s|ed)? (?:more|less)\b|\bbeneficial\b|\bharmful\b|"
     r"\b(?:efficacy|effectiveness) (?:is|was|remains) (?:\w+ )?(?:clear|established|less|more|limited|similar|modest)\b|"
     r"\b(?:small|medium|moderate|large|low|high) effect sizes?\b|\beffect sizes? (?:for|of|was|were)\b|"
