@@ -1007,6 +1007,59 @@ def test_guidelines_an_overview_reports_answer_a_closed_question_and_avoiding_is
     assert recommendation_stance("Bed rest was common.", anchors) is None
 
 
+def test_a_guidelines_own_recommendation_outranks_what_an_overview_reports() -> None:
+    """The demo answered "Are antidepressants effective for chronic low back pain?" "Yes: the guideline recommends
+    it" from an overview's two reports that guidelines recommend antidepressants, against the VA/DoD guideline's
+    own "insufficient evidence to recommend for or against" and the WHO guideline's "should not be used"
+    (2026-12-05): the guidelines decide."""
+    question = "Are antidepressants effective for chronic low back pain?"
+    guideline = (
+        "For patients with low back pain, there is insufficient evidence to recommend for or against tricyclic "
+        "antidepressants (Strength of recommendation: Neither for nor against; New-added)."
+    )
+    who = (
+        "SNRI antidepressants should not be used as part of routine care for adults with CPLBP (Strength of "
+        "recommendation: conditional recommendation against use, low certainty evidence)."
+    )
+    reported = "For chronic low back pain, the guidelines recommend the use of NSAIDs and antidepressants."
+    overview = "Of note, most current guidelines recommend antidepressants, where necessary, for chronic LBP."
+    answer = _answer(
+        INSUFFICIENT, [(guideline, 1), (who, 2), (reported, 3), (overview, 4)], {1: "A", 2: "A", 3: "B", 4: "B"}
+    )
+    for citation, document in zip(answer["citations"], ["va-dod", "who", "overview", "overview"]):
+        citation["doc_id"] = document
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Uncertain: the guideline recommends neither for nor against it."
+    # without the guidelines the overview's reports decide
+    answer["core_answer"] = answer["core_answer"][2:]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["text"] == "Yes: the guidelines that a grade B source reports recommend it."
+
+
+def test_a_reviews_window_is_quoted_by_its_finding_about_the_question() -> None:
+    """CD007005's window was quoted as "It is uncertain whether this is better than alternative interventions"
+    (scored best) beside its "arthrographic distension ... provides short-term benefits in pain": a review's or
+    guideline's window that states a finding about the question's arms is quoted by it; a trial's best-scored
+    finding stands (trials name their arms "group A")."""
+    from ebm_platform.retrieval.answer import compose_offline
+
+    question = "Is arthrographic distension effective for frozen shoulder?"
+    benefit = (
+        "There is silver level evidence that arthrographic distension with saline and steroid provides short-term "
+        "benefits in pain, range of movement and function in adhesive capsulitis."
+    )
+    aside = "It is uncertain whether this is better than alternative interventions."
+    review = _window("cd007005", "cd007005", "B", [aside, benefit], 0)
+    review["sentence_vectors"] = np.eye(4, dtype=np.float32)[[0, 1]]
+    vector = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)  # the aside scores best by cosine
+    anchors = question_anchors(question)
+    answer = compose_offline(question, vector, anchors, [review], lambda t: np.ones((len(t), 4)))
+    assert [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]] == [benefit]
+    review["grade"] = "C"
+    answer = compose_offline(question, vector, anchors, [review], lambda t: np.ones((len(t), 4)))
+    assert [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]] == [aside]
+
+
 def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_measured() -> None:
     """The demo read "Platelet-rich plasma increased lateral epicondylitis compared with corticosteroid
     injection": the question names no outcome, the parser takes the condition for it."""

@@ -112,6 +112,8 @@ BACKGROUND = [
     "The significant short-term benefits of corticosteroid injection are paradoxically reversed after six weeks, "
     "implying that this treatment should be used with caution in the management of tennis elbow.38 These are "
     "comparable to our results.",
+    # an abstract's heading in brackets (the core of the demo's multidisciplinary rehabilitation answer, 2026-12-05)
+    "[Purpose] Multidisciplinary treatments are recommended for treatment of chronic low back pain.",
     # a discussion's explanation of a result (the core of the demo's insoles answer, 2026-12-05)
     "However, one of the potential reasons could be due to an increased comfort in both the supported insole and "
     "the mobility shoe which reflected better perceived pain scores.",

@@ -432,6 +432,14 @@ def compose_offline(
     # the lead source's findings, any window: statement -> (place, window)
     lead_findings: dict[str, tuple[int, int]] = {}
     quoted: set[str] = set()
+    # a guideline's or review's window that states a finding about the question's arms is quoted by it, not by a
+    # better-scored one that names neither (CD007005 was quoted as "It is uncertain whether this is better than
+    # alternative interventions" beside its "arthrographic distension ... provides short-term benefits in pain")
+    about = {
+        n
+        for (text, n), found in zip(sentences, finding)
+        if found and read[n - 1]["grade"] in LEADING_GRADES and about_arms(text, anchors)
+    }
     for place, i in enumerate(order):
         n = sentences[i][1]
         if not finding[i]:
@@ -439,6 +447,8 @@ def compose_offline(
         statement = without_markers(sentences[i][0])
         if read[n - 1]["doc_id"] == rows[0]["doc_id"]:
             lead_findings.setdefault(statement, (place, n))
+        if n in about and not about_arms(statement, anchors):
+            continue
         if n not in best_per_window and statement not in quoted:
             best_per_window[n] = (place, statement)
             quoted.add(statement)

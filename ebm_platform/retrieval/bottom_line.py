@@ -652,12 +652,16 @@ def bottom_line(
             and all(as_closed_answer(verdict, d) == target for d in {direction, better})
             else generic
         )
-        recommended = _recommended(stances, on_arms, UNCERTAIN)
+        # a guideline's own recommendation outranks what an overview reports guidelines recommend (the demo's
+        # antidepressants question read "Yes" from an overview's "most current guidelines recommend antidepressants"
+        # beside the VA/DoD guideline's "insufficient evidence" and the WHO guideline's "should not be used")
+        own = {n for n in on_arms if grade[n] == GUIDELINE} or on_arms
+        recommended = _recommended(stances, own, UNCERTAIN)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
             subject, verb = (
                 ("the guideline", "recommends")
-                if any(grade[n] == GUIDELINE for n in on_arms)
-                else (f"the guidelines that a grade {min(grade[n] for n in on_arms)} source reports", "recommend")
+                if any(grade[n] == GUIDELINE for n in own)
+                else (f"the guidelines that a grade {min(grade[n] for n in own)} source reports", "recommend")
             )
             basis = (
                 f"{subject} {verb} "

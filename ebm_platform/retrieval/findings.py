@@ -55,7 +55,10 @@ CONTEXT = re.compile(
     # evidence sentence says so)
     r"\b(?:potential|possible|likely) (?:reasons?|explanations?)\b|\b(?:could|may|might) (?:be )?(?:due to|explained by|attributed to)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
-    r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:",  # an abstract's heading inside the sentence
+    # an abstract's heading inside the sentence, after it or in brackets ("[Purpose] Multidisciplinary treatments are
+    # recommended ...", quoted in the core of the demo's multidisciplinary rehabilitation answer)
+    r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:|"
+    r"\[(?:background|objectives?|aims?|purpose|design|introduction)\]",
     re.I,
 )
 # how the study was run or its outcomes were measured, not what it found: a sample-size calculation ("a
