@@ -117,6 +117,15 @@ BACKGROUND = [
     # a discussion's explanation of a result (the core of the demo's insoles answer, 2026-12-05)
     "However, one of the potential reasons could be due to an increased comfort in both the supported insole and "
     "the mobility shoe which reflected better perceived pain scores.",
+    # a discussion's suggestions and what the studies a review pooled defined (the demo's neck pain, insoles and
+    # topical NSAIDs answers, 2026-12-05)
+    "However, because patients with acute pain or elderly persons with low cognitive abilities cannot actively "
+    "participate in neck-stabilizing exercises, massage could be applied to the longus colli muscle, which is the "
+    "deep neck flexor muscle, as an alternative method to improve strength and endurance.",
+    "Understanding which treatment reduces medial loading and reduces pain may provide guidance in terms of which, "
+    "if any, of these treatments is most likely to be efficacious for medial knee OA.",
+    "Their definition of clinical success, representing approximately a 50% reduction of pain, was estimated using "
+    "patient or physician global assessment as the outcome measure (4 trials and 1 trial, respectively).",
     # what participants were told to do (the demo's knee osteoarthritis exercise answer quoted it in its core)
     "Patients in the current study were told to reduce the exercise intensity if pain during exercise was perceived "
     "as worse than 'acceptable', or persisted more than 24 hours.",

@@ -34,7 +34,7 @@ OTHER_WORK = re.compile(
     r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated|known)|"
     r"they (?:found|showed|demonstrated|concluded)|the authors (?:found|showed|reported|demonstrated|concluded)|"
-    r"their (?:\w+ )?meta-?analys[ie]s|"
+    r"their (?:\w+ )?meta-?analys[ie]s|their definition of|"
     r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
     r"\(\d{4}\)",
@@ -54,6 +54,11 @@ CONTEXT = re.compile(
     # increased comfort", quoted in the core of the demo's insoles answer; no Evidence Inference train-split
     # evidence sentence says so)
     r"\b(?:potential|possible|likely) (?:reasons?|explanations?)\b|\b(?:could|may|might) (?:be )?(?:due to|explained by|attributed to)\b|"
+    # and its suggestions ("massage could be applied to the longus colli muscle ... as an alternative method", "may
+    # provide guidance in terms of which ... treatments is most likely to be efficacious"; the demo's neck pain and
+    # insoles answers; none of the Evidence Inference train-split evidence sentences)
+    r"\b(?:could|may|might|can) be (?:applied|used|considered|offered)\b[^.;]{0,80}?\bas an? (?:alternative|adjunct|option)\b|"
+    r"\bmay (?:provide|offer) (?:guidance|insight)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
     # an abstract's heading inside the sentence, after it or in brackets ("[Purpose] Multidisciplinary treatments are
     # recommended ...", quoted in the core of the demo's multidisciplinary rehabilitation answer)
