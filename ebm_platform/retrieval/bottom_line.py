@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
-from ebm_platform.retrieval.answer import CORE_STATEMENTS, STANCES
+from ebm_platform.retrieval.answer import CORE_STATEMENTS, REVIEW, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
@@ -86,7 +86,6 @@ YES, NO, UNCERTAIN = "yes", "no", "uncertain"
 # what the core statements are when no cited finding answers the question (the bottom line's `unanswered`)
 NEAREST_FINDINGS = "no cited finding answers the question: the findings nearest to it"
 GUIDELINE = "A"  # the grade whose sources state recommendations; the closed-question reader reads studies
-REVIEW = "B"  # systematic reviews and overviews of guidelines, which may report guidelines' recommendations
 # Outcomes a treatment should lower (harms, symptoms, time lost) and those it should raise: which way
 # on the outcome a recommended arm is expected to move it.
 LOWER_IS_BETTER = re.compile(
