@@ -1306,6 +1306,21 @@ def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
             "Hip arthroscopy versus physiotherapy for femoroacetabular impingement",
             True,
         ),
+        # analgesics taken beside the arms or counted as the outcome name no arm (the demo's NSAIDs-versus-
+        # acetaminophen line was contradicted by this morphine-versus-steroid trial, 2026-12-05)
+        (
+            "Are NSAIDs better than acetaminophen for hip osteoarthritis?",
+            "The morphine group had significantly lower NSAID consumption than steroid group (P = 0.036). "
+            "First-line supplementary analgesic was oral paracetamol 1500 mg/day.",
+            "Comparison of efficacy of intra-articular morphine and steroid in patients with knee osteoarthritis",
+            False,
+        ),
+        (
+            "Are NSAIDs better than acetaminophen for hip osteoarthritis?",
+            "Pain fell more with NSAIDs than with acetaminophen (p < 0.01). Rescue medication intake was similar.",
+            "NSAIDs versus acetaminophen for hip osteoarthritis",
+            True,
+        ),
     ],
 )
 def test_a_source_compares_the_questions_arms(question: str, statement: str, title: str, compares: bool) -> None:

@@ -117,6 +117,9 @@ BACKGROUND = [
     # a discussion's explanation of a result (the core of the demo's insoles answer, 2026-12-05)
     "However, one of the potential reasons could be due to an increased comfort in both the supported insole and "
     "the mobility shoe which reflected better perceived pain scores.",
+    # what a review's trial compared, with no result (the demo's rotator cuff answer, 2026-12-05)
+    "One trial compared manual therapy and exercise with placebo (inactive ultrasound therapy) in 120 participants "
+    "with chronic rotator cuff disease (high quality evidence).",
     # a discussion's suggestions and what the studies a review pooled defined (the demo's neck pain, insoles and
     # topical NSAIDs answers, 2026-12-05)
     "However, because patients with acute pain or elderly persons with low cognitive abilities cannot actively "
@@ -164,6 +167,9 @@ FINDINGS = [
     "The use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures.",
     "The available evidence from the randomized trials is insufficient to advise on any specific conservative "
     "modality for treating exercise-related groin pain.",
+    # what a review's trials compared, with their result
+    "Two trials compared exercise with surgery in 180 participants and found no difference in pain.",
+    "One trial compared exercise with placebo in 61 participants; pain improved more with exercise (RR 2.0).",
     # CD008402's main conclusion: the demo's foot orthoses answer quoted its adverse-effects sentence instead and read
     # "Yes" (2026-12-05)
     "While not robust, the available evidence does not reveal any clear advantage of foot orthoses over simple "
