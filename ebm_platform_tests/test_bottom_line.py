@@ -1051,6 +1051,7 @@ def test_a_reviews_window_is_quoted_by_its_finding_about_the_question() -> None:
     )
     aside = "It is uncertain whether this is better than alternative interventions."
     review = _window("cd007005", "cd007005", "B", [aside, benefit], 0)
+    review["title"] = "Arthrographic distension for adhesive capsulitis (frozen shoulder)"
     review["sentence_vectors"] = np.eye(4, dtype=np.float32)[[0, 1]]
     vector = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)  # the aside scores best by cosine
     anchors = question_anchors(question)
@@ -1060,6 +1061,10 @@ def test_a_reviews_window_is_quoted_by_its_finding_about_the_question() -> None:
         review["grade"] = grade
         answer = compose_offline(question, vector, anchors, [review], lambda t: np.ones((len(t), 4)))
         assert [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]] == [aside]
+    # a review of something else, which names the arms only as a co-intervention, keeps its best-scored finding
+    review["grade"], review["title"] = "B", "Prolotherapy injections for chronic low-back pain"
+    answer = compose_offline(question, vector, anchors, [review], lambda t: np.ones((len(t), 4)))
+    assert [s["statement"] for g in answer["evidence_by_grade"] for s in g["statements"]] == [aside]
 
 
 def test_a_question_that_names_only_the_condition_is_answered_on_the_outcome_measured() -> None:

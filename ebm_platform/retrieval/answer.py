@@ -437,11 +437,16 @@ def compose_offline(
     # better-scored one that names neither (CD007005 was quoted as "It is uncertain whether this is better than
     # alternative interventions" beside its "arthrographic distension ... provides short-term benefits in pain").
     # Not a guideline's: its window then quoted a recommendation on the arms for another condition first (the LBP
-    # guideline's TENS recommendation for a neck TENS question; NC_proxy over the demo's 230 questions 0.586 -> 0.581)
+    # guideline's TENS recommendation for a neck TENS question; NC_proxy over the demo's 230 questions 0.586 -> 0.581),
+    # nor a review of something else whose title does not name the arms (a prolotherapy review's "When combined with
+    # spinal manipulation, exercise, and other co-interventions, prolotherapy may improve ..." for exercise therapy)
     about = {
         n
         for (text, n), found in zip(sentences, finding)
-        if found and read[n - 1]["grade"] == REVIEW and about_arms(text, anchors)
+        if found
+        and read[n - 1]["grade"] == REVIEW
+        and about_arms(text, anchors)
+        and about_arms(read[n - 1].get("title") or "", anchors)
     }
     for place, i in enumerate(order):
         n = sentences[i][1]
