@@ -440,13 +440,13 @@ def compose_offline(
     # guideline's TENS recommendation for a neck TENS question; NC_proxy over the demo's 230 questions 0.586 -> 0.581),
     # nor a review of something else whose title does not name the arms (a prolotherapy review's "When combined with
     # spinal manipulation, exercise, and other co-interventions, prolotherapy may improve ..." for exercise therapy)
+    reviews_of_arms = {
+        n for n, row in enumerate(read, 1) if row["grade"] == REVIEW and about_arms(row.get("title") or "", anchors)
+    }
     about = {
         n
         for (text, n), found in zip(sentences, finding)
-        if found
-        and read[n - 1]["grade"] == REVIEW
-        and about_arms(text, anchors)
-        and about_arms(read[n - 1].get("title") or "", anchors)
+        if found and n in reviews_of_arms and about_arms(text, anchors)
     }
     for place, i in enumerate(order):
         n = sentences[i][1]

@@ -654,13 +654,13 @@ def bottom_line(
         # a guideline's own recommendation outranks what an overview reports guidelines recommend (the demo's
         # antidepressants question read "Yes" from an overview's "most current guidelines recommend antidepressants"
         # beside the VA/DoD guideline's "insufficient evidence" and the WHO guideline's "should not be used")
-        own = {n for n in on_arms if grade[n] == GUIDELINE} or on_arms
-        recommended = _recommended(stances, own, UNCERTAIN)
+        guidelines = {n for n in on_arms if grade[n] == GUIDELINE}
+        recommended = _recommended(stances, guidelines or on_arms, UNCERTAIN)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
             subject, verb = (
                 ("the guideline", "recommends")
-                if any(grade[n] == GUIDELINE for n in own)
-                else (f"the guidelines that a grade {min(grade[n] for n in own)} source reports", "recommend")
+                if guidelines
+                else (f"the guidelines that a grade {min(grade[n] for n in on_arms)} source reports", "recommend")
             )
             basis = (
                 f"{subject} {verb} "

@@ -380,7 +380,6 @@ CONTROL_NAMED = re.compile(
 )
 # a control arm that has what the other arm adds to it ("exercises alone", "with and without mobilisation")
 ADDED_TO_CONTROL = re.compile(r"\b\w+ alone\b|\bwith (?:and|or) without\b", re.I)
-# a comparison stated ("A versus B", "not superior to", "a comparative study of")
 # a sentence about analgesics taken beside the trial's arms or counted as its outcome ("The morphine group had
 # significantly lower NSAID consumption than steroid group"; "First-line supplementary analgesic was oral
 # paracetamol"): the drugs it names are no arm of the trial (the demo's NSAIDs-versus-acetaminophen line counted that
@@ -391,6 +390,7 @@ CO_MEDICATION = re.compile(
     r"\brescue (?:medication|analgesi\w*)|\bsupplementa(?:ry|l) (?:analgesi\w*|medication)",
     re.I,
 )
+# a comparison stated ("A versus B", "not superior to", "a comparative study of")
 COMPARISON_STATED = re.compile(r"\b(?:versus|vs\.?|compared|than|superior|inferior|comparison|comparative)\b", re.I)
 # a comparison of two things joined by "and" ("comparing intramuscular and intralesional injections")
 COMPARING_AND = re.compile(r"\b(?:comparing|comparison (?:of|between)|compared)\b", re.I)
