@@ -1,5 +1,5 @@
-"""The environment's trained models: the PICO tagger and the verdict model, each trained once per
-environment from the shared datasets, kept beside the converted embedder under a key of its inputs
+"""The environment's trained models: the PICO tagger, the verdict model and the closed-question reader,
+each trained once per environment from the shared datasets, kept beside the converted embedder under a key of its inputs
 (data, code, encoder, parameters, training limit) and copied into each lake that needs it. One
 process trains a given key at a time; the others wait for it and then reuse its model."""
 
@@ -12,12 +12,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ebm_platform.evaluation import verdict_training
+from ebm_platform.evaluation import closed_training, verdict_training
 from ebm_platform.evaluation.verdict_training import train_verdict_model
 from ebm_platform.index.embeddings import Encoder, export_dir
 from ebm_platform.pico.finetuned import FineTuneParams
 from ebm_platform.pico.tagger import TaggerParams, cache_path, copy_tagger, read_meta
 from ebm_platform.pico.training import train_and_validate, training_key
+from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
 TRAINING_DATA = "EBM-NLP training subset (960 crowd-labelled abstracts; a seeded tenth held out as dev)"
@@ -75,8 +76,8 @@ def _tagger_in(
 def ensure_environment_models(
     datasets_dir: Path, encoder: Encoder, progress: Callable[[str], None] | None = None, limit: int | None = None
 ) -> list[str]:
-    """Train (or find) the environment's tagger and verdict model, so that every lake, test and
-    demo afterwards copies them instead of training; one line per model on what happened."""
+    """Train (or find) the environment's tagger, verdict model and closed-question reader, so that every
+    lake, test and demo afterwards copies them instead of training; one line per model on what happened."""
     key = training_key(datasets_dir, encoder.description, limit)
     meta, source = read_meta(cache_path(key)), f"trained earlier in this environment ({cache_path(key)})"
     if meta.get("key") != key:  # not cached yet: train (the cache receives only a tagger that passed)
@@ -96,6 +97,14 @@ def ensure_environment_models(
         f"{spans['learned, the arms exchanged in the question']['macro_f1']:.3f} (the sentence alone "
         f"{spans['sentence alone, the arms exchanged']['macro_f1']:.3f}), majority class "
         f"{spans['majority class']['macro_f1']:.3f}{sample})"
+    )
+    closed = cached_closed_model(datasets_dir, verdict, progress)
+    report = closed.meta["cross_validation"]
+    lines.append(
+        f"closed-question reader {closed.meta['key']}: ready (10-fold cross-validated on {report['questions']} "
+        f"PubMedQA questions: accuracy {report['learned']['accuracy']:.3f}, macro-F1 "
+        f"{report['learned']['macro_f1']:.3f}; majority class {report['majority class']['accuracy']:.3f} / "
+        f"{report['majority class']['macro_f1']:.3f})"
     )
     return lines
 
@@ -125,6 +134,25 @@ def cached_verdict_model(
             model.save(folder)
         elif progress:
             progress(f"verdict_model: trained earlier in this environment ({folder})")
+    return model
+
+
+def cached_closed_model(
+    datasets_dir: Path, verdict: VerdictModel, progress: Callable[[str], None] | None = None
+) -> ClosedAnswerModel:
+    """The closed-question reader for this verdict model, code and PubMedQA file: fitted and
+    cross-validated once per environment (8 s of every demo's models run before) and kept by its key
+    beside the verdict model."""
+    key = closed_training.training_key(datasets_dir, verdict.meta["key"])
+    folder = export_dir() / "closed_answer_model" / key
+    with training_lock("closed_answer_model", key):
+        model = ClosedAnswerModel.load(folder)
+        if model is None or model.meta.get("key") != key:
+            model = closed_training.train_closed_model(datasets_dir, verdict)
+            model.meta["key"] = key
+            model.save(folder)
+        elif progress:
+            progress(f"closed_answer_model: trained earlier in this environment ({folder})")
     return model
 
 

@@ -215,6 +215,36 @@ def test_a_guideline_recommendation_still_decides_over_the_reader() -> None:
     assert line["answer"] == "no"  # a guideline's text is read by its verdict, never by the study reader
 
 
+def test_the_reader_is_trained_once_per_environment_and_key(
+    tmp_path, datasets_dir, examples, span_verdict, monkeypatch
+):
+    """`cached_closed_model` fits the reader once for a verdict model, code and PubMedQA file and then
+    loads it; another verdict model (another key) fits it again."""
+    from ebm_platform import trained_models
+    from ebm_platform.evaluation import closed_training
+
+    monkeypatch.setenv("EBM_MODEL_CACHE", str(tmp_path))
+    X = example_matrix(examples[:200], span_verdict.pipeline)
+    fitted = []
+
+    def train(datasets, verdict):
+        fitted.append(verdict.meta["key"])
+        model = ClosedAnswerModel.train(X, [e["label"] for e in examples[:200]], span_verdict.pipeline)
+        model.meta["cross_validation"] = {"questions": 200}
+        return model
+
+    monkeypatch.setattr(closed_training, "train_closed_model", train)
+    first, second = (VerdictModel(span_verdict.pipeline, {"key": key}) for key in ("verdict-a", "verdict-b"))
+    said: list[str] = []
+    model = trained_models.cached_closed_model(datasets_dir, first, said.append)
+    again = trained_models.cached_closed_model(datasets_dir, first, said.append)
+    assert fitted == ["verdict-a"] and said and "trained earlier in this environment" in said[0]
+    assert again.meta == model.meta and again.predict(X[:5]) == model.predict(X[:5])
+    assert model.meta["key"] == closed_training.training_key(datasets_dir, "verdict-a")
+    trained_models.cached_closed_model(datasets_dir, second)
+    assert fitted == ["verdict-a", "verdict-b"]
+
+
 def test_a_failed_reader_check_blocks_and_queries_stay_on_the_verdict(tmp_path, datasets_dir, monkeypatch) -> None:
     """A reader that does not beat the verdict mapping fails the blocking check, is staged but never
     promoted, and what depends on it is not materialised: the Retriever finds no reader."""
@@ -232,7 +262,7 @@ def test_a_failed_reader_check_blocks_and_queries_stay_on_the_verdict(tmp_path, 
         "majority class": {"accuracy": 0.55, "macro_f1": 0.24},
     }
     worse = ClosedAnswerModel(None, None, {"cross_validation": report})
-    monkeypatch.setattr(defs_retrieval, "train_closed_model", lambda *args, **kwargs: worse)
+    monkeypatch.setattr(defs_retrieval, "cached_closed_model", lambda *args, **kwargs: worse)
     monkeypatch.setattr(defs_retrieval, "cached_verdict_model", lambda *args, **kwargs: None)
 
     @dg.asset(deps=[defs_retrieval.closed_answer_model])

@@ -22,7 +22,6 @@ from ebm_platform.defs.resources import (
     build_retriever,
     retriever_key,
 )
-from ebm_platform.evaluation.closed_training import train_closed_model
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.learned import (
@@ -37,7 +36,7 @@ from ebm_platform.retrieval.learned import (
 from ebm_platform.retrieval.reranker_data import candidate_rows
 from ebm_platform.retrieval.verdict import VerdictModel
 from ebm_platform.settings import training_limit
-from ebm_platform.trained_models import cached_verdict_model
+from ebm_platform.trained_models import cached_closed_model, cached_verdict_model
 
 
 @dg.asset(
@@ -242,11 +241,11 @@ def closed_answer_model(
 ) -> dg.Output[pl.DataFrame]:
     """The closed-question reader (yes / no / maybe from the question with its evidence) fitted on
     PubMedQA's 500 expert-labelled questions, each with its own abstract (not its conclusion), with
-    the verdict model's span classifier; ten-fold cross-validated beside the verdict mapping and the
+    the verdict model's span classifier (once per environment: trained_models.cached_closed_model); ten-fold cross-validated beside the verdict mapping and the
     majority class; staged in <lake>/staging/models/closed_answer until its blocking check promotes
     it (without one, closed questions are answered from the verdict and the question's direction)."""
     verdict = cached_verdict_model(benchmark.root(), embedder.encoder(), limit=training_limit())
-    model = train_closed_model(benchmark.root(), verdict)
+    model = cached_closed_model(benchmark.root(), verdict, reporter(context))
     model.save(model_folder(lake.root, "closed_answer", staging=True))  # promoted by its blocking check
     report = model.meta["cross_validation"]
     names = ("learned", "verdict mapping", "majority class")

@@ -13,6 +13,7 @@ answers a PubMedQA question with a model that was trained on it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -20,10 +21,14 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from ebm_platform import model_store
 from ebm_platform.benchmark.sources import pubmedqa_path
+from ebm_platform.code_version import update_digest
+from ebm_platform.corpus import windows
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.evaluation.answers import confusion, scores
 from ebm_platform.intervals import interval
+from ebm_platform.retrieval import closed_answer, findings, lexical
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel, features, results_sentences
 from ebm_platform.retrieval.verdict import VerdictModel, as_yes_no
 
@@ -93,6 +98,25 @@ def cross_validation(
             "confusion": confusion(gold, predicted),
         }
     return {"questions": len(gold), "folds": FOLDS, "gold": dict(Counter(gold).most_common()), **report}
+
+
+def training_key(datasets_dir: Path, verdict_key: str) -> str:
+    """Hash of the verdict model's key (its span classifier computes features), the reader's code, the
+    sentence splitting and findings rules it reads evidence with, and PubMedQA's file."""
+    digest = hashlib.sha256(verdict_key.encode())
+    update_digest(
+        digest,
+        (
+            Path(__file__),
+            Path(closed_answer.__file__),
+            Path(findings.__file__),  # results_sentences falls back to the findings
+            Path(lexical.__file__),  # the stems findings compare
+            Path(windows.__file__),  # sentence_spans
+            Path(model_store.__file__),  # how the model is stored
+            pubmedqa_path(datasets_dir),
+        ),
+    )
+    return digest.hexdigest()[:12]
 
 
 def train_closed_model(datasets_dir: Path, verdict: VerdictModel) -> ClosedAnswerModel:

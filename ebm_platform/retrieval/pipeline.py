@@ -38,6 +38,7 @@ from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.rerank import Reranker
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 from ebm_platform.settings import get_settings
+from ebm_platform.vectors import embedded_once
 from ebm_platform.versions import read_consistent
 from ebm_platform.vocabulary import Anchors
 
@@ -184,6 +185,8 @@ class Retriever:
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
         self.encoder = get_encoder(embedding_model, embedding_backend)
+        self._embed_once = embedded_once(self.encoder.embed)
+        self._embed_short_once = embedded_once(lambda texts: self.encoder.embed(texts, max_tokens=32))
 
         def pinned_index() -> tuple[WindowIndex, list[str]]:
             """A snapshot every query reads (FileNotFoundError when there is no index) and what it lacks."""
@@ -206,10 +209,10 @@ class Retriever:
         self.graph = GraphChannel(*opened, self._embed_short) if opened else None
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return self.encoder.embed(texts)
+        return self._embed_once(texts)
 
     def _embed_short(self, texts: list[str]) -> np.ndarray:
-        return self.encoder.embed(texts, max_tokens=32)
+        return self._embed_short_once(texts)
 
     def _rows(self, frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
         return collect(frame, into)
