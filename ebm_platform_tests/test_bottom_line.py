@@ -30,6 +30,7 @@ from ebm_platform.retrieval.findings import (
 from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.retrieval.sr_rag import condition_named, question_condition
 from ebm_platform.retrieval.verdict import DECREASED, INCREASED, INSUFFICIENT, NO_DIFFERENCE, offline_verdict
+from ebm_platform.vocabulary import Anchors
 from ebm_platform_tests.test_findings import MCKENZIE_WITHIN, PILATES_MCKENZIE_BETWEEN
 
 
@@ -625,6 +626,9 @@ def test_a_review_uncertain_only_about_alternatives_does_not_leave_an_effect_que
         ("It is uncertain whether this is better than alternative interventions.", "yes"),
         ("It is uncertain whether arthrographic distension is better than a placebo injection.", "uncertain"),
         ("The effectiveness of arthrographic distension remains uncertain.", "uncertain"),
+        # Cochrane's GRADE wording for very low-certainty evidence (the TENS review of the demo's neck pain answer)
+        ("We are very uncertain whether arthrographic distension improves pain.", "uncertain"),
+        ("Therefore, we are unsure about the effect of arthrographic distension on pain.", "uncertain"),
     ):
         answer = _answer(INCREASED, [(doubt, 1), (benefit, 1)], {1: "B"})
         line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
@@ -1144,6 +1148,23 @@ def test_a_condition_asked_about_as_the_outcome_is_the_condition() -> None:
     )
     pain = question_anchors("Is hip arthroscopy better than physiotherapy for pain?")
     assert condition_named(pain, "NAHJP") is pain  # an outcome, not the condition
+
+
+def test_an_outcome_that_names_the_qualified_condition_is_no_outcome() -> None:
+    """The demo's "Are muscle relaxants effective for non-specific low back pain?" (condition low back pain) was
+    downgraded for an outcome mismatch with the evidence's 'pain intensity'; an outcome that adds more
+    than a qualifier to the condition, or lacks its words, is compared."""
+    from ebm_platform.retrieval.answer import asked
+
+    def anchors(outcome: str, condition: str) -> Anchors:
+        return Anchors(intervention="muscle relaxants", outcome=outcome, condition=condition)
+
+    assert asked(anchors("non-specific low back pain", "low back pain"), "outcome") is None
+    assert asked(anchors("chronic low back pain", "low back pain"), "outcome") is None
+    assert asked(anchors("knee osteoarthritis pain", "knee osteoarthritis"), "outcome") == "knee osteoarthritis pain"
+    assert asked(anchors("back pain", "low back pain"), "outcome") == "back pain"
+    assert asked(anchors("pain", "low back pain"), "outcome") == "pain"
+    assert asked(anchors("chronic low back pain", "low back pain"), "intervention") == "muscle relaxants"
 
 
 def test_the_core_quotes_two_findings_of_one_lead_window_when_they_score_best() -> None:

@@ -129,6 +129,9 @@ BACKGROUND = [
     "if any, of these treatments is most likely to be efficacious for medial knee OA.",
     "Their definition of clinical success, representing approximately a 50% reduction of pain, was estimated using "
     "patient or physician global assessment as the outcome measure (4 trials and 1 trial, respectively).",
+    # a discussion's guess at a mechanism (it supported the demo's motor control answer, 2026-12-05, night)
+    "The mix of specific low-load motor control exercises and higher load unstable exercises might have increased "
+    "the effect of exercises by trigging combined global and local muscle activation.",
     # what participants were told to do (the demo's knee osteoarthritis exercise answer quoted it in its core)
     "Patients in the current study were told to reduce the exercise intensity if pain during exercise was perceived "
     "as worse than 'acceptable', or persisted more than 24 hours.",

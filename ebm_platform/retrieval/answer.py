@@ -54,6 +54,10 @@ QUALIFIERS = frozenset(
     "adding added addition plus alone only combined usual standard adult adults patient patients "
     "people participant participants individual individuals subject subjects".split()
 )
+# words that qualify a condition without naming an outcome measure ("chronic non-specific low back pain")
+CONDITION_QUALIFIERS = frozenset(
+    "chronic acute subacute non specific nonspecific persistent recurrent mechanical".split()
+)
 IRCOT_ROUNDS = 3
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -91,12 +95,18 @@ def missing_terms(anchor: str, evidence: str) -> list[str]:
 
 
 def asked(anchors: Anchors, field: str) -> str | None:
-    """The question's phrase for a P/I/C/O `field`; None for an outcome that is the condition treated
-    ("better than physiotherapy for femoroacetabular impingement" names no outcome measure: read
-    against the evidence's outcomes it was an outcome "mismatch" with 'Hip arthroscopy', and the
-    answer was downgraded for indirectness)."""
+    """The question's phrase for a P/I/C/O `field`; None for an outcome that is the condition treated,
+    or that condition with words such as "chronic" or "non-specific" ("better than physiotherapy for
+    femoroacetabular impingement" names no outcome measure: read against the evidence's outcomes it was
+    an outcome "mismatch" with 'Hip arthroscopy', and the answer was downgraded for indirectness; "Are
+    muscle relaxants effective for non-specific low back pain?", whose condition is low back pain, was
+    downgraded for an outcome mismatch with 'pain intensity')."""
     value = getattr(anchors, field)
-    return None if field == "outcome" and value == anchors.condition else value
+    if field == "outcome" and value and anchors.condition:
+        condition = terms(anchors.condition)
+        if condition <= terms(value) and terms(value) - condition <= CONDITION_QUALIFIERS:
+            return None
+    return value
 
 
 def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:

@@ -60,6 +60,11 @@ CONTEXT = re.compile(
     # insoles answers; none of the Evidence Inference train-split evidence sentences)
     r"\b(?:could|may|might|can) be (?:applied|used|considered|offered)\b[^.;]{0,80}?\bas an? (?:alternative|adjunct|option)\b|"
     r"\bmay (?:provide|offer) (?:guidance|insight)\b|"
+    # and its guesses at a mechanism ("The mix of ... motor control exercises and higher load unstable exercises
+    # might have increased the effect of exercises by trigging combined global and local muscle activation", which
+    # supported the demo's motor control answer; no Evidence Inference train-split evidence sentence says so)
+    r"\b(?:might|may|could) have (?:increased|enhanced|improved|reduced|decreased|contributed to|influenced|"
+    r"affected|led to|caused)\b[^.;]{0,120}?\b(?:by|through|because)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
     # an abstract's heading inside the sentence, after it or in brackets ("[Purpose] Multidisciplinary treatments are
     # recommended ...", quoted in the core of the demo's multidisciplinary rehabilitation answer)
@@ -585,7 +590,7 @@ REPORTED_RECOMMENDATION = re.compile(rf"\bguidelines? {_RECOMMEND_VERB}\b", re.I
 CONCLUDES_UNCERTAIN = re.compile(
     r"\b(?:effectiveness|efficacy|effects?|benefits?|evidence|value|role)\b[^.;]{0,80}?\b(?:remains?|is|are|was|were)\s+"
     r"(?:still\s+|currently\s+|largely\s+)?(?:uncertain|unclear|inconclusive|insufficient|lacking)\b|"
-    r"\b(?:we are|it is|it remains) (?:still )?(?:uncertain|unclear) (?:whether|if|about)\b|"
+    r"\b(?:we are|it is|it remains) (?:still |very )?(?:uncertain|unclear|unsure) (?:whether|if|about)\b|"
     r"\b(?:insufficient|inconclusive|not enough) evidence\b|"
     r"\bno (?:firm |definitive |clear )?(?:conclusions?|recommendations?)\b[^.;]{0,60}?\b(?:can|could) be (?:made|drawn|reached)\b|"
     r"\b(?:cannot|can ?not|could not|unable to) (?:yet )?(?:draw|make|reach) (?:any )?(?:firm |definitive |clear )?"
