@@ -35,8 +35,8 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The PICO tagger and the verdict model, trained once per environment (kept in .venv/share), so that no
-# test or demo step pays for training inside its own run.
+# The PICO tagger, the verdict model and the closed-question reader, trained once per environment (kept in
+# .venv/share), so that no test or demo step pays for training inside its own run.
 models: $(STAMP)
 	$(BIN)/ebm models
 

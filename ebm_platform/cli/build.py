@@ -313,7 +313,7 @@ def cmd_embedder(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Train (or find) the environment's PICO tagger and verdict model before any lake needs them."""
+    """Train (or find) the environment's PICO tagger, verdict model and closed-question reader before any lake needs them."""
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.settings import get_settings, training_limit
     from ebm_platform.trained_models import ensure_environment_models
@@ -365,7 +365,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     embedder.add_argument("--check", action="store_true", help="compare it with sentence-transformers on torch")
     embedder.set_defaults(func=cmd_embedder)
 
-    models = sub.add_parser("models", help="train (or find) the environment's PICO tagger and verdict model")
+    models = sub.add_parser(
+        "models", help="train (or find) the environment's PICO tagger, verdict model and closed-question reader"
+    )
     models.set_defaults(func=cmd_models)
 
     lake = sub.add_parser("lake", help="lake maintenance").add_subparsers(dest="lake_command", required=True)
