@@ -457,6 +457,28 @@ def test_the_core_and_its_verdict_read_the_lead_source_in_full() -> None:
     assert [c["statement"] for c in without["core_answer"]] == [other_finding] and len(without["citations"]) == 2
 
 
+def test_a_lead_review_is_quoted_by_its_finding_about_the_arms() -> None:
+    """A systematic review that leads (its window ranked first) is quoted by what it finds about the question's
+    arms, as a cited review's window is: with CD007005 as the lead source, "Is arthrographic distension effective
+    for frozen shoulder?" led with its "It is uncertain whether this is better than alternative interventions"."""
+    from ebm_platform.retrieval.answer import compose_offline
+
+    question = "Is arthrographic distension effective for frozen shoulder?"
+    doubt = "It is uncertain whether this is better than alternative interventions."
+    benefit = (
+        'There is "silver" level evidence that arthrographic distension with saline and steroid provides '
+        "short-term benefits in pain, range of movement and function in adhesive capsulitis."
+    )
+    review = dict(
+        _window("review-1", "review", "B", [doubt, benefit], 0),
+        title="Arthrographic distension for adhesive capsulitis",
+    )
+    review["sentence_vectors"] = np.eye(4, dtype=np.float32)[[0, 1]]
+    vector = np.array([0.9, 0.3, 0.0, 0.0], dtype=np.float32)
+    answer = compose_offline(question, vector, question_anchors(question), [review], lambda t: np.ones((len(t), 4)))
+    assert answer["core_answer"][0]["statement"] == benefit
+
+
 def test_a_finding_about_another_stage_of_the_condition_is_not_quoted() -> None:
     """The README's chronic low back pain answer quoted "In acute low-back pain, exercise therapy is as
     effective as either no treatment or other conservative treatments" from the Cochrane review."""

@@ -449,7 +449,10 @@ def compose_offline(
     # Not a guideline's: its window then quoted a recommendation on the arms for another condition first (the LBP
     # guideline's TENS recommendation for a neck TENS question; NC_proxy over the demo's 230 questions 0.586 -> 0.581),
     # nor a review of something else whose title does not name the arms (a prolotherapy review's "When combined with
-    # spinal manipulation, exercise, and other co-interventions, prolotherapy may improve ..." for exercise therapy)
+    # spinal manipulation, exercise, and other co-interventions, prolotherapy may improve ..." for exercise therapy).
+    # The same holds for a review that leads: the lead source's findings, read from any of its windows, skip the
+    # window's other statements too (the insoles review's "insufficient evidence to determine the best design of
+    # such inserts" no longer joins its "shock absorbing inserts ... probably reduces the incidence of stress fractures")
     reviews_of_arms = {
         n for n, row in enumerate(read, 1) if row["grade"] == REVIEW and about_arms(row.get("title") or "", anchors)
     }
@@ -463,10 +466,10 @@ def compose_offline(
         if not finding[i]:
             continue
         statement = without_markers(sentences[i][0])
-        if read[n - 1]["doc_id"] == rows[0]["doc_id"]:
-            lead_findings.setdefault(statement, (place, n))
         if n in about and not about_arms(statement, anchors):
             continue
+        if read[n - 1]["doc_id"] == rows[0]["doc_id"]:
+            lead_findings.setdefault(statement, (place, n))
         if n not in best_per_window and statement not in quoted:
             best_per_window[n] = (place, statement)
             quoted.add(statement)
