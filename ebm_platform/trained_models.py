@@ -1,6 +1,6 @@
 """The environment's trained models: the PICO tagger, the verdict model and the closed-question reader,
-each trained once per environment from the shared datasets, kept beside the converted embedder under a key of its inputs
-(data, code, encoder, parameters, training limit) and copied into each lake that needs it. One
+each trained once per environment from the shared datasets, kept beside the converted embedder under a
+key of its inputs (data, code, encoder, parameters, training limit) and copied into each lake that needs it. One
 process trains a given key at a time; the others wait for it and then reuse its model."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from ebm_platform.evaluation import closed_training, verdict_training
 from ebm_platform.evaluation.verdict_training import train_verdict_model
@@ -21,6 +22,7 @@ from ebm_platform.pico.training import train_and_validate, training_key
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.verdict import VerdictModel, verdict_path
 
+M = TypeVar("M", VerdictModel, ClosedAnswerModel)  # a model the environment caches by key
 TRAINING_DATA = "EBM-NLP training subset (960 crowd-labelled abstracts; a seeded tenth held out as dev)"
 
 
@@ -126,15 +128,13 @@ def cached_verdict_model(
     environment (about 16 minutes on two cores without a limit, most of it embedding article
     sentences) and kept by its key beside the environment's converted models, as the PICO tagger is."""
     key = verdict_training.training_key(datasets_dir, encoder.description, limit)
-    folder = export_dir() / "verdict_model" / key
-    with training_lock("verdict_model", key):
-        model = VerdictModel.load(folder)
-        if model is None or model.meta.get("key") != key:
-            model = train_verdict_model(datasets_dir, encoder, progress, limit)
-            model.save(folder)
-        elif progress:
-            progress(f"verdict_model: trained earlier in this environment ({folder})")
-    return model
+    return _cached(
+        "verdict_model",
+        key,
+        VerdictModel,
+        lambda: train_verdict_model(datasets_dir, encoder, progress, limit),
+        progress,
+    )
 
 
 def cached_closed_model(
@@ -144,15 +144,27 @@ def cached_closed_model(
     cross-validated once per environment (8 s of every demo's models run before) and kept by its key
     beside the verdict model."""
     key = closed_training.training_key(datasets_dir, verdict.meta["key"])
-    folder = export_dir() / "closed_answer_model" / key
-    with training_lock("closed_answer_model", key):
-        model = ClosedAnswerModel.load(folder)
+    return _cached(
+        "closed_answer_model",
+        key,
+        ClosedAnswerModel,
+        lambda: closed_training.train_closed_model(datasets_dir, verdict),
+        progress,
+    )
+
+
+def _cached(name: str, key: str, kind: type[M], train: Callable[[], M], progress: Callable[[str], None] | None) -> M:
+    """The environment's `name` model for `key` (`kind.load` from its folder), trained by `train` and saved
+    there when it is missing or has another key; one process trains a key at a time (`training_lock`)."""
+    folder = export_dir() / name / key
+    with training_lock(name, key):
+        model = kind.load(folder)
         if model is None or model.meta.get("key") != key:
-            model = closed_training.train_closed_model(datasets_dir, verdict)
+            model = train()
             model.meta["key"] = key
             model.save(folder)
         elif progress:
-            progress(f"closed_answer_model: trained earlier in this environment ({folder})")
+            progress(f"{name}: trained earlier in this environment ({folder})")
     return model
 
 

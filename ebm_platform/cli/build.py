@@ -313,7 +313,8 @@ def cmd_embedder(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Train (or find) the environment's PICO tagger, verdict model and closed-question reader before any lake needs them."""
+    """Train (or find) the environment's PICO tagger, verdict model and closed-question reader before any
+    lake needs them."""
     from ebm_platform.index.embeddings import get_encoder
     from ebm_platform.settings import get_settings, training_limit
     from ebm_platform.trained_models import ensure_environment_models

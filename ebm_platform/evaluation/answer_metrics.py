@@ -21,7 +21,6 @@ judge labels in the shared data to tune them on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,8 +29,7 @@ from ebm_platform.graph.pico_rules import extract
 from ebm_platform.llm.client import LLMClient
 from ebm_platform.llm.prompts import fill
 from ebm_platform.retrieval.lexical import stems
-
-Embed = Callable[[list[str]], np.ndarray]
+from ebm_platform.vectors import Embed
 
 NUGGET_WEIGHTS = {"vital": 1.0, "okay": 0.5}
 TERM_COVERAGE = 0.6  # share of a phrase's content terms found in the text it is checked against

@@ -44,6 +44,7 @@ from ebm_platform.retrieval.findings import (
 )
 from ebm_platform.retrieval.lexical import stem, stems, terms
 from ebm_platform.retrieval.verdict import INSUFFICIENT, VERDICTS, VerdictModel, arms_of, read_verdict
+from ebm_platform.vectors import Embed
 from ebm_platform.vocabulary import Anchors
 
 SELECTED_BY_SCORER = "learned evidence-sentence scorer (verdict_model, Evidence Inference train prompts)"
@@ -60,7 +61,6 @@ CONDITION_QUALIFIERS = frozenset(
 )
 IRCOT_ROUNDS = 3
 
-Embed = Callable[[list[str]], np.ndarray]
 
 # the offline answer's mode, with evidence or without (a report lists the modes its answers ran in)
 OFFLINE_MODE = "offline-extractive (sentences selected from the cited windows; no text was generated)"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 import numpy as np
@@ -185,8 +185,9 @@ class Retriever:
         self.lake = Path(lake)
         self.client, self.params, self.condition_names = client, params, condition_names
         self.encoder = get_encoder(embedding_model, embedding_backend)
-        self._embed_once = embedded_once(self.encoder.embed)
-        self._embed_short_once = embedded_once(lambda texts: self.encoder.embed(texts, max_tokens=32))
+        # each distinct text embedded once per retriever (`embedded_once`); the graph channel's entity names at 32 tokens
+        self._embed = embedded_once(self.encoder.embed)
+        self._embed_short = embedded_once(partial(self.encoder.embed, max_tokens=32))
 
         def pinned_index() -> tuple[WindowIndex, list[str]]:
             """A snapshot every query reads (FileNotFoundError when there is no index) and what it lacks."""
@@ -207,12 +208,6 @@ class Retriever:
             get_settings().store_wait_s,
         )
         self.graph = GraphChannel(*opened, self._embed_short) if opened else None
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        return self._embed_once(texts)
-
-    def _embed_short(self, texts: list[str]) -> np.ndarray:
-        return self._embed_short_once(texts)
 
     def _rows(self, frame: pl.DataFrame, into: dict[str, dict]) -> list[str]:
         return collect(frame, into)
