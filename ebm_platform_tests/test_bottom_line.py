@@ -13,6 +13,7 @@ from ebm_platform.retrieval.bottom_line import (
     asks_if_it_works,
     bottom_line,
     measured_outcome,
+    one_side_per_document,
     question_direction,
     question_type,
     recommended_arm,
@@ -381,6 +382,36 @@ def test_a_document_is_one_source_however_many_of_its_windows_are_cited() -> Non
     line = bottom_line(question, question_anchors(question), answer, _rules)
     assert line["answer"] == "no" and line["support"] == {"A": 1} and line["contradict"] == {"C": 1}
     assert line["sides"] == {"1": "supports", "2": "supports", "3": "contradicts"}
+
+
+def test_a_document_takes_one_side_of_the_bottom_line() -> None:
+    """The demo's "Are NSAIDs better than acetaminophen for hip osteoarthritis?" read "supported by 1 grade B;
+    contradicted by 1 grade B" from one review: a trial whose cited windows read both ways is one source on
+    the bottom line's side, its window that reads the other way takes no side, and its quote is no
+    inconsistency between studies; another study that reads the other way still contradicts."""
+    question = "Does taping reduce pain in patellofemoral pain?"
+    trial = [
+        ("Taping significantly reduced pain compared with no taping (p < 0.01).", 1),
+        ("Pain did not differ significantly between taping and no taping at 12 months.", 2),
+    ]
+    another = ("Taping reduced pain significantly more than placebo taping (p = 0.02).", 3)
+    answer = _answer(DECREASED, [*trial, another], {1: "C", 2: "C", 3: "C"})
+    answer["citations"][0]["doc_id"] = answer["citations"][1]["doc_id"] = "trial"
+    answer["citations"][2]["doc_id"] = "another trial"
+    line = bottom_line(question, question_anchors(question), answer, _rules)
+    assert line["answer"] == "yes" and line["support"] == {"C": 2} and line["contradict"] == {}
+    assert line["sides"] == {"1": "supports", "2": "neutral", "3": "supports"}
+    take_sides(answer, line["sides"])
+    assess_certainty(answer, None, set())
+    assert not [reason for reason in answer["certainty"]["downgraded_for"] if reason.startswith("inconsistency")]
+    sides = {1: "contradicts", 2: "supports", 3: "contradicts", 4: "contradicts", 5: "neutral"}
+    assert one_side_per_document(sides, {1: "d", 2: "d", 3: "e", 4: "e", 5: "d"}) == {
+        1: "neutral",
+        2: "supports",
+        3: "contradicts",
+        4: "contradicts",
+        5: "neutral",
+    }
 
 
 def test_a_sentence_that_overlapping_windows_share_is_quoted_once() -> None:

@@ -876,11 +876,27 @@ def _disagreement(
     return {**line, "inconsistent": reason}
 
 
+def one_side_per_document(sides: dict[int, str], document: dict[int, object]) -> dict[int, str]:
+    """Each document on one side of the bottom line: a document with a cited window that supports it supports
+    it, and its windows that read the other way (its other outcomes, time points or subgroups) take no side; a
+    study's other findings are not another study disagreeing (GRADE's inconsistency is between studies). The
+    demo's "Are NSAIDs better than acetaminophen for hip osteoarthritis?" read "supported by 1 grade B;
+    contradicted by 1 grade B" and was downgraded for inconsistency: one review, whose "no significant
+    difference ... between the safety of acetaminophen and NSAIDs" is about another outcome."""
+    supporting = {document.get(n, n) for n, side in sides.items() if side == "supports"}
+    return {
+        n: "neutral" if side == "contradicts" and document.get(n, n) in supporting else side
+        for n, side in sides.items()
+    }
+
+
 def _line(kind: str, target: str, text: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
     """The bottom line's fields: `sides` is each cited window's side (supports / contradicts /
-    neutral), counted by grade once per document (the demo's opioid answer once read "supported by 6
-    grade A": windows of two guidelines); the one-line summary comes from `with_certainty`."""
+    neutral), one per document (`one_side_per_document`) and counted by grade once per document (the demo's
+    opioid answer once read "supported by 6 grade A": windows of two guidelines); the one-line summary comes
+    from `with_certainty`."""
     document = _documents(answer.get("citations", []))
+    sides = one_side_per_document(sides, document)
 
     def tally(wanted: str) -> dict[str, int]:
         documents = {document.get(n, n): grade[n] for n, side in sides.items() if side == wanted}
