@@ -1489,6 +1489,30 @@ def test_a_review_that_cannot_conclude_takes_no_side_and_disagrees_with_a_direct
     assert trial["answer"] != INSUFFICIENT  # a trial's words are read as its verdict, as before
 
 
+def test_a_closed_question_whose_reviews_disagree_is_uncertain() -> None:
+    """The demo answered "Is TENS effective for neck pain?" "Yes: the top-ranked review reports the effect asked
+    about" from an electrotherapy review's "might be more effective than placebo", ranked above the TENS review that
+    is unsure of the effect: two systematic reviews that disagree leave a closed question uncertain, as they leave a
+    comparative one, and the certainty is downgraded for it; a review that reports the effect alone still answers."""
+    question = "Is TENS effective for neck pain?"
+    effect = (
+        "Current evidence for PEMF, rMS, and TENS shows that these modalities might be more effective than placebo."
+    )
+    unsure = (
+        "This review found very low-certainty evidence of a difference between TENS compared to sham TENS on reducing "
+        "neck pain; therefore, we are unsure about the effect estimate."
+    )
+    answer = _answer(DECREASED, [(effect, 1), (unsure, 2)], {1: "B", 2: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    reason = "the grade B findings about TENS disagree"
+    assert line["answer"] == "uncertain" and line["text"] == f"Uncertain: {reason}."
+    assert line["inconsistent"] == reason and line["support"] == {} and line["contradict"] == {}
+    alone = _answer(DECREASED, [(effect, 1)], {1: "B"})
+    assert (
+        bottom_line(question, question_anchors(question), alone, _rules, read_source=lambda n: "yes")["answer"] == "yes"
+    )
+
+
 def test_an_open_question_without_an_intervention_is_answered_by_its_top_ranked_finding() -> None:
     """ "What is the most effective treatment for plantar heel pain?" read "The intervention decreased the
     outcome"; the bottom line is now the finding that gives the verdict."""

@@ -656,6 +656,18 @@ def bottom_line(
         # beside the VA/DoD guideline's "insufficient evidence" and the WHO guideline's "should not be used")
         guidelines = {n for n in on_arms if grade[n] == GUIDELINE}
         recommended = _recommended(stances, guidelines or on_arms, UNCERTAIN)
+        if (
+            recommended is None
+            and readers_answer
+            and grade[top] == REVIEW
+            and target != UNCERTAIN
+            and unsettled - {top}
+        ):
+            # a systematic review that reports an effect (or none) beside another that concludes the evidence is
+            # uncertain: the reviews disagree, as they do for a comparative question (the demo's "Is TENS effective for
+            # neck pain?" read "Yes" from an electrotherapy review's "might be more effective than placebo", ranked
+            # above the TENS review's "very low-certainty evidence ... we are unsure about the effect estimate")
+            return _disagreement(kind, anchors, REVIEW, answer, stances, grade)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
             subject, verb = (
                 ("the guideline", "recommends")
@@ -869,10 +881,12 @@ def disagreeing(anchors: Anchors, grade: str) -> str:
 def _disagreement(
     kind: str, anchors: Anchors, at: str, answer: dict, stances: dict[int, str], grade: dict[int, str]
 ) -> dict:
-    """The bottom line "Insufficient evidence: the grade <at> findings ... disagree", no source on either side,
-    with the reason that downgrades its certainty for inconsistency."""
+    """The bottom line "Insufficient evidence: the grade <at> findings ... disagree" ("Uncertain: ..." for a closed
+    question), no source on either side, with the reason that downgrades its certainty for inconsistency."""
     reason = disagreeing(anchors, at)
-    line = _line(kind, INSUFFICIENT, f"Insufficient evidence: {reason}", answer, {n: "neutral" for n in stances}, grade)
+    closed = kind in CLOSED_KINDS
+    text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
+    line = _line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {n: "neutral" for n in stances}, grade)
     return {**line, "inconsistent": reason}
 
 
