@@ -1507,6 +1507,13 @@ def test_a_closed_question_whose_reviews_disagree_is_uncertain() -> None:
     reason = "the grade B findings about TENS disagree"
     assert line["answer"] == "uncertain" and line["text"] == f"Uncertain: {reason}."
     assert line["inconsistent"] == reason and line["support"] == {} and line["contradict"] == {}
+    # its certainty starts from what the reviews rate their evidence ("very low-certainty"), not from their design
+    take_sides(answer, line["sides"])
+    for citation in answer["citations"]:
+        citation["doc_id"] = citation["window_id"]
+    assess_certainty(answer, None, set(), inconsistent=line["inconsistent"])
+    assert answer["certainty"]["starts_from"].endswith("very low, the review's own rating")
+    assert answer["certainty"]["level"] == "very low"
     alone = _answer(DECREASED, [(effect, 1)], {1: "B"})
     assert (
         bottom_line(question, question_anchors(question), alone, _rules, read_source=lambda n: "yes")["answer"] == "yes"

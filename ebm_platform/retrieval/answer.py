@@ -275,7 +275,9 @@ def assess_certainty(
             starts_from = f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, the guideline's own rating"
         starts_from += f"; the guideline states: {quoted}" if quoted else "; the guideline states no strength here"
     elif best == "B":  # a supporting review's own GRADE rating, or its conclusion that the evidence is uncertain
-        reviews = [s for s in backing if any(by_n[n]["grade"] == "B" for n in s["citations"] if n in by_n)]
+        # (with none supporting, as when the reviews disagree, the core's reviews: the demo's TENS answer, "the grade B
+        # findings about TENS disagree", started "high" beside a review's "very low-certainty evidence")
+        reviews = [s for s in backing or core if any(by_n[n]["grade"] == "B" for n in s["citations"] if n in by_n)]
         own = [s["statement"] for s in reviews]
         rated = next((m for s in own for m in [STATED_CERTAINTY.search(s)] if m), None)
         documents = {
