@@ -1520,6 +1520,21 @@ def test_a_closed_question_whose_reviews_disagree_is_uncertain() -> None:
     )
 
 
+def test_a_reviews_finding_of_the_effect_answers_yes_over_the_readers_no() -> None:
+    """The demo's "Does exercise reduce pain in knee osteoarthritis?" read "No" from Cochrane's knee exercise
+    review, the reader reading its results beside a single trial's "no difference": a review whose finding is the
+    effect the question asks about answers yes whatever the reader makes of its results, and the trial contradicts."""
+    question = "Does exercise reduce pain in knee osteoarthritis?"
+    review = (
+        "There is high-quality evidence that land-based therapeutic exercise reduced knee pain in knee osteoarthritis."
+    )
+    trial = "There was no difference between exercise and control groups in pain at 6 weeks."
+    answer = _answer(NO_DIFFERENCE, [(trial, 1), (review, 2)], {1: "C", 2: "B"})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "yes" and line["text"].startswith("Yes: the grade B review reports the effect asked about")
+    assert line["support"] == {"B": 1} and line["contradict"] == {"C": 1}
+
+
 def test_an_open_question_without_an_intervention_is_answered_by_its_top_ranked_finding() -> None:
     """ "What is the most effective treatment for plantar heel pain?" read "The intervention decreased the
     outcome"; the bottom line is now the finding that gives the verdict."""

@@ -568,10 +568,16 @@ def bottom_line(
             return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
 
         def reader_answer(n: int, statement: str) -> str:
-            """The reader's answer for source n (`directed`), or yes for its maybe when n is a review whose finding
-            is an effect against a control (`against_control`) the question's way."""
+            """The reader's answer for source n (`directed`), or yes when n is a review whose finding is an effect of
+            the question's intervention on its outcome the question's way, for the reader's no, or for its maybe when
+            the finding is against a control (`against_control`): the reader learned from trials' results, and a
+            review's finding is its answer (the demo's "Does exercise reduce pain in knee osteoarthritis?" read "No"
+            from Cochrane's CD004376, "platinum level evidence that land-based therapeutic exercise has at least
+            short term benefit in terms of reduced knee pain", its results read beside its withdrawals' "not
+            significant")."""
             said, found = reader(n), arm_outcome_verdict(statement, anchors, verdict_of)
-            if said == UNCERTAIN and n in against_control and as_closed_answer(found, direction) == YES:
+            effect = found in (INCREASED, DECREASED) and as_closed_answer(found, direction) == YES
+            if grade[n] == REVIEW and effect and (said == NO or (said == UNCERTAIN and n in against_control)):
                 return YES
             return directed(said, found, direction, adds_to_control(n))
 
