@@ -177,19 +177,20 @@ def test_closed_questions_in_pubmedqa_phrasings(question: str, closed: bool) -> 
 
 def test_the_reader_answers_from_the_top_ranked_study_and_gives_each_source_its_side() -> None:
     question = "Is taping effective for patellofemoral pain?"
-    answer = _answer(
-        INCREASED,
-        [("Taping improved pain scores (p = 0.03).", 1), ("Taping made no difference to pain (p = 0.6).", 2)],
-        {1: "B", 2: "C"},
-    )
+    statements = [("Taping improved pain scores (p = 0.03).", 1), ("Taping made no difference to pain (p = 0.6).", 2)]
+    answer = _answer(INCREASED, statements, {1: "C", 2: "C"})
     reads = {1: "no", 2: "yes"}
     line = bottom_line(question, question_anchors(question), answer, _rules, reads.__getitem__)
-    assert line["answer"] == "no" and line["text"] == "No: the top-ranked review reports no such effect."
+    assert line["answer"] == "no" and line["text"] == "No: the top-ranked study reports no such effect."
     assert line["sides"] == {"1": "supports", "2": "contradicts"} and line["read_by"].startswith(
         "closed-question reader"
     )
-    without = bottom_line(question, question_anchors(question), answer, _rules)
+    review = _answer(INCREASED, statements, {1: "B", 2: "C"})
+    without = bottom_line(question, question_anchors(question), review, _rules)
     assert without["answer"] == "yes" and without["read_by"].startswith("the verdict")  # the grade B source's verdict
+    # a systematic review's finding of the effect is its answer, whatever the reader, trained on trials, reads
+    line = bottom_line(question, question_anchors(question), review, _rules, reads.__getitem__)
+    assert line["answer"] == "yes" and line["text"] == "Yes: the top-ranked review reports the effect asked about."
 
 
 def test_a_reader_yes_to_a_directed_question_is_no_when_the_effect_runs_the_other_way() -> None:
