@@ -242,8 +242,9 @@ def closed_answer_model(
     """The closed-question reader (yes / no / maybe from the question with its evidence) fitted on
     PubMedQA's 500 expert-labelled questions, each with its own abstract (not its conclusion), with
     the verdict model's span classifier (once per environment: trained_models.cached_closed_model);
-    ten-fold cross-validated beside the verdict mapping and the majority class; staged in <lake>/staging/models/closed_answer until its blocking check promotes
-    it (without one, closed questions are answered from the verdict and the question's direction)."""
+    ten-fold cross-validated beside the verdict mapping and the majority class; staged in
+    <lake>/staging/models/closed_answer until its blocking check promotes it (without one, closed
+    questions are answered from the verdict and the question's direction)."""
     verdict = cached_verdict_model(benchmark.root(), embedder.encoder(), limit=training_limit())
     model = cached_closed_model(benchmark.root(), verdict, reporter(context))
     model.save(model_folder(lake.root, "closed_answer", staging=True))  # promoted by its blocking check

@@ -103,8 +103,8 @@ def asked(anchors: Anchors, field: str) -> str | None:
     downgraded for an outcome mismatch with 'pain intensity')."""
     value = getattr(anchors, field)
     if field == "outcome" and value and anchors.condition:
-        condition = terms(anchors.condition)
-        if condition <= terms(value) and terms(value) - condition <= CONDITION_QUALIFIERS:
+        condition, words = terms(anchors.condition), terms(value)
+        if condition <= words and words - condition <= CONDITION_QUALIFIERS:
             return None
     return value
 

@@ -840,12 +840,17 @@ def _arm_list(anchors: Anchors) -> str:
     return " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
+def _left_open(kind: str, reason: str, answer: dict, sides: dict[int, str], grade: dict[int, str]) -> dict:
+    """The bottom line "Uncertain: <reason>" (a closed question) or "Insufficient evidence: <reason>"."""
+    closed = kind in CLOSED_KINDS
+    text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
+    return _line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, sides, grade)
+
+
 def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> dict:
     """The bottom line when no cited source answers the question: uncertain (a closed question) or
     insufficient evidence, for `reason`, with no source on either side."""
-    closed = kind in CLOSED_KINDS
-    text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
-    return {**_line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {}, grade), "unanswered": reason}
+    return {**_left_open(kind, reason, answer, {}, grade), "unanswered": reason}
 
 
 def uncontrolled(anchors: Anchors) -> str:
@@ -890,10 +895,7 @@ def _disagreement(
     """The bottom line "Insufficient evidence: the grade <at> findings ... disagree" ("Uncertain: ..." for a closed
     question), no source on either side, with the reason that downgrades its certainty for inconsistency."""
     reason = disagreeing(anchors, at)
-    closed = kind in CLOSED_KINDS
-    text = f"{'Uncertain' if closed else 'Insufficient evidence'}: {reason}"
-    line = _line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, {n: "neutral" for n in stances}, grade)
-    return {**line, "inconsistent": reason}
+    return {**_left_open(kind, reason, answer, {n: "neutral" for n in stances}, grade), "inconsistent": reason}
 
 
 def one_side_per_document(sides: dict[int, str], document: dict[int, object]) -> dict[int, str]:
