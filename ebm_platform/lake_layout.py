@@ -102,6 +102,11 @@ class LakeLayout:
         return self.root / "warehouse.duckdb"
 
     @property
+    def warehouse_lock(self) -> Path:
+        """Held while a partition run writes the warehouse (DuckDB admits one writer process)."""
+        return self.root / "warehouse.duckdb.lock"
+
+    @property
     def eval_lakes(self) -> Path:
         """Evaluation lakes, one folder per benchmark and key: eval/<benchmark>-<key>."""
         return self.root / "eval"

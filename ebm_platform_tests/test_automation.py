@@ -193,3 +193,19 @@ def test_one_changed_condition_runs_its_chain_then_each_global_once_and_empty_co
             if parent.to_user_string() in tick:
                 same_run = graph.get(parent).is_partitioned and node.is_partitioned
                 assert tick[asset] > tick[parent.to_user_string()] or same_run, (asset, parent)
+
+
+def test_no_partitioned_asset_waits_on_a_dagster_pool():
+    """Two partition runs at once (`ebm demo`, a backfill) must not claim one Dagster pool: Dagster
+    1.13's SQLite claim can queue a step unassigned while the slot it waits for is free, and the run
+    then waits for ever. Partition writers take their store's lock file instead (the warehouse's:
+    `source_documents`), and only the global assets, one run at a time, sit in pools."""
+    from ebm_platform.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    pooled = {
+        key.to_user_string(): graph.get(key).is_partitioned
+        for key in graph.get_all_asset_keys()
+        if graph.get(key).is_executable and getattr(defs.resolve_assets_def(key).op, "pool", None)
+    }
+    assert pooled and not [name for name, partitioned in pooled.items() if partitioned], pooled

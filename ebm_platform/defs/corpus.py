@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
-from ebm_platform.atomic import write_text_atomic
+from ebm_platform.atomic import exclusive_lock, write_text_atomic
 from ebm_platform.corpus.chunking import EMBED_TOKENS, BlockGrouper, window_partition
 from ebm_platform.corpus.importers import import_all
 from ebm_platform.corpus.landing import PartitionLoad, read_partition
@@ -119,10 +119,13 @@ def partition_frame(batches: Iterable[list[dict]], schema: dict, code: str) -> p
     return pl.concat([pl.DataFrame(schema=schema), *frames], rechunk=False)
 
 
+# No Dagster pool for a partitioned asset: two partition runs claiming one pool at once can leave a
+# step pending with the slot free (Dagster 1.13's SQLite claim checks for a free slot, then queues,
+# and a slot freed in between assigns no one: in a `make test` run a partition run's first step waited
+# until the test gave up). The warehouse's one writer is the lock file's, taken for the commit alone.
 @dg.asset(
     partitions_def=conditions_partitions,
     group_name="corpus",
-    pool="lake_writer",
     kinds={"polars", "duckdb"},
     deps=[landing_files],
 )
@@ -141,7 +144,8 @@ def source_documents(
     frame = partition_frame(([d.as_row() for d in batch] for batch in batches), DOCUMENT_SCHEMA, code)
     now = datetime.now(UTC).replace(tzinfo=None)
     current = parquet_version(LakeLayout(lake.path).asset("source_documents", code))
-    with warehouse.get_connection() as conn:  # the parquet (this run's version) is written after this commit
+    # the parquet (this run's version) is written after this commit
+    with exclusive_lock(LakeLayout(lake.path).warehouse_lock), warehouse.get_connection() as conn:
         record_quarantine(conn, code, load.quarantine, context.run_id, current, now)
     for q in load.quarantine:
         context.log.warning(f"quarantined {q.path}: {q.reason}")
