@@ -77,6 +77,13 @@ def test_partitions_write_idempotently_and_feed_the_tree_and_channel(lake, datas
         found = channel.search(anchors, partitions=["PFP"])
         mentioned = channel.window_entities([c.window_id for c in found[:5]])
         assert mentioned and set(mentioned) <= {c.window_id for c in found[:5]}
+        # the links read once at open answer as the store does
+        stored = store.query(
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.window_id IN $ids "
+            "RETURN DISTINCT w.window_id AS w, e.type AS type, e.name AS name ORDER BY w, type, name",
+            {"ids": [c.window_id for c in found[:5]]},
+        )
+        assert [(w, e["type"], e["name"]) for w, es in sorted(mentioned.items()) for e in es] == stored.rows()
         assert all(
             e["type"] in store.query("MATCH (e:Entity) RETURN DISTINCT e.type AS t")["t"].to_list()
             for es in mentioned.values()
