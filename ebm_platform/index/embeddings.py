@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -59,13 +60,34 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Without transformers' load reports, progress bars and warnings (a new classification layer is new by
+    design; an OpenVINO conversion traces the model once per environment and warns about the trace): what
+    `make demo` and `ebm` print is the project's own progress."""
+    from transformers.utils import logging
+
+    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+
+
 @lru_cache(maxsize=4)
 def load_embedder(name: str = BUNDLED):
     """The model as a sentence-transformers object on the CPU (the reference `encode`)."""
     _offline()
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(model_path(name), device="cpu")
+    with quiet_transformers():
+        return SentenceTransformer(model_path(name), device="cpu")
 
 
 @dataclass(frozen=True)
@@ -116,7 +138,8 @@ def _transformer(spec: ModelSpec):
     _offline()
     from transformers import AutoModel
 
-    return output_module(AutoModel.from_pretrained(spec.path), "last_hidden_state")
+    with quiet_transformers():
+        return output_module(AutoModel.from_pretrained(spec.path), "last_hidden_state")
 
 
 def output_module(model, output: str):
@@ -174,7 +197,7 @@ def convert_openvino(target: Path, module: Callable[[], object]) -> Path:
                 "attention_mask": torch.ones((2, 8), dtype=torch.int64),
                 "token_type_ids": torch.zeros((2, 8), dtype=torch.int64),
             }
-            with torch.inference_mode():
+            with torch.inference_mode(), quiet_transformers():
                 converted = ov.convert_model(module(), example_input=example)
             ov.save_model(converted, staging / "model.xml", compress_to_fp16=False)
             os.replace(staging, target)

@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import warnings
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from ebm_platform.index.embeddings import (
     export_dir,
     forward_batched,
     output_module,
+    quiet_transformers,
 )
 from ebm_platform.pico.distant import Example
 from ebm_platform.pico.spans import CLASSES, Words
@@ -109,30 +108,11 @@ def _bf16(torch) -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """Without transformers' load reports, progress bars and tracing warnings (the classification
-    layer is new by design; conversion traces the model once per environment)."""
-    from transformers.utils import logging
-
-    verbosity, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
-    logging.set_verbosity_error()
-    logging.disable_progress_bar()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.set_verbosity(verbosity)
-        if bars:
-            logging.enable_progress_bar()
-
-
 def _token_classifier(folder: str):
     """MiniLM with a token-classification layer over CLASSES (new when `folder` is the bundled model)."""
     from transformers import AutoModelForTokenClassification
 
-    with _quiet():
+    with quiet_transformers():
         return AutoModelForTokenClassification.from_pretrained(folder, num_labels=len(CLASSES))
 
 
@@ -179,7 +159,7 @@ class FineTunedTagger:
                 while block := weights.read(1 << 20):
                     digest.update(block)
             target = export_dir() / "pico_tagger_openvino" / f"{digest.hexdigest()[:16]}-ov{ov.__version__}"
-            with _quiet():
+            with quiet_transformers():
                 self._forward = OpenVinoForward(
                     convert_openvino(target, lambda: output_module(_token_classifier(str(self.folder)), "logits"))
                 )
@@ -278,7 +258,7 @@ class FineTunedTagger:
             "bf16_training": _bf16(torch),
         }
         folder.mkdir(parents=True, exist_ok=True)
-        with _quiet():
+        with quiet_transformers():
             model.save_pretrained(str(folder), safe_serialization=True)
             tokenizer.save_pretrained(str(folder))
         write_text_atomic(folder / META_FILE, json.dumps(meta, indent=2))
