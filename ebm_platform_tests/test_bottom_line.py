@@ -1394,6 +1394,14 @@ def test_the_closed_reader_reads_the_lead_source_in_full() -> None:
             "Comparison of efficacy of intra-articular morphine and steroid in patients with knee osteoarthritis",
             False,
         ),
+        # (and, 2026-12-06, this electroacupuncture-versus-diclofenac trial, which counts the paracetamol taken)
+        (
+            "Are NSAIDs better than acetaminophen for hip osteoarthritis?",
+            "EA was significantly more effective than diclofenac in reducing pain. The clinical assessments "
+            "included the amount of paracetamol taken/week and the WOMAC index.",
+            "Electroacupuncture versus Diclofenac in symptomatic treatment of Osteoarthritis of the knee",
+            False,
+        ),
         (
             "Are NSAIDs better than acetaminophen for hip osteoarthritis?",
             "Pain fell more with NSAIDs than with acetaminophen (p < 0.01). Rescue medication intake was similar.",

@@ -389,10 +389,12 @@ ADDED_TO_CONTROL = re.compile(r"\b\w+ alone\b|\bwith (?:and|or) without\b", re.I
 # significantly lower NSAID consumption than steroid group"; "First-line supplementary analgesic was oral
 # paracetamol"): the drugs it names are no arm of the trial (the demo's NSAIDs-versus-acetaminophen line counted that
 # morphine-versus-steroid trial against it)
+_ANALGESIC = r"(?:analgesi\w*|NSAIDs?|opioids?|morphine|paracetamol|acetaminophen|medications?)"
 CO_MEDICATION = re.compile(
-    r"\b(?:analgesi\w*|NSAIDs?|opioids?|morphine|paracetamol|acetaminophen|medications?) "
-    r"(?:consumption|intake|requirements?|supplementation)\b|"
-    r"\brescue (?:medication|analgesi\w*)|\bsupplementa(?:ry|l) (?:analgesi\w*|medication)",
+    rf"\b{_ANALGESIC} (?:consumption|intake|requirements?|supplementation)\b|"
+    r"\brescue (?:medication|analgesi\w*)|\bsupplementa(?:ry|l) (?:analgesi\w*|medication)|"
+    # counted as an outcome: "the amount of paracetamol taken/week" in an electroacupuncture-versus-diclofenac trial
+    rf"\b(?:amount|quantity|number of (?:tablets|doses|pills)|consumption|intake) of (?:rescue )?{_ANALGESIC}",
     re.I,
 )
 # a comparison stated ("A versus B", "not superior to", "a comparative study of")
