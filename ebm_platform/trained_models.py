@@ -5,14 +5,14 @@ process trains a given key at a time; the others wait for it and then reuse its 
 
 from __future__ import annotations
 
-import fcntl
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from ebm_platform.atomic import exclusive_lock
 from ebm_platform.evaluation import closed_training, verdict_training
 from ebm_platform.evaluation.verdict_training import train_verdict_model
 from ebm_platform.index.embeddings import Encoder, export_dir
@@ -111,14 +111,9 @@ def ensure_environment_models(
     return lines
 
 
-@contextmanager
-def training_lock(name: str, key: str) -> Iterator[None]:
+def training_lock(name: str, key: str) -> AbstractContextManager[None]:
     """Held while one process trains (or finds) the environment's `name` model for `key`."""
-    folder = export_dir() / name
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{key}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return exclusive_lock(export_dir() / name / f"{key}.lock")
 
 
 def cached_verdict_model(

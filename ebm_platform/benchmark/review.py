@@ -12,17 +12,14 @@ until a reviewer marks it `keep`. Store writes take a file lock and replace the 
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
-from ebm_platform.atomic import write_bytes_atomic
+from ebm_platform.atomic import exclusive_lock, write_bytes_atomic
 from ebm_platform.lake_layout import LakeLayout
 
 COLUMNS = ("question_id", "condition", "source", "split_kind", "certainty", "question", "exact_answer")
@@ -35,19 +32,6 @@ def sheet_path(lake: Path) -> Path:
 
 def store_path(lake: Path) -> Path:
     return LakeLayout(lake).review / "decisions.jsonl"
-
-
-@contextmanager
-def _locked(lake: Path) -> Iterator[None]:
-    """An exclusive lock on the review store (concurrent partition runs record one at a time)."""
-    lock = store_path(lake).with_suffix(".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _read_store(lake: Path) -> list[dict]:
@@ -82,7 +66,7 @@ def record_sheet(lake: Path, path: Path | None = None) -> int:
         rows = ", ".join(f"{q}={d!r}" for q, d in invalid.select("question_id", "decision").head(5).iter_rows())
         raise ValueError(f"review sheet {path}: decision must be keep, discard or empty; found {rows}")
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    with _locked(lake):
+    with exclusive_lock(store_path(lake).with_suffix(".lock")):  # concurrent runs record one at a time
         current = latest(lake)
         new = []
         for row in decided.iter_rows(named=True):

@@ -19,7 +19,6 @@ uses every core this process may run on.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ebm_platform.atomic import exclusive_lock
 from ebm_platform.bundled_model import BUNDLED, model_path
 from ebm_platform.process import cores, shared_instance
 from ebm_platform.vectors import unit_rows
@@ -159,13 +159,9 @@ def output_module(model, output: str):
     return Output().eval()
 
 
-@contextmanager
-def _export_lock() -> Iterator[None]:
+def _export_lock() -> AbstractContextManager[None]:
     """Held by one process at a time: converting a model, or compiling one through the cache."""
-    export_dir().mkdir(parents=True, exist_ok=True)
-    with open(export_dir() / ".export.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return exclusive_lock(export_dir() / ".export.lock")
 
 
 def openvino_model(name: str = BUNDLED) -> Path:
