@@ -132,6 +132,26 @@ def test_pooling_as_each_batch_comes_out_keeps_no_batch_resident():
     assert [r.shape[0] for r in rows] == [3, 5, 5, 9] and any(b() is not None for b in batches)
 
 
+def test_batches_come_in_a_bounded_number_of_shapes():
+    """OpenVINO keeps what it compiles for each input shape: every batch is padded to a multiple of
+    PAD_MULTIPLE (a width per length gave 650 shapes while tagging a 32,000-window partition, memory
+    that grew with the corpus), and each sequence still gets its own rows, with the padding masked."""
+    from ebm_platform.index.embeddings import PAD_MULTIPLE, forward_batched
+
+    shapes: set[tuple[int, int]] = set()
+
+    def forward(ids: np.ndarray, mask: np.ndarray, types: np.ndarray) -> np.ndarray:
+        shapes.add(ids.shape)
+        assert (mask.sum(axis=1) == (ids != 0).sum(axis=1)).all()  # the padding (id 0 here) is masked
+        return np.repeat(mask[:, :, None], 2, axis=2).astype(np.float32)
+
+    lengths = list(range(1, 513)) * 2
+    rows = forward_batched(forward, [[7] * n for n in lengths], 0)
+    widths = {width for _, width in shapes}
+    assert all(width % PAD_MULTIPLE == 0 for width in widths) and len(widths) <= 512 // PAD_MULTIPLE
+    assert [r.shape[0] for r in rows] == lengths and all(r.min() == 1.0 for r in rows)
+
+
 def test_a_large_embedding_call_leaves_the_question_cache_alone(monkeypatch):
     """Only a call with few new texts fills the encoder's cache: a partition's entity names are not asked
     again and would push out the questions it keeps; repeated texts of a call share one vector."""

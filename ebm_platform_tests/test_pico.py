@@ -7,6 +7,7 @@ import sys
 
 import dagster as dg
 import numpy as np
+import polars as pl
 import pytest
 
 from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
@@ -441,3 +442,26 @@ def test_a_window_two_conditions_share_is_tagged_once(trained_lake, tmp_path):
     assert second["w1"] == first["w1"] and second["w1"]
     assert SpanStore(tmp_path / "spans", "another tagger").reusable("NP", [shared]) == {}
     assert store.reusable("LBP", [shared]) == {}  # a partition never reuses its own earlier spans
+
+
+def test_the_span_store_takes_rows_batch_by_batch_and_a_failed_partition_changes_nothing(tmp_path):
+    """pico_extractions writes each batch's spans as it is tagged (a partition's spans are never held
+    together); the partition's file is replaced only when every batch was written."""
+    from ebm_platform.pico.windows import SpanStore
+
+    def rows(ids: list[str]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"window_id": ids, "text_sha1": ids, "tagger": ["t"] * len(ids), "spans": ["[]"] * len(ids)}
+        )
+
+    store = SpanStore(tmp_path, "t")
+    store.write("LBP", rows(["a"]))
+    with pytest.raises(RuntimeError, match="tagging failed"), store.writer("LBP") as append:
+        append(rows(["b"]))
+        raise RuntimeError("tagging failed")
+    assert pl.read_parquet(tmp_path / "LBP.parquet")["window_id"].to_list() == ["a"]
+    with store.writer("LBP") as append:
+        append(rows(["b", "c"]))
+        append(rows(["d"]))
+    assert pl.read_parquet(tmp_path / "LBP.parquet")["window_id"].to_list() == ["b", "c", "d"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["LBP.parquet"]  # no temporary file left

@@ -1,6 +1,8 @@
 """Graph assets: pico_tagger (checked), pico_extractions[CODE], knowledge_graph[CODE] (Kùzu),
 knowledge_tree."""
 
+from contextlib import nullcontext
+
 import dagster as dg
 import polars as pl
 
@@ -136,9 +138,8 @@ def pico_extractions(
         if tagger
         else None
     )
-    frame = extractor.partition(evidence_windows, tagging, reporter(context))
-    if tagging:
-        tagging.save()
+    with tagging.storing() if tagging else nullcontext():
+        frame = extractor.partition(evidence_windows, tagging, reporter(context))
     kinds = frame.group_by("kind").len().to_dicts() if frame.height else []
     return dg.Output(
         frame,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import polars as pl
 
 from ebm_platform.graph.normalise import merge_entities, normalise
 from ebm_platform.graph.schema import Schema
+from ebm_platform.process import release_free_memory
 
 # Paper section 4.1: 357,844 nodes; 44,033 PICO-core (12.3%); shares of the core nodes.
 PAPER_CORE_SHARE = 0.123
@@ -33,6 +35,11 @@ def _normalised(values: pl.Series) -> pl.Series:
     """`normalise` of each value, computed once per distinct value."""
     distinct = values.drop_nulls().unique().to_list()
     return values.replace_strict(distinct, [normalise(v) for v in distinct], default=None, return_dtype=pl.String)
+
+
+def _rows(vectors: np.ndarray, row_of: dict[str, int], names: list[str]) -> np.ndarray:
+    """The rows of `vectors` of these names (`row_of`: name -> row)."""
+    return vectors[[row_of[n] for n in names]]
 
 
 def _owned(frame: pl.DataFrame, code: str, key: str, columns: list) -> pl.DataFrame:
@@ -75,17 +82,21 @@ def partition_tables(
     keys = mentioned.select(type="subject_type", norm="norm").unique().sort("type", "norm")
     names = keys["norm"].unique().sort().to_list()
     vectors = embed(names) if names else np.zeros((0, 0), np.float32)  # a row per distinct name
+    release_free_memory()  # the encoder's freed batches (about 200 MB at 128,000 names) would stay resident
     row_of = {name: i for i, name in enumerate(names)}
-
-    def lookup(texts: list[str]) -> np.ndarray:
-        return vectors[[row_of[t] for t in texts]]
-
-    canonical = merge_entities(list(keys.iter_rows()), lookup, merge_threshold)
+    canonical = merge_entities(list(keys.iter_rows()), partial(_rows, vectors, row_of), merge_threshold)
     ids = pl.DataFrame(
         [(t, n, f"{head_t}|{head}") for (t, n), (head_t, head) in canonical.items()],
         schema={"type": pl.String, "norm": pl.String, "eid": pl.String},
         orient="row",
     )
+    del canonical, names
+    # each entity's vector is its canonical normalised name's (the graph channel matches anchors to it), in the
+    # entity table's order (its ids sorted), taken before the tables are built and the names' matrix dropped:
+    # one matrix of vectors at a time (190 MB each at 128,000 names)
+    heads = ids["eid"].unique().sort().str.splitn("|", 2).struct.field("field_1").to_list()
+    matrix = _rows(vectors, row_of, heads) if heads else np.zeros((0, 0), np.float32)
+    del vectors, row_of, heads
 
     def entity_id(frame: pl.DataFrame, type_: str, norm: str, alias: str) -> pl.DataFrame:
         """`frame` with the global entity id of its (type_, norm) columns (null when none)."""
@@ -117,9 +128,11 @@ def partition_tables(
         .unique()
         .sort("from", "to")
     )
+    del mentioned, mentions, surface  # each intermediate frame is dropped once its tables are built
     others = entity_id(rows.filter(pl.col("kind") != "entity"), "subject_type", "norm", "source").filter(
         pl.col("source").is_not_null()
     )
+    del rows
     relations = others.filter(pl.col("kind") == "relation")
     relations = entity_id(
         relations.with_columns(object_norm=_normalised(relations["object"])), "object_type", "object_norm", "target"
@@ -133,6 +146,7 @@ def partition_tables(
         .with_columns(partition=pl.lit(code))
         .cast(pl.String)
     )
+    del relations
     attributes = others.filter(pl.col("kind") != "relation")
     triples = attributes.select("source", "predicate", "object").unique(maintain_order=True)
     triples = triples.with_columns(
@@ -150,10 +164,7 @@ def partition_tables(
         .sort("from", "to")
         .cast(pl.String)
     )
-    # an entity's vector is its canonical normalised name's (the graph channel matches anchors to it)
     # (from one float32 matrix: Python float lists cost about 24 bytes a number, 1.8 GB for 125,000 entities)
-    norms = tables["Entity"]["norm"].to_list()
-    matrix = lookup(norms).astype(np.float32, copy=False) if norms else np.zeros((0, 0), np.float32)
     entity_table = tables["Entity"].with_columns(pl.Series("vector", matrix).cast(pl.List(pl.Float32)))
     return tables, entity_table
 

@@ -168,7 +168,7 @@ class Extractor:
             done += len(batch)
             if progress:
                 progress(f"{'tagged and ' if tag else ''}extracted {done}/{windows.height} windows")
-        return pl.concat(frames, rechunk=True)
+        return pl.concat(frames, rechunk=False)  # the batches as chunks: no copy of the partition's elements
 
     def report(self) -> str:
         return json.dumps(dict(self.drops), sort_keys=True)

@@ -43,7 +43,7 @@ from ebm_platform.vectors import unit_rows
 
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
-WINDOW_ENCODING = "w2"  # bump when encode_windows changes what it stores (stored rows are copied by description)
+WINDOW_ENCODING = "w3"  # bump when encode_windows changes what it stores (stored rows are copied by description)
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
@@ -52,6 +52,11 @@ CACHE_ENTRIES = 50_000  # sentence embeddings kept per process (questions re-che
 # only a call with at most this many new texts fills the cache: a partition's entity names or blocks are not asked
 # again, and 128,000 of them would only push out the questions it keeps
 CACHED_CALL = 1024
+# Batches are padded to a width that is a multiple of this: OpenVINO's CPU plugin keeps the primitives it
+# compiles for each input shape (its runtime cache, 5,000 shapes by default, about 0.7 MB each), and widths of
+# every length gave 477 shapes for tagging a 16,000-window partition and 650 for 32,000 (memory that grew with
+# the corpus); a multiple of 8 bounds them by the model's length, at the same speed
+PAD_MULTIPLE = 8
 
 
 @lru_cache(maxsize=1)
@@ -247,9 +252,14 @@ class OpenVinoForward:
         return np.asarray(result[self.compiled.output(0)], dtype=np.float32)
 
 
+def padded_width(longest: int) -> int:
+    """The width a batch whose longest sequence has `longest` ids is padded to (`PAD_MULTIPLE`)."""
+    return max(1, -(-longest // PAD_MULTIPLE)) * PAD_MULTIPLE
+
+
 def pad(sequences: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ids, attention mask, token types) of id sequences padded to the longest."""
-    width = max(len(s) for s in sequences)
+    """(ids, attention mask, token types) of id sequences padded to the longest, rounded up (`padded_width`)."""
+    width = padded_width(max(len(s) for s in sequences))
     ids = np.full((len(sequences), width), pad_id, dtype=np.int64)
     mask = np.zeros((len(sequences), width), dtype=np.int64)
     for i, s in enumerate(sequences):
@@ -273,8 +283,8 @@ def forward_batched(
     out: list[np.ndarray | None] = [None] * len(sequences)
     start = 0
     while start < len(order):
-        width = len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]])
-        size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // max(width, 1)))
+        width = padded_width(len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]]))
+        size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // width))
         batch = order[start : start + size]
         with lock or nullcontext():
             states = forward(*pad([sequences[i] for i in batch], pad_id))
