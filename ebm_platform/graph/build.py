@@ -12,7 +12,6 @@ import polars as pl
 
 from ebm_platform.graph.normalise import merge_entities, normalise
 from ebm_platform.graph.schema import Schema
-from ebm_platform.process import release_free_memory
 
 # Paper section 4.1: 357,844 nodes; 44,033 PICO-core (12.3%); shares of the core nodes.
 PAPER_CORE_SHARE = 0.123
@@ -82,7 +81,6 @@ def partition_tables(
     keys = mentioned.select(type="subject_type", norm="norm").unique().sort("type", "norm")
     names = keys["norm"].unique().sort().to_list()
     vectors = embed(names) if names else np.zeros((0, 0), np.float32)  # a row per distinct name
-    release_free_memory()  # the encoder's freed batches (about 200 MB at 128,000 names) would stay resident
     row_of = {name: i for i, name in enumerate(names)}
     canonical = merge_entities(list(keys.iter_rows()), partial(_rows, vectors, row_of), merge_threshold)
     ids = pl.DataFrame(

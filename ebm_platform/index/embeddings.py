@@ -38,7 +38,7 @@ import numpy as np
 
 from ebm_platform.atomic import exclusive_lock
 from ebm_platform.bundled_model import BUNDLED, model_path
-from ebm_platform.process import cores, shared_instance
+from ebm_platform.process import cores, release_free_memory, shared_instance
 from ebm_platform.vectors import unit_rows
 
 BACKENDS = ("openvino", "torch")
@@ -368,6 +368,8 @@ class Encoder:
                         self._cache[(text, limit)] = out[rows[text][0]].copy()
                 while len(self._cache) > CACHE_ENTRIES:
                     self._cache.popitem(last=False)
+        if len(todo) > CACHED_CALL:  # a large call's freed batches (about 200 MB at 128,000 names) would stay resident
+            release_free_memory()
         return out
 
     def _segments(self, ids: list[int], context: int = 0) -> list[list[int]]:
