@@ -283,6 +283,48 @@ def test_a_writer_works_on_a_copy_that_replaces_the_store_only_when_it_closes_cl
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.kz", "g.kz.writer.lock"]  # no working copy left
 
 
+def _mentioning(code: str, name: str | None) -> dict[str, pl.DataFrame]:
+    """One window of partition `code`; when `name` is given it mentions the entity Intervention|exercise so."""
+    tables = {
+        "Window": pl.DataFrame(
+            {
+                "id": [f"{code}|w"],
+                "partition": [code],
+                "window_id": ["w"],
+                "doc_id": ["d"],
+                "grade": ["C"],
+                "section": ["results"],
+                "text": ["t"],
+            }
+        )
+    }
+    if name:
+        tables["Entity"] = pl.DataFrame(
+            {"id": ["Intervention|exercise"], "name": [name], "norm": ["exercise"], "type": ["Intervention"]}
+        ).with_columns(pico_core=pl.lit(True))
+        tables["MENTIONED_IN"] = pl.DataFrame({"from": ["Intervention|exercise"], "to": [f"{code}|w"], "name": [name]})
+    return tables
+
+
+def test_a_shared_entity_is_named_the_same_whichever_partition_commits_first(tmp_path):
+    """An entity two conditions mention takes the name the first condition (by code) gives it, in either
+    commit order; a condition rebuilt without it hands the name to the next (its name was the store's
+    first writer's before, so parallel partition runs built different graphs from the same code)."""
+
+    def stored(order: list[tuple[str, str | None]]) -> list[str]:
+        path = tmp_path / f"g{len(list(tmp_path.iterdir()))}.kz"
+        with GraphStore(path) as store:
+            for code, name in order:
+                store.replace_partition(code, _mentioning(code, name), f"run-{code}")
+            return store.query("MATCH (e:Entity) RETURN e.name AS name")["name"].to_list()
+
+    assert stored([("ACL", "Exercise"), ("LBP", "exercise therapy")]) == ["Exercise"]
+    assert stored([("LBP", "exercise therapy"), ("ACL", "Exercise")]) == ["Exercise"]
+    assert stored([("ACL", "Exercise"), ("LBP", "exercise therapy"), ("ACL", None)]) == ["exercise therapy"]
+    assert stored([("ACL", "Exercise"), ("LBP", "exercise therapy"), ("ACL", "exercises")]) == ["exercises"]
+    assert stored([("ACL", "Exercise"), ("ACL", None)]) == []
+
+
 def test_a_partition_is_extracted_whole_documents_at_a_time():
     """`Extractor.partition` turns a partition's windows into elements a batch of whole documents at a time
     (a document's abbreviations name the spans of all its windows), each batch tagged once, and gives the

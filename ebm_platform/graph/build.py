@@ -124,6 +124,7 @@ def partition_tables(
     tables["MENTIONED_IN"] = (
         mentions.select(pl.col("eid").alias("from"), (prefix + pl.col("window_id")).alias("to"))
         .unique()
+        .join(tables["Entity"].select(pl.col("id").alias("from"), "name"), on="from", how="left")
         .sort("from", "to")
     )
     del mentioned, mentions, surface  # each intermediate frame is dropped once its tables are built

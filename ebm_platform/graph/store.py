@@ -2,12 +2,14 @@
 
 Layout: Document, Window and Attribute nodes carry their partition; Entity nodes are global (one
 per type and normalised name, shared by every condition that mentions it); Window -> Document,
-Entity -> Window (MENTIONED_IN, the per-partition mentions), Entity -> Entity (RELATES, typed,
-with its partition), Entity -> Attribute. The knowledge tree adds Community and Keyword nodes.
+Entity -> Window (MENTIONED_IN, the per-partition mentions, each with the name the partition gives
+the entity), Entity -> Entity (RELATES, typed, with its partition), Entity -> Attribute. The
+knowledge tree adds Community and Keyword nodes.
 Every partition write is one transaction: delete the partition's nodes, mentions and relations,
 drop entities no partition mentions any more, add the entities that are new, copy the rest,
-commit, and record the partition's version (the run that wrote it), which the entity table the
-graph channel reads carries too.
+name each shared entity as the first condition (by code) that mentions it names it, commit, and
+record the partition's version (the run that wrote it), which the entity table the graph channel
+reads carries too. The names so do not depend on which partition's run committed first.
 
 Writers never touch the live file: a writer (one at a time, under a lock file) copies it, works on
 the copy and renames the closed copy over the live file. A crash or an error at any point leaves
@@ -41,7 +43,7 @@ DDL = [
     "CREATE NODE TABLE IF NOT EXISTS Keyword(id STRING PRIMARY KEY, name STRING)",
     "CREATE NODE TABLE IF NOT EXISTS PartitionVersion(partition STRING PRIMARY KEY, version STRING)",
     "CREATE REL TABLE IF NOT EXISTS FROM_DOCUMENT(FROM Window TO Document)",
-    "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Window)",
+    "CREATE REL TABLE IF NOT EXISTS MENTIONED_IN(FROM Entity TO Window, name STRING)",
     "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, type STRING, window_id STRING, partition STRING)",
     "CREATE REL TABLE IF NOT EXISTS HAS_ATTRIBUTE(FROM Entity TO Attribute, window_id STRING)",
     "CREATE REL TABLE IF NOT EXISTS IN_COMMUNITY(FROM Entity TO Community)",
@@ -89,7 +91,8 @@ class GraphStore:
     def _drop_outdated_tables(self) -> None:
         """A store written before a schema change drops the outdated tables instead of failing to
         copy into them: the tree (rebuilt whole by knowledge_tree) when Community lacks its layer
-        counts or summary, and everything when entities were still per partition (re-materialise
+        counts or summary, and everything (with the partitions' versions) when entities were still per
+        partition or mentions did not carry the partition's name for the entity (re-materialise
         knowledge_graph for every partition; the demo and `ebm lake build` do)."""
         tables = self._tables()
         tree = ("IN_COMMUNITY", "HAS_KEYWORD", "KEYWORD_OF", "Community", "Keyword")
@@ -104,8 +107,10 @@ class GraphStore:
             "Attribute",
         )
         drop: tuple[str, ...] = ()
-        if "Entity" in tables and "partition" in self._columns("Entity"):
-            drop = tree + graph
+        if ("Entity" in tables and "partition" in self._columns("Entity")) or (
+            "MENTIONED_IN" in tables and "name" not in self._columns("MENTIONED_IN")
+        ):
+            drop = (*tree, *graph, "PartitionVersion")
         elif "Community" in tables and not {"l2_triples", "l1_attributes", "summary"} <= self._columns("Community"):
             drop = tree
         for table in drop:
@@ -176,6 +181,10 @@ class GraphStore:
             self.conn.execute(
                 "MERGE (v:PartitionVersion {partition: $p}) SET v.version = $v", {"p": partition, "v": version}
             )
+            before = self.query(
+                "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p RETURN DISTINCT e.id AS id",
+                {"p": partition},
+            )["id"]
             for node in PARTITION_NODES:
                 self.conn.execute(f"MATCH (n:{node}) WHERE n.partition = $p DETACH DELETE n", {"p": partition})
             self.conn.execute(
@@ -185,13 +194,14 @@ class GraphStore:
                 "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (e)-[:MENTIONED_IN]->(:Window) } DETACH DELETE e"
             )
             entities = tables.get("Entity", pl.DataFrame())
+            new_ids = entities["id"] if entities.height else pl.Series("id", [], pl.String)
+            # entities other partitions still mention: the ones this partition mentioned and the ones it adds
+            shared = self.query(
+                "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
+                {"ids": pl.concat([before, new_ids]).unique().sort().to_list()},
+            )["id"]
             if entities.height:
-                known = set(
-                    self.query(
-                        "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id", {"ids": entities["id"].to_list()}
-                    )["id"].to_list()
-                )
-                self._copy("Entity", entities.select(ENTITY_COLUMNS).filter(~pl.col("id").is_in(sorted(known))))
+                self._copy("Entity", entities.select(ENTITY_COLUMNS).filter(~pl.col("id").is_in(shared.to_list())))
             for table in (
                 "Document",
                 "Window",
@@ -202,6 +212,26 @@ class GraphStore:
                 "HAS_ATTRIBUTE",
             ):
                 self._copy(table, tables.get(table, pl.DataFrame()))
+            self._name_shared(shared.to_list())
+
+    def _name_shared(self, ids: list[str]) -> None:
+        """Name each of these entities as the first partition (by code) that mentions it names it: the
+        same names whichever partition's run committed first, and a partition rebuilt without an entity
+        hands its name to the next."""
+        names = (
+            self.query(
+                "MATCH (e:Entity)-[m:MENTIONED_IN]->(w:Window) WHERE e.id IN $ids "
+                "RETURN DISTINCT e.id AS id, w.partition AS partition, m.name AS name",
+                {"ids": ids},
+            )
+            .sort("id", "partition", "name")
+            .group_by("id", maintain_order=True)
+            .agg(pl.col("name").first())
+        )
+        if names.height:
+            self.conn.execute(
+                "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.name = r.name", {"rows": names.to_dicts()}
+            )
 
     def replace_tree(self, tables: dict[str, pl.DataFrame]) -> None:
         """Atomically replace the knowledge tree (communities, keywords and their edges)."""
