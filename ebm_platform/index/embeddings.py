@@ -43,7 +43,7 @@ from ebm_platform.vectors import unit_rows
 
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
-WINDOW_ENCODING = "w3"  # bump when encode_windows changes what it stores (stored rows are copied by description)
+WINDOW_ENCODING = "w4"  # bump when encode_windows changes what it stores (stored rows are copied by description)
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
@@ -275,22 +275,28 @@ def forward_batched(
     lock: AbstractContextManager | None = None,
     reduce: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> list[np.ndarray]:
-    """`forward`'s output rows for each id sequence (its own length), in batches of similar length
-    (at most MAX_BATCH sequences and about TOKENS_PER_BATCH ids each); `lock` guards each call.
-    `reduce`, when given, maps each row as its batch comes out (a pooled vector), so that no batch's
-    states outlive it (a row kept as a view keeps its whole batch resident)."""
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    """`forward`'s output rows for each id sequence (its own length), in batches of sequences that pad to
+    the same width (`padded_width` of their own length: OpenVINO's bf16 kernels give a sequence padded
+    wider other numbers, so what a text was batched with changed its output), at most MAX_BATCH
+    sequences and about TOKENS_PER_BATCH ids each; a last, smaller batch of a width is filled up to a
+    power of two with copies of its last sequence (a bounded number of shapes, `test_embeddings`).
+    `lock` guards each call. `reduce`, when given, maps each row as its batch comes out (a pooled
+    vector), so that no batch's states outlive it (a row kept as a view keeps its whole batch resident)."""
+    by_width: dict[int, list[int]] = {}
+    for i in sorted(range(len(sequences)), key=lambda i: len(sequences[i])):
+        by_width.setdefault(padded_width(len(sequences[i])), []).append(i)
     out: list[np.ndarray | None] = [None] * len(sequences)
-    start = 0
-    while start < len(order):
-        width = padded_width(len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]]))
+    for width, members in by_width.items():
         size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // width))
-        batch = order[start : start + size]
-        with lock or nullcontext():
-            states = forward(*pad([sequences[i] for i in batch], pad_id))
-        for row, i in enumerate(batch):
-            out[i] = states[row, : len(sequences[i])] if reduce is None else reduce(states[row, : len(sequences[i])])
-        start += size
+        for start in range(0, len(members), size):
+            batch = members[start : start + size]
+            rows = [sequences[i] for i in batch]
+            rows += rows[-1:] * (min(size, 1 << (len(rows) - 1).bit_length()) - len(rows))
+            with lock or nullcontext():
+                states = forward(*pad(rows, pad_id))
+            for row, i in enumerate(batch):
+                kept = states[row, : len(sequences[i])]
+                out[i] = kept if reduce is None else reduce(kept)
     return out  # type: ignore[return-value]
 
 
