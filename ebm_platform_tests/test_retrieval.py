@@ -541,6 +541,29 @@ def test_bm25_channel_over_an_empty_table(tmp_path):
     assert channel.search("text", 5).height == 0
 
 
+def test_one_conditions_bm25_ranks_the_same_whatever_other_conditions_are_indexed(tmp_path):
+    """benchmark_qa ranks a condition's windows (generated questions' accessibility and gold pool) while other
+    conditions' runs are still indexing: over the whole table the IDF moved with them (two builds of the
+    same code gave NP different gold windows), over the condition's own windows it does not."""
+    from ebm_platform.index.window_index import WindowIndex
+    from ebm_platform.retrieval.full_text import FullTextChannel
+
+    own = [
+        ("w1", "AT", "C", "eccentric exercise for tendon pain"),
+        ("w2", "AT", "C", "eccentric loading protocols and pain"),
+        ("w3", "AT", "C", "tendon pain after running"),
+    ]
+    _channel_table(tmp_path / "db", own)
+    alone = FullTextChannel.of_condition(WindowIndex(tmp_path / "db", pinned=True), "AT").search("eccentric pain", 3)
+    others = [(f"x{k}", "PFP", "C", "pain pain tendon knee") for k in range(20)]
+    _channel_table(tmp_path / "db", others)
+    index = WindowIndex(tmp_path / "db", pinned=True)
+    assert FullTextChannel.of_condition(index, "AT").search("eccentric pain", 3).equals(alone)
+    whole = FullTextChannel.open(index, tmp_path / "bm25s").search("eccentric pain", 3, ["AT"])
+    assert not whole.equals(alone)  # over the whole table, the other condition's windows reorder these
+    assert FullTextChannel.of_condition(index, "GTPS").search("pain", 3).height == 0
+
+
 def test_full_text_index_is_added_to_a_table_that_predates_it(tmp_path):
     import lancedb
 

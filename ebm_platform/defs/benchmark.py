@@ -104,7 +104,7 @@ def benchmark_qa(
         parts.append(pubmedqa_rows(code, benchmark.root(), source_documents, evidence_windows))
     if "generated" in benchmark.sources and evidence_windows.height:
         index = WindowIndex(LakeLayout(lake.root).lancedb)
-        full_text = FullTextChannel.open(index, LakeLayout(lake.root).bm25s)
+        full_text = FullTextChannel.of_condition(index, code)  # not the whole lake's: others may be half built
         seen: dict[str, dict] = {}  # rows of every retrieved window, read once
 
         def retrieve(question: str, n: int) -> list[str]:

@@ -34,6 +34,29 @@ def _tokens(texts: list[str], ids: bool) -> object:
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=ids, show_progress=False)
 
 
+def _rows(table, n: int, condition: str | None = None) -> pl.DataFrame:
+    """The table's first `n` rows (of one condition when given): what the channel indexes."""
+    query = table.search().select(["window_id", "condition", "grade", SEARCH_TEXT])
+    if condition:
+        query = query.where("condition = '{}'".format(condition.replace("'", "''")), prefilter=True)
+    return pl.from_arrow(query.limit(n).to_arrow())
+
+
+def _windows(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per window, with every condition it is tagged with."""
+    return rows.group_by("window_id", maintain_order=True).agg(
+        pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)
+    )
+
+
+def _indexed(rows: pl.DataFrame) -> tuple[pl.DataFrame, bm25s.BM25]:
+    """The windows of `rows` and bm25s over their search text."""
+    windows = _windows(rows)
+    bm25 = bm25s.BM25()
+    bm25.index(_tokens(windows[SEARCH_TEXT].to_list(), ids=True), show_progress=False)
+    return windows, bm25
+
+
 class FullTextChannel:
     """bm25s over one window-index snapshot; one document per window (a window tagged with several
     conditions is one document whose conditions all match a filter)."""
@@ -56,16 +79,13 @@ class FullTextChannel:
         table = index.table()
         n = table.count_rows()
         if not n:
-            return cls(
-                pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8), "grade": pl.Utf8}), None
-            )
+            return cls.empty()
         folder = Path(root) / f"v{table.version}"
         for _ in range(2):  # a concurrent reader may prune a version between the check and the load
             if not (folder / "windows.parquet").is_file():
                 folder.parent.mkdir(parents=True, exist_ok=True)
-                columns = ["window_id", "condition", "grade", SEARCH_TEXT]
                 cls._build(
-                    pl.from_arrow(table.search().select(columns).limit(n).to_arrow()),
+                    _rows(table, n),
                     folder,
                     keep if keep is not None else timedelta(minutes=get_settings().index_keep_versions_min),
                 )
@@ -76,14 +96,23 @@ class FullTextChannel:
                 continue
         raise RuntimeError(f"the full-text index {folder} keeps disappearing: is another process pruning it?")
 
+    @classmethod
+    def of_condition(cls, index: WindowIndex, code: str) -> FullTextChannel:
+        """An in-memory channel over one condition's windows alone: its statistics (IDF, mean length) do
+        not depend on which other conditions a concurrent build has indexed yet, as the whole
+        table's would (what a partition run ranks is then the same in every build)."""
+        n = index.count(code)
+        return cls(*_indexed(_rows(index.table(), n, code))) if n else cls.empty()
+
+    @classmethod
+    def empty(cls) -> FullTextChannel:
+        """A channel over no windows (it finds nothing)."""
+        return cls(pl.DataFrame(schema={"window_id": pl.Utf8, "conditions": pl.List(pl.Utf8), "grade": pl.Utf8}), None)
+
     @staticmethod
     def _build(rows: pl.DataFrame, folder: Path, keep: timedelta) -> None:
-        windows = rows.group_by("window_id", maintain_order=True).agg(
-            pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)
-        )
+        windows, bm25 = _indexed(rows)
         staging = folder.parent / f".tmp-{uuid.uuid4().hex}"
-        bm25 = bm25s.BM25()
-        bm25.index(_tokens(windows[SEARCH_TEXT].to_list(), ids=True), show_progress=False)
         bm25.save(str(staging), show_progress=False)
         windows.drop(SEARCH_TEXT).write_parquet(staging / "windows.parquet")  # last: marks the folder whole
         try:
