@@ -101,10 +101,11 @@ class GraphChannel:
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS a_id, b.id AS b_id, a.name AS source, r.type AS type, "
             "b.name AS target, r.window_id AS window_id"
         ).sort("a_id", "b_id", "type", "window_id")
-        # in the store's order, which breaks ties between equally weighted communities (as the per-question query did)
+        # in the entities' order, which breaks ties between equally weighted communities (not the store's order:
+        # entities are stored as the partitions' runs commit, so it changed from one build to the next)
         communities = store.query(
             "MATCH (e:Entity)-[:IN_COMMUNITY]->(c:Community) RETURN e.id AS entity, c.id AS community"
-        )
+        ).sort("entity", "community")
         self.community_of: dict[str, tuple[int, str]] = {
             entity: (rank, community) for rank, (entity, community) in enumerate(communities.iter_rows())
         }

@@ -28,4 +28,4 @@ def document_entities(graph: GraphChannel, doc_ids: list[str], types: tuple[str,
         "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.doc_id IN $docs AND e.type IN $types "
         "RETURN DISTINCT w.doc_id AS doc_id, e.type AS type, e.id AS id, e.name AS name",
         {"docs": doc_ids, "types": list(types)},
-    )
+    ).sort("doc_id", "type", "id", "name")  # not the store's order, which follows the partitions' commits
