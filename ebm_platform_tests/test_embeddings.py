@@ -134,7 +134,7 @@ def test_pooling_as_each_batch_comes_out_keeps_no_batch_resident():
 
 def test_batches_come_in_a_bounded_number_of_shapes():
     """OpenVINO keeps what it compiles for each input shape: every batch is padded to a multiple of
-    PAD_MULTIPLE (a width per length gave 650 shapes while tagging a 32,000-window partition, memory
+    PAD_MULTIPLE, its rows to a power of two or the width's full batch (a width per length gave 650 shapes while tagging a 32,000-window partition, memory
     that grew with the corpus), and each sequence still gets its own rows, with the padding masked."""
     from ebm_platform.index.embeddings import PAD_MULTIPLE, forward_batched
 
@@ -149,14 +149,15 @@ def test_batches_come_in_a_bounded_number_of_shapes():
     rows = forward_batched(forward, [[7] * n for n in lengths], 0)
     widths = {width for _, width in shapes}
     assert all(width % PAD_MULTIPLE == 0 for width in widths) and len(widths) <= 512 // PAD_MULTIPLE
+    assert len(shapes) <= 8 * len(widths)  # a width's last batch is filled up to a power of two
     assert [r.shape[0] for r in rows] == lengths and all(r.min() == 1.0 for r in rows)
 
 
 def test_a_text_is_encoded_the_same_whatever_it_is_batched_with(texts):
-    """A window, a question or an entity name gets the same vectors alone as beside any other texts: with
-    batches padded to a multiple of 8, OpenVINO's bf16 kernels gave a sequence padded wider other numbers
-    (132 of 724 of a condition's tagger runs), so the texts a run happened to batch together (those no
-    other condition had tagged or indexed first) changed its spans and vectors from one build to the next."""
+    """A window, a question or an entity name gets the same vectors alone as beside any other texts: on
+    OpenVINO's bf16 kernels a sequence padded wider than its own width came out different (132 of 724 of
+    a condition's tagger runs), so the texts a run happened to batch together (those no other
+    condition had tagged or indexed first) changed its spans and vectors from one build to the next."""
     encoder = Encoder()
     pieces = [t[:n] for t in texts for n in (90, 300, 700, 1600)]
     together = encoder.encode_windows(pieces)

@@ -43,7 +43,7 @@ from ebm_platform.vectors import unit_rows
 
 BACKENDS = ("openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
-WINDOW_ENCODING = "w5"  # bump when encode_windows changes what it stores (stored rows are copied by description)
+WINDOW_ENCODING = "w4"  # bump when encode_windows changes what it stores (stored rows are copied by description)
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
 MAX_CONTEXT_TOKENS = 64  # at most this much of a window's title and section opens each segment
@@ -55,13 +55,8 @@ CACHED_CALL = 1024
 # Batches are padded to a width that is a multiple of this: OpenVINO's CPU plugin keeps the primitives it
 # compiles for each input shape (its runtime cache, 5,000 shapes by default, about 0.7 MB each), and widths of
 # every length gave 477 shapes for tagging a 16,000-window partition and 650 for 32,000 (memory that grew with
-# the corpus); a multiple of 8 bounded them by the model's length, at the same speed. And a multiple of 32:
-# OpenVINO's bf16 kernels give a sequence the same numbers at any width that is a multiple of 16 on this
-# AVX-512 host (120 encoder and 60 tagger sequences at widths up to 512, docs/evaluation.md), not at widths
-# 8 apart (7 of 40 sequences changed; 132 of a condition's 724 tagger runs differed from the same run alone),
-# so what a text was batched with changed its vectors and tags, and so one build from the next. 32 leaves
-# margin for kernels that block by 32 (AMX tiles); it costs 4.5% more padded tokens than 8 on LBP's windows
-PAD_MULTIPLE = 32
+# the corpus); a multiple of 8 bounds them by the model's length, at the same speed
+PAD_MULTIPLE = 8
 
 
 @lru_cache(maxsize=1)
@@ -280,23 +275,28 @@ def forward_batched(
     lock: AbstractContextManager | None = None,
     reduce: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> list[np.ndarray]:
-    """`forward`'s output rows for each id sequence (its own length), in batches of similar length
-    (at most MAX_BATCH sequences and about TOKENS_PER_BATCH ids each, each padded to a multiple of
-    PAD_MULTIPLE, so a sequence's rows do not depend on what it is batched with); `lock` guards each call.
-    `reduce`, when given, maps each row as its batch comes out (a pooled vector), so that no batch's
-    states outlive it (a row kept as a view keeps its whole batch resident)."""
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    """`forward`'s output rows for each id sequence (its own length), in batches of sequences that pad to
+    the same width (`padded_width` of their own length: OpenVINO's bf16 kernels give a sequence padded
+    wider other numbers, so what a text was batched with changed its output), at most MAX_BATCH
+    sequences and about TOKENS_PER_BATCH ids each; a last, smaller batch of a width is filled up to a
+    power of two with copies of its last sequence (a bounded number of shapes, `test_embeddings`).
+    `lock` guards each call. `reduce`, when given, maps each row as its batch comes out (a pooled
+    vector), so that no batch's states outlive it (a row kept as a view keeps its whole batch resident)."""
+    by_width: dict[int, list[int]] = {}
+    for i in sorted(range(len(sequences)), key=lambda i: len(sequences[i])):
+        by_width.setdefault(padded_width(len(sequences[i])), []).append(i)
     out: list[np.ndarray | None] = [None] * len(sequences)
-    start = 0
-    while start < len(order):
-        width = padded_width(len(sequences[order[min(start + MAX_BATCH, len(order)) - 1]]))
+    for width, members in by_width.items():
         size = max(1, min(MAX_BATCH, TOKENS_PER_BATCH // width))
-        batch = order[start : start + size]
-        with lock or nullcontext():
-            states = forward(*pad([sequences[i] for i in batch], pad_id))
-        for row, i in enumerate(batch):
-            out[i] = states[row, : len(sequences[i])] if reduce is None else reduce(states[row, : len(sequences[i])])
-        start += size
+        for start in range(0, len(members), size):
+            batch = members[start : start + size]
+            rows = [sequences[i] for i in batch]
+            rows += rows[-1:] * (min(size, 1 << (len(rows) - 1).bit_length()) - len(rows))
+            with lock or nullcontext():
+                states = forward(*pad(rows, pad_id))
+            for row, i in enumerate(batch):
+                kept = states[row, : len(sequences[i])]
+                out[i] = kept if reduce is None else reduce(kept)
     return out  # type: ignore[return-value]
 
 
