@@ -377,6 +377,7 @@ class WindowIndex:
         if self._memory is None:
             table = self.table()
             frame = pl.from_arrow(table.search().select([*COLUMNS, "vector"]).limit(table.count_rows()).to_arrow())
+            frame = frame.sort("key")  # the table's order follows the partitions' commits; ties must not
             self._memory = frame, unit_rows(frame["vector"].to_numpy().astype(np.float32).reshape(frame.height, -1))
         return self._memory
 

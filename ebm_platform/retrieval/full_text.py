@@ -44,8 +44,11 @@ def _rows(table, n: int, condition: str | None = None) -> pl.DataFrame:
 
 def _windows(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per window, with every condition it is tagged with."""
-    return rows.group_by("window_id", maintain_order=True).agg(
-        pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT)
+    # in window order, not the table's (which follows the partitions' commits): bm25s breaks ties by position
+    return (
+        rows.sort("window_id", "condition")
+        .group_by("window_id", maintain_order=True)
+        .agg(pl.col("condition").unique().alias("conditions"), pl.first("grade"), pl.first(SEARCH_TEXT))
     )
 
 
