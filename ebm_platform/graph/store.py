@@ -199,9 +199,9 @@ class GraphStore:
             shared = self.query(
                 "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id",
                 {"ids": pl.concat([before, new_ids]).unique().sort().to_list()},
-            )["id"]
+            )["id"].to_list()
             if entities.height:
-                self._copy("Entity", entities.select(ENTITY_COLUMNS).filter(~pl.col("id").is_in(shared.to_list())))
+                self._copy("Entity", entities.select(ENTITY_COLUMNS).filter(~pl.col("id").is_in(shared)))
             for table in (
                 "Document",
                 "Window",
@@ -212,7 +212,7 @@ class GraphStore:
                 "HAS_ATTRIBUTE",
             ):
                 self._copy(table, tables.get(table, pl.DataFrame()))
-            self._name_shared(shared.to_list())
+            self._name_shared(shared)
 
     def _name_shared(self, ids: list[str]) -> None:
         """Name each of these entities as the first partition (by code) that mentions it names it: the

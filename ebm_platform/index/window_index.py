@@ -115,13 +115,14 @@ def encode_rows(windows: pl.DataFrame, encoder: Encoder) -> pa.Table:
     ).cast(pa.schema(encoded_schema(dim).items()))
 
 
-def _quote(value: str) -> str:
+def sql_literal(value: str) -> str:
+    """`value` as a quoted SQL string literal (LanceDB filters)."""
     return "'" + value.replace("'", "''") + "'"
 
 
 def _in(column: str, values) -> str:
     """A SQL `column IN (...)` filter over quoted values."""
-    return f"{column} IN ({', '.join(_quote(v) for v in values)})"
+    return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
 
 
 def remove_stale_staging(folder: Path) -> None:
@@ -202,7 +203,7 @@ class WindowIndex:
             return pa.table({})
         found = (
             table.search()
-            .where(f"{_in('window_id', window_ids)} AND encoder = {_quote(encoder)}")
+            .where(f"{_in('window_id', window_ids)} AND encoder = {sql_literal(encoder)}")
             .select(["window_id", *ENCODED])
             .limit(len(window_ids) * 25)
             .to_arrow()
@@ -291,12 +292,12 @@ class WindowIndex:
                         self.db.create_table(TABLE, reader, mode="overwrite" if self.exists() else "create")
                     else:
                         table = self.table()
-                        if table.count_rows(f"condition = {_quote(condition)}"):
+                        if table.count_rows(f"condition = {sql_literal(condition)}"):
                             (  # holds the whole partition in memory (about 2.3x its staging file)
                                 table.merge_insert("key")
                                 .when_matched_update_all()
                                 .when_not_matched_insert_all()
-                                .when_not_matched_by_source_delete(f"condition = {_quote(condition)}")
+                                .when_not_matched_by_source_delete(f"condition = {sql_literal(condition)}")
                                 .execute(reader)
                             )
                         else:  # a partition's first rows: an append, which streams (1.2 GB: 419 MiB, merged 2,758)
@@ -358,7 +359,7 @@ class WindowIndex:
     def count(self, condition: str | None = None) -> int:
         if not self.exists():
             return 0
-        return self.table().count_rows(f"condition = {_quote(condition)}" if condition else None)
+        return self.table().count_rows(f"condition = {sql_literal(condition)}" if condition else None)
 
     @staticmethod
     def _where(conditions: list[str] | None, grades: tuple[str, ...] | None) -> str | None:
@@ -377,7 +378,9 @@ class WindowIndex:
         if self._memory is None:
             table = self.table()
             frame = pl.from_arrow(table.search().select([*COLUMNS, "vector"]).limit(table.count_rows()).to_arrow())
-            frame = frame.sort("key")  # the table's order follows the partitions' commits; ties must not
+            # sorted: the table's row order follows the order the partitions' runs committed, and the dense
+            # scan breaks ties by row
+            frame = frame.sort("key")
             self._memory = frame, unit_rows(frame["vector"].to_numpy().astype(np.float32).reshape(frame.height, -1))
         return self._memory
 
@@ -459,7 +462,7 @@ class WindowIndex:
             frame = pl.from_arrow(
                 self.table()
                 .search()
-                .where(f"doc_id = {_quote(doc_id)}")
+                .where(f"doc_id = {sql_literal(doc_id)}")
                 .select([*COLUMNS, "vector"])
                 .limit(self.table().count_rows())
                 .to_arrow()

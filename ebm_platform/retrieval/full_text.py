@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 import Stemmer
 
-from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex
+from ebm_platform.index.window_index import SEARCH_TEXT, WindowIndex, sql_literal
 from ebm_platform.settings import get_settings
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -38,7 +38,7 @@ def _rows(table, n: int, condition: str | None = None) -> pl.DataFrame:
     """The table's first `n` rows (of one condition when given): what the channel indexes."""
     query = table.search().select(["window_id", "condition", "grade", SEARCH_TEXT])
     if condition:
-        query = query.where("condition = '{}'".format(condition.replace("'", "''")), prefilter=True)
+        query = query.where(f"condition = {sql_literal(condition)}", prefilter=True)
     return pl.from_arrow(query.limit(n).to_arrow())
 
 
