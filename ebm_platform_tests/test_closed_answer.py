@@ -19,6 +19,7 @@ from ebm_platform.retrieval.closed_answer import (
     calibrate,
     decide,
     features,
+    question_shares,
     results_sentences,
 )
 from ebm_platform.retrieval.questions import question_anchors
@@ -71,7 +72,7 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
         span_verdict.pipeline,
     )
     named = dict(zip(FEATURES, x))
-    assert x.shape == (len(FEATURES),) == (26,)
+    assert x.shape == (len(FEATURES),) == (30,)
     assert named["no-difference sentences"] == 2 and named["results sentences"] == 2
     assert named["no-difference share"] == 1.0 and named["contrast sentences"] == 0
     assert named["question: negation"] == 1 and named["question words"] == 4
@@ -98,6 +99,24 @@ def test_features_count_significance_no_difference_and_the_question_form(span_ve
         mixed["span classifier last no diff"] > mixed["span classifier last increased"]
     )  # the last sentence's reading
     assert mixed["span classifier spread no diff"] > 0  # the two sentences read differently
+
+
+def test_the_results_about_the_question_are_read_apart_from_the_others(span_verdict) -> None:
+    """Of a study's many results, the sentences naming the question's words answer it: here the one
+    on smoking and fracture risk finds no difference although most results are significant."""
+    question = "Does smoking change fracture risk?"
+    results = [
+        "Smoking did not change fracture risk (p = 0.41).",
+        "Bone density was significantly lower in women (p < 0.01).",
+        "Age was significantly associated with falls (p = 0.002).",
+        "Vitamin D levels were significantly lower in winter (p = 0.03).",
+    ]
+    assert question_shares(question, results) == [1.0, 0.0, 1.0, 0.0]
+    named = dict(zip(FEATURES, features(question, results, span_verdict.pipeline)))
+    assert named["no-difference share"] == 0.25  # over every results sentence
+    assert named["no-difference share of the question's sentences"] == 1.0
+    assert question_shares(question, []) == [0.0] * 4
+    assert question_shares("Why?", results) == [0.25, 0.75, 0.25, 0.75]  # none names the question: all alike
 
 
 def test_the_reader_answers_the_class_with_the_largest_weighted_probability() -> None:
