@@ -1086,9 +1086,15 @@ def test_a_guidelines_own_recommendation_outranks_what_an_overview_reports() -> 
     for citation, document in zip(answer["citations"], ["va-dod", "who", "overview", "overview"]):
         citation["doc_id"] = document
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    # the guideline that takes a side decides; the one that recommends neither way is named beside it
+    assert line["text"] == "No: a guideline recommends against it (another recommends neither for nor against it)."
+    assert line["support"] == {"A": 1} and line["contradict"] == {"B": 1}  # the overview's reports say yes
+    # guidelines that recommend neither way alone leave it uncertain
+    answer["core_answer"] = answer["core_answer"][:1] + answer["core_answer"][2:]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["text"] == "Uncertain: the guideline recommends neither for nor against it."
     # without the guidelines the overview's reports decide
-    answer["core_answer"] = answer["core_answer"][2:]
+    answer["core_answer"] = answer["core_answer"][1:]
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert line["text"] == "Yes: the guidelines that a grade B source reports recommend it."
 

@@ -348,8 +348,13 @@ def unquoted_lead_study(
 
 def _recommended(stances: dict[int, str], speaking: set[int], tie: str) -> str | None:
     """What the cited guidelines' recommendations about the question's arms (`speaking`) answer: the
-    majority of their stances, a tie `tie`; None when none is about them."""
-    return _majority(Counter(stances[n] for n in speaking), tie)
+    majority of those that take a side (`tie`, neither for nor against, is none: "Does ultrasound therapy
+    reduce pain in chronic low back pain?" read "the guideline recommends neither for nor against it" from
+    the VA/DoD guideline's "insufficient evidence to recommend for or against" beside the WHO guideline's
+    "should not be used"), a tie between sides `tie`; `tie` when none takes a side, None when none is about
+    them."""
+    votes = Counter(stances[n] for n in speaking)
+    return _majority(Counter({st: c for st, c in votes.items() if st != tie}) or votes, tie)
 
 
 def bottom_line(
@@ -675,14 +680,22 @@ def bottom_line(
             # above the TENS review's "very low-certainty evidence ... we are unsure about the effect estimate")
             return _disagreement(kind, anchors, REVIEW, answer, stances, grade)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
+            speaking = guidelines or on_arms
+            neither = sum(stances[n] == UNCERTAIN for n in speaking) if recommended != UNCERTAIN else 0
             subject, verb = (
-                ("the guideline", "recommends")
+                ("a guideline" if neither else "the guideline", "recommends")
                 if guidelines
                 else (f"the guidelines that a grade {min(grade[n] for n in on_arms)} source reports", "recommend")
             )
             basis = (
                 f"{subject} {verb} "
                 + {YES: "it", NO: "against it", UNCERTAIN: "neither for nor against it"}[recommended]
+                + (
+                    f" ({'another recommends' if neither == 1 else f'{neither} others recommend'} neither for nor "
+                    "against it)"
+                    if neither
+                    else ""
+                )
             )
             target = recommended
         elif best is not None:
