@@ -666,7 +666,8 @@ def bottom_line(
         # antidepressants question read "Yes" from an overview's "most current guidelines recommend antidepressants"
         # beside the VA/DoD guideline's "insufficient evidence" and the WHO guideline's "should not be used")
         guidelines = {n for n in on_arms if grade[n] == GUIDELINE}
-        recommended = _recommended(stances, guidelines or on_arms, UNCERTAIN)
+        speaking = guidelines or on_arms
+        recommended = _recommended(stances, speaking, UNCERTAIN)
         if (
             recommended is None
             and readers_answer
@@ -680,8 +681,9 @@ def bottom_line(
             # above the TENS review's "very low-certainty evidence ... we are unsure about the effect estimate")
             return _disagreement(kind, anchors, REVIEW, answer, stances, grade)
         if recommended is not None:  # the guideline's own recommendations decide, not its discussion
-            speaking = guidelines or on_arms
+            # the recommendations neither way beside those that decide are named, not counted
             neither = sum(stances[n] == UNCERTAIN for n in speaking) if recommended != UNCERTAIN else 0
+            others = "another recommends" if neither == 1 else f"{neither} others recommend"
             subject, verb = (
                 ("a guideline" if neither else "the guideline", "recommends")
                 if guidelines
@@ -690,12 +692,7 @@ def bottom_line(
             basis = (
                 f"{subject} {verb} "
                 + {YES: "it", NO: "against it", UNCERTAIN: "neither for nor against it"}[recommended]
-                + (
-                    f" ({'another recommends' if neither == 1 else f'{neither} others recommend'} neither for nor "
-                    "against it)"
-                    if neither
-                    else ""
-                )
+                + (f" ({others} neither for nor against it)" if neither else "")
             )
             target = recommended
         elif best is not None:

@@ -116,11 +116,8 @@ def question_shares(question: str, results: list[str]) -> list[float]:
     named = np.array([share_named(wanted, stems(s)) for s in results])
     weights = named / named.sum() if named.sum() else np.full(len(results), 1.0 / len(results))
     about = named >= named.max() / 2
-    shares = []
-    for pattern in (NO_DIFFERENCE, SIGNIFICANCE):
-        found = np.array([bool(pattern.search(s)) for s in results], dtype=float)
-        shares.append((float(found[about].mean()), float(weights @ found)))
-    return [shares[0][0], shares[1][0], shares[0][1], shares[1][1]]
+    found = [np.array([bool(p.search(s)) for s in results], dtype=float) for p in (NO_DIFFERENCE, SIGNIFICANCE)]
+    return [*(float(f[about].mean()) for f in found), *(float(weights @ f) for f in found)]
 
 
 def features(question: str, results: list[str], spans) -> np.ndarray:
