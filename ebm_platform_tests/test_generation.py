@@ -9,10 +9,12 @@ import pytest
 
 from ebm_platform.benchmark.generation import (
     QuestionGenerator,
+    anchored_finding,
     compose_question,
     concise,
     grounded,
     ideal_answer,
+    offline_question,
     offline_relation,
     result_sentence,
     sample_windows,
@@ -183,6 +185,46 @@ def test_offline_questions_are_made_of_concise_names():
     only_long = Extraction()
     only_long.add_entity("a home exercise programme of twelve weeks with weekly phone calls", "Intervention")
     assert concise(only_long.names("Intervention")) is None
+
+
+def test_an_offline_question_asks_what_its_answer_answers():
+    """The question is composed from the names that its exact answer states: the window's strongest finding
+    that names an intervention and an outcome of the window, not its strongest finding of any kind beside
+    names from elsewhere in the window; a window none of whose findings names both seeds no question."""
+    window = {
+        "window_id": "t1",
+        "doc_id": "t",
+        "grade": "C",
+        "section": "Core stability in chronic low back pain > Results",
+        "text": "Body mass index was significantly lower in the waiting-list group (p < 0.05). Stabilization "
+        "exercises reduced pain intensity significantly more than general exercise (p < 0.001).",
+    }
+    found = Extraction()
+    for name, type_ in [
+        ("holistic care", "Intervention"),
+        ("stabilization exercises", "Intervention"),
+        ("body mass index", "Outcome"),
+        ("pain intensity", "Outcome"),
+        ("general exercise", "Comparator"),
+    ]:
+        found.add_entity(name, type_)
+    assert result_sentence(window, is_finding).startswith("Body mass index")  # the strongest finding of any kind
+    answer, narrowed = anchored_finding(window, found, is_finding)
+    assert answer.startswith("Stabilization exercises") and "holistic care" not in narrowed.names("Intervention")
+    asked = offline_question(window, found, is_finding)
+    assert asked["exact_answer"] == answer
+    assert asked["question"] == (
+        "What is the effect of stabilization exercises compared with general exercise on pain intensity?"
+    )
+    sampled = sample_windows(pl.DataFrame([window]), 1, 7, is_finding, {"t1": found.entities})
+    assert [narrowed.names("Outcome") for _, narrowed in sampled] == [["pain intensity"]]
+    unanchored = Extraction()
+    unanchored.add_entity("holistic care", "Intervention")
+    unanchored.add_entity("pain intensity", "Outcome")
+    assert anchored_finding(window, unanchored, is_finding) is None
+    background = dict(window, text="Holistic care for pain intensity was given. " + window["text"].split(". ")[0] + ".")
+    assert not sample_windows(pl.DataFrame([background]), 1, 7, is_finding, {"t1": unanchored.entities})
+    assert sample_windows(pl.DataFrame([window]), 1, 7, is_finding, {"t1": unanchored.entities})  # the rules name it
 
 
 def test_sampling_takes_one_window_per_document_before_a_second(windows):

@@ -7,10 +7,12 @@ about), then one question per window with PICOT fields, an exact answer, atomic 
 a certainty flag. LLM mode uses QUESTION_PROMPT; every PICOT field the model returns must be
 grounded in the seed window (all its words occur there) or it is dropped and counted, and a question
 left without an intervention or an outcome is rejected. Offline, the question is composed from the
-window's own extracted PICO and the answer is its strongest finding. A window's PICO is what the
-knowledge graph extracted from it (`pico_extractions`: the learned EBM-NLP tagger's P/I/O spans with
-the rules for the rest), then what the rules alone find; only names grounded in the window count, so
-a window qualifies when it has a grounded intervention and outcome (`window_extraction`).
+window's own extracted PICO and the answer is its strongest finding that names the question's
+intervention and outcome. A window's PICO is what the knowledge graph extracted from it
+(`pico_extractions`: the learned EBM-NLP tagger's P/I/O spans with the rules for the rest), then what
+the rules alone find; only names grounded in the window count, and a window qualifies when one of its
+findings names a grounded intervention and outcome (`anchored_finding`): the question asks what that
+finding answers.
 Stage 2: round-trip accessibility with the hybrid BM25 + dense retriever (seed in top K -> main,
 else challenge).
 Stage 3: gold windows graded from a larger pool as strongly supportive / supportive / weakly
@@ -65,6 +67,8 @@ GRADING_BATCH = 10
 # longer spans run on into whole sentences ("Subjects] From among 120 male and female students, 22
 # whose thoraxes opened ...") and a question made of them copies its window (quality.VERBATIM_TOKENS)
 MAX_FIELD_WORDS = 6
+# The names a finding may leave to its source's title ("Stabilization exercises for chronic low back pain")
+NAMED_BY_TITLE = frozenset({"Population", "Intervention", "Comparator"})
 
 QUESTION_PROMPT = """You write benchmark questions for sports rehabilitation evidence retrieval.
 Below is one evidence window (grade {grade}: A guideline/systematic review ... E expert opinion).
@@ -178,18 +182,19 @@ def sample_windows(
     finding: Finding,
     entities: Mapping[str, Sequence[dict]] | None = None,
 ) -> list[tuple[dict, Extraction]]:
-    """Stage 1 sampling: per grade, windows with a concise intervention and outcome (`concise`, of
-    `window_extraction`, with the graph's `entities` by window id when given) and a finding stated with
-    result language, from as many documents as the grade has."""
+    """Stage 1 sampling: per grade, windows with a finding stated with result language that names a
+    concise intervention and outcome of the window (`anchored_finding` of `window_extraction`, with the
+    graph's `entities` by window id when given), from as many documents as the grade has; each with its
+    extraction narrowed to what that finding names."""
     picked = []
     for grade in "ABCDE":
         pool = []
         for w in windows.filter(pl.col("grade") == grade).sort("window_id").iter_rows(named=True):
-            if not RESULT.search(w["text"]) or not any(RESULT.search(s) for s in findings(w, finding)):
+            if not RESULT.search(w["text"]):
                 continue
-            found = window_extraction(w, (entities or {}).get(w["window_id"], ()))
-            if concise(found.names("Intervention")) and concise(found.names("Outcome")):
-                pool.append((w, found))
+            anchored = anchored_finding(w, window_extraction(w, (entities or {}).get(w["window_id"], ())), finding)
+            if anchored:
+                pool.append((w, anchored[1]))
         random.Random(f"{seed}:{grade}").shuffle(pool)
         # one window per document before a second of any: questions about one document form one
         # split group, so distinct documents give the splits (and the test set) more independent groups
@@ -208,13 +213,36 @@ def findings(window: dict, finding: Finding) -> list[str]:
     return [s for s in sentences if finding(s, window["section"])]
 
 
+def strongest_first(sentences: Sequence[str]) -> list[str]:
+    """Findings strongest first: statistics, then result wording, then shortest."""
+    return sorted(sentences, key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s)))
+
+
 def result_sentence(window: dict, finding: Finding) -> str | None:
-    """The window's strongest finding (statistics first, then result wording, then shortest); None
-    when it states none."""
-    scored = sorted(
-        findings(window, finding), key=lambda s: (-(bool(STATISTIC.search(s)) + bool(RESULT.search(s))), len(s))
-    )
+    """The window's strongest finding (`strongest_first`); None when it states none."""
+    scored = strongest_first(findings(window, finding))
     return scored[0] if scored else None
+
+
+def anchored_finding(window: dict, found: Extraction, finding: Finding) -> tuple[str, Extraction] | None:
+    """The window's strongest finding with result wording that names a concise intervention and a concise
+    outcome of `found` (the population and the arms may be named by its source's title instead, as a
+    trial's result says "the experimental group"), with `found` narrowed to the names that finding (or the
+    title, for NAMED_BY_TITLE) states: the question composed from them is the one the finding answers. A
+    question composed from any of the window's names once asked "What is the effect of holistic and
+    person-centred care on weight loss in person?" of the WHO guideline's "Twelve 'no recommendations' were
+    made". None when no finding names both."""
+    title = (window["section"] or "").split(">")[0]
+    for sentence in strongest_first(findings(window, finding)):
+        if not RESULT.search(sentence):
+            continue
+        narrowed = Extraction()
+        for entity in found.entities:
+            if grounded(entity["name"], f"{sentence} {title}" if entity["type"] in NAMED_BY_TITLE else sentence):
+                narrowed.add_entity(entity["name"], entity["type"])
+        if concise(narrowed.names("Intervention")) and concise(narrowed.names("Outcome")):
+            return sentence, narrowed
+    return None
 
 
 def ideal_answer(exact_answer: str, seed: dict, gold: list[str], windows: dict[str, dict], finding: Finding) -> str:
@@ -253,8 +281,9 @@ def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
 
 def offline_question(window: dict, found: Extraction, finding: Finding) -> dict:
     """Stage 1 without a model, in QUESTION_SCHEMA's shape."""
-    question, fields = compose_question(found)
-    answer = result_sentence(window, finding) or window["text"][:300]
+    anchored = anchored_finding(window, found, finding)
+    question, fields = compose_question(anchored[1] if anchored else found)
+    answer = anchored[0] if anchored else result_sentence(window, finding) or window["text"][:300]
     clauses = [c.strip() for c in re.split(r";|, and | whereas | but ", answer) if len(c.strip()) > 10] or [answer]
     return {
         "question": question,
