@@ -202,6 +202,19 @@ def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_
     assert is_finding(result, "Trial > Results > Pain") and not is_finding(result, "Introduction")
 
 
+def test_a_guidelines_note_on_a_revision_states_no_finding():
+    """The VA/DoD guideline's bookkeeping sentence was quoted as grade-A evidence; its recommendation, which
+    carries the same label, stays a finding."""
+    section = "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain > Text"
+    assert not is_finding("Therefore, this is a Reviewed, New-replaced recommendation.", section)
+    assert not is_finding("(113) Therefore, this is a Reviewed, Amended recommendation.", section)
+    assert is_finding(
+        "For patients with chronic low back pain, we suggest against offering a non-benzodiazepine muscle relaxant "
+        "(Strength of recommendation: Weak against; Not changed).",
+        section,
+    )
+
+
 def test_a_trial_protocol_states_no_finding():
     """The demo answered a neck pain question "Yes" from a protocol's background ("Rationale and design of a
     Randomized Controlled Trial"); a trial of "a standard exercise protocol" still reports results."""

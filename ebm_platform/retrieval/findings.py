@@ -103,6 +103,12 @@ PROTOCOL = re.compile(
     r"\b(?:is|are) compared (?:with|to)\b",  # the design, in the present tense; "was compared with" may open a result
     re.I,
 )
+# a guideline's note on a recommendation's revision, which states neither a recommendation nor a result: the VA/DoD
+# guideline's "Therefore, this is a Reviewed, New-replaced recommendation." was quoted as the grade-A evidence of
+# the demo's platelet-rich plasma answer
+REVISION_NOTE = re.compile(
+    r"\b(?:Reviewed|Not reviewed),? (?:New-added|New-replaced|Not changed|Amended|Deleted) recommendation\b", re.I
+)
 # the sample's make-up, outside a comparison of groups: "The mean duration of knee osteoarthritis was 3 years; 27.9 %
 # (29/104) of patients underwent knee surgery", "The most frequent locations of knee osteoarthritis were the medial
 # compartment (34.8 %)" (the core of the demo's hyaluronic acid answer); "39 % of the patients had a haematoma"
@@ -205,7 +211,8 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
     if any(BACKGROUND_SECTION.search(h) for h in headings) and not any(RESULTS_SECTION.search(h) for h in headings):
         return False
     if any(
-        p.search(sentence) for p in (CITATION_MARKER, SUPERSCRIPT_REFERENCE, OTHER_WORK, CONTEXT, METHODS, PROTOCOL)
+        p.search(sentence)
+        for p in (CITATION_MARKER, SUPERSCRIPT_REFERENCE, OTHER_WORK, CONTEXT, METHODS, PROTOCOL, REVISION_NOTE)
     ):
         return False
     concludes = bool(CONCLUSION.search(sentence) or CONCLUDES_UNCERTAIN.search(sentence))
