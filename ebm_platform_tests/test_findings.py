@@ -401,6 +401,15 @@ def test_a_supporting_review_that_rates_its_evidence_starts_the_certainty_there(
         assess_certainty(worded, "LBP", {"w1"}, passages={"w1": "Very low quality evidence for function."})
         assert worded["certainty"]["level"] == level, worded["certainty"]
         assert "as the review words its finding" in worded["certainty"]["starts_from"]
+    # a review that calls its evidence weak without rating it (the demo's foot orthoses answer read "high")
+    qualified = _answer([(1, "supports")], {1: "B"}, {1: "review"})
+    qualified["core_answer"][0]["statement"] = (
+        "While not robust, the available evidence does not reveal any clear advantage of foot orthoses over simple "
+        "insoles or physiotherapy for patellofemoral pain."
+    )
+    assess_certainty(qualified, "PFP", {"w1"})
+    assert qualified["certainty"]["level"] == "low"
+    assert qualified["certainty"]["starts_from"].endswith('as the review qualifies its evidence ("not robust")')
 
 
 def test_a_shared_window_is_labelled_with_the_questions_condition():

@@ -194,6 +194,9 @@ WORDED_CERTAINTY = re.compile(
     r"lead|result|make|have|provide|be)\w*",
     re.I,
 )
+# a review's own words on how weak its evidence is, with no rating stated: low ("While not robust, the available
+# evidence does not reveal any clear advantage of foot orthoses ..." started "high" in the demo's orthoses answer)
+QUALIFIED_EVIDENCE = re.compile(r"\b(?:not robust|(?:limited|weak|sparse|little) evidence)\b", re.I)
 # GRADE's starting points by study design: randomised evidence (trials and their systematic reviews)
 # starts high, observational evidence low; a guideline's own recommendation strength is quoted.
 START = {
@@ -230,7 +233,8 @@ def assess_certainty(
     line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
     rests on a single study). A supporting systematic review's own rating starts it too: stated in the
     quoted statement, or very low when that concludes the evidence is uncertain whether the intervention works,
-    or as the statement words it (`WORDED_CERTAINTY`: "probably" moderate, "may" low), else the lowest that
+    or as the statement words it (`WORDED_CERTAINTY`: "probably" moderate, "may" low; `QUALIFIED_EVIDENCE`: "not
+    robust", "limited evidence" low), else the lowest that
     the review's cited windows state (`passages`: window id -> text). A bottom line that no cited finding answers
     (`unanswered`: why, `bottom_line.unnamed`) is very low; one left open because its best-graded sources
     disagree (`inconsistent`: why, `bottom_line.disagreeing`) is downgraded for it; one left open that no cited
@@ -302,6 +306,11 @@ def assess_certainty(
             starts_from = (
                 f"{design} (grade {best}{side}): {CERTAINTY_LEVELS[start]}, as the review words its finding "
                 f'("{worded[0].group(0)}")'
+            )
+        elif qualified := [m for s in own if (m := QUALIFIED_EVIDENCE.search(s))]:
+            start = 1
+            starts_from = (
+                f'{design} (grade {best}{side}): low, as the review qualifies its evidence ("{qualified[0].group(0)}")'
             )
         elif passage:
             start = min(passage)
