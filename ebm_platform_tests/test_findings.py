@@ -80,6 +80,9 @@ BACKGROUND = [
     "(NRS: Numerical pain rating score; DOA:duration of analgesia) Demographic profile in terms of age, weight and "
     "sex distribution, as well as duration of surgery, was comparable between both the groups [Table 1].",
     "Baseline characteristics of the two groups were comparable.",
+    # the groups' balance before treatment (the demo's acupuncture answer read "No" from it, 2026-12-06)
+    "There were no significant differences in age, weight, and pre-treatment values regarding pain conditions among "
+    "the three groups (Table 1).",
     # earlier work of the authors (the demo's rotator cuff answer rested on it: "no significant difference")
     "The decision tree was previously tested in patients with SIS to improve weaknesses and to test its practicability.",
     # how the study was run, quoted as findings in the demo's answers (2026-12-02): a sample-size calculation, the

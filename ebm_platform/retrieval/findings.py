@@ -125,7 +125,10 @@ EPIDEMIOLOGY = re.compile(r"\bprevalen\w*|\bincidence\b", re.I)
 # trial's set-up, not its result
 BASELINE = re.compile(
     r"\bdemographic\w*|\bbaseline (?:characteristics?|demographics|data|variables?|features?|profiles?|values?)\b|"
-    r"\bclinical characteristics\b|\bat baseline\b|\bat the (?:start|outset|beginning) of\b",
+    r"\bclinical characteristics\b|\bat baseline\b|\bat the (?:start|outset|beginning) of\b|"
+    # "no significant differences in age, weight, and pre-treatment values ... among the three groups" (the demo's
+    # acupuncture answer read "No" from it)
+    r"\bpre-?(?:treatment|intervention) (?:values?|scores?|data|measures?|characteristics)\b|\bdifferences? in (?:age|sex|gender)\b",
     re.I,
 )
 BALANCED = re.compile(
