@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ebm_platform.graph.build import stored_vectors
 from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.normalise import merge_entities, mostly_numeric, normalise
 from ebm_platform.graph.pico_rules import clean_name, extract
@@ -167,9 +168,31 @@ def test_knowledge_tree_groups_related_entities():
     entities = pl.DataFrame({"id": ids, "name": ids, "vector": [list(map(float, v)) for v in vecs]})
     relates = [(f"{g}{i}", f"{g}{j}", "compares_to") for g in "ab" for i in range(5) for j in range(i + 1, 5)]
     graph = EntityGraph.build(ids, _relates(relates), _mentions({"w1": ["a0", "b0"]}))
-    community, stats = build_tree(entities, graph)
+    matrix = np.asarray(vecs, dtype=np.float32)
+    community, stats = build_tree(entities, graph, lambda: (matrix[i : i + 3] for i in range(0, len(matrix), 3)))
     assert len({community[f"a{i}"] for i in range(5)}) == 1 and community["a1"] != community["b1"]
     assert stats["communities"] == 2
+    with pytest.raises(ValueError, match="9 entity vectors for 10 entities"):
+        build_tree(entities, graph, lambda: iter([matrix[:9]]))
+
+
+def test_the_tree_reads_each_entitys_vector_once_a_batch_at_a_time(tmp_path):
+    """`stored_vectors`: the entities' vectors from knowledge_graph's partition files, in the order the
+    tree lists the entities, an entity two partitions list from the first; other entities are an error."""
+    first = pl.DataFrame({"id": ["a", "b"], "vector": [[1.0, 0.0], [0.0, 1.0]]})
+    second = pl.DataFrame(
+        {"id": [f"c{i}" for i in range(5000)] + ["a"], "vector": [[float(i), 2.0] for i in range(5001)]}
+    )
+    files = [tmp_path / "GL-GEN.parquet", tmp_path / "LBP.parquet"]
+    first.write_parquet(files[0])
+    second.write_parquet(files[1])
+    ids = ["a", "b", *(f"c{i}" for i in range(5000))]
+    batches = list(stored_vectors(files, ids)())
+    assert len(batches) > 1 and all(b.dtype == np.float32 for b in batches)
+    matrix = np.concatenate(batches)
+    assert matrix.shape == (5002, 2) and matrix[0].tolist() == [1.0, 0.0] and matrix[-1].tolist() == [4999.0, 2.0]
+    with pytest.raises(ValueError, match="other entities"):
+        stored_vectors(files[::-1], ids)
 
 
 def test_release_edges_in_kuzu_match_networkx(tmp_path, datasets_dir):

@@ -6,13 +6,14 @@ from contextlib import nullcontext
 import dagster as dg
 import polars as pl
 
+from ebm_platform import lake_files
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import PARTITION_VERSION
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.evaluation.pico_eval import tagger_model
-from ebm_platform.graph.build import graph_stats, partition_tables
+from ebm_platform.graph.build import graph_stats, partition_tables, stored_vectors
 from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.tree import EntityGraph, build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
@@ -227,7 +228,7 @@ def knowledge_graph(
         "entities": dg.AssetIn(
             "knowledge_graph",
             partition_mapping=dg.AllPartitionMapping(),
-            metadata={"columns": ["id", "name", "type", "vector"]},
+            metadata={"columns": ["id", "name", "type"]},  # the vectors are read a batch at a time
         )
     },
 )
@@ -248,7 +249,10 @@ def knowledge_tree(
         attributes = store.query(
             "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
         )
-        community, stats = build_tree(entities, entity_graph)
+        layout = LakeLayout(graph.lake_root)
+        files = [layout.asset("knowledge_graph", key) for key in context.asset_partition_keys_for_input("entities")]
+        vectors = stored_vectors([f for f in files if lake_files.is_file(f)], entity_graph.ids)
+        community, stats = build_tree(entities, entity_graph, vectors)
         context.log.info(f"knowledge tree: {stats}")
         tables, summary_mode = tree_tables(
             entities, entity_graph, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()

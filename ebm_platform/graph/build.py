@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import numpy as np
 import polars as pl
 
+from ebm_platform import lake_files
 from ebm_platform.graph.normalise import merge_entities, normalise
 from ebm_platform.graph.schema import Schema
+
+# Entity vectors a batch at a time, in the entities' order; each call reads them anew from the start.
+VectorBatches = Callable[[], Iterator[np.ndarray]]
 
 # Paper section 4.1: 357,844 nodes; 44,033 PICO-core (12.3%); shares of the core nodes.
 PAPER_CORE_SHARE = 0.123
@@ -193,3 +197,28 @@ def entity_matrix(entities: pl.DataFrame) -> np.ndarray:
     column = entities["vector"]
     width = column.list.len().max() or 0
     return column.list.to_array(width).to_numpy().astype(np.float32, copy=False).reshape(len(column), width)
+
+
+def stored_vectors(files: list[lake_files.Location], ids: list[str]) -> VectorBatches:
+    """The name vectors of the entities `ids`, in that order, read a batch at a time from knowledge_graph's
+    partition files (`files`, in the order their entity tables were concatenated into `ids`; an entity
+    that several partitions list is read from the first): whoever walks them holds a batch, not every
+    entity's vector (4 KB a row at 384 floats, 190 MB at 125,000 entities). An error when the files
+    list other entities than `ids`."""
+    listed = pl.concat([lake_files.read_parquet(f, ["id"]) for f in files]) if files else pl.DataFrame()
+    first = listed["id"].is_first_distinct() if listed.height else pl.Series([], dtype=pl.Boolean)
+    if (listed["id"].filter(first).to_list() if listed.height else []) != ids:
+        raise ValueError("the knowledge_graph files list other entities than the tree's: read in another order?")
+    keep = first.to_numpy()
+
+    def batches() -> Iterator[np.ndarray]:
+        offset = 0
+        for location in files:
+            for batch in lake_files.iter_batches(location, ["vector"]):
+                rows = keep[offset : offset + batch.num_rows]
+                offset += batch.num_rows
+                if batch.num_rows:
+                    values = batch.column(0).flatten().to_numpy(zero_copy_only=False)
+                    yield values.astype(np.float32, copy=False).reshape(batch.num_rows, -1)[rows]
+
+    return batches
