@@ -22,6 +22,7 @@ from ebm_platform.pico.finetuned import FineTuneParams, usable_tagger
 from ebm_platform.pico.tagger import TaggerParams, tagger_path
 from ebm_platform.pico.training import HEADLINE
 from ebm_platform.pico.windows import PartitionTagging, SpanStore, tagger_key
+from ebm_platform.process import release_free_memory
 from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import ensure_tagger
 
@@ -257,11 +258,14 @@ def knowledge_tree(
         tables, summary_mode = tree_tables(
             entities, entity_graph, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()
         )
+        triples = relates.height
+        del relates, attributes, entity_graph, community  # the tables hold what the store is given
+        release_free_memory()  # the graph's arrays are not resident beside the store's write
         store.replace_tree(tables)
         layers = {
             "L4_communities": tables["Community"].height,
             "L3_keywords": tables["Keyword"].height,
-            "L2_triples": relates.height,
+            "L2_triples": triples,
             "L1_attributes": store.count("MATCH (a:Attribute) RETURN count(*)"),
         }
     return dg.Output(
