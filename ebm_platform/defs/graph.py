@@ -242,7 +242,9 @@ def knowledge_tree(
         relates = store.query(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id AS source, b.id AS target, r.type AS type"
         )
-        mentions = store.query("MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) RETURN e.id AS entity, w.id AS window")
+        mentions = store.query(  # a window is only told apart from the others: by its number in the store
+            "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) RETURN e.id AS entity, offset(id(w)) AS window"
+        )
         if entities["id"].is_duplicated().any():  # one row per global entity (a copy only when needed)
             entities = entities.unique("id", keep="first", maintain_order=True)
         entity_graph = EntityGraph.build(entities["id"].to_list(), relates, mentions)
@@ -250,17 +252,23 @@ def knowledge_tree(
         attributes = store.query(
             "MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS entity, count(*) AS n"
         )
+        triples = relates.height
+        del relates
         layout = LakeLayout(graph.lake_root)
         files = [layout.asset("knowledge_graph", key) for key in context.asset_partition_keys_for_input("entities")]
         vectors = stored_vectors([f for f in files if lake_files.is_file(f)], entity_graph.ids)
-        community, stats = build_tree(entities, entity_graph, vectors)
-        context.log.info(f"knowledge tree: {stats}")
-        tables, summary_mode = tree_tables(
-            entities, entity_graph, community, dict(attributes.iter_rows()) if attributes.height else {}, llm.client()
-        )
-        triples = relates.height
-        del relates, attributes, entity_graph, community  # the tables hold what the store is given
-        release_free_memory()  # the graph's arrays are not resident beside the store's write
+        with store.released():  # the pages the queries read are not resident while the tree is built
+            community, stats = build_tree(entities, entity_graph, vectors)
+            context.log.info(f"knowledge tree: {stats}")
+            tables, summary_mode = tree_tables(
+                entities,
+                entity_graph,
+                community,
+                dict(attributes.iter_rows()) if attributes.height else {},
+                llm.client(),
+            )
+            del attributes, entity_graph, community  # the tables hold what the store is given
+            release_free_memory()  # the graph's arrays are not resident beside the store's write
         store.replace_tree(tables)
         layers = {
             "L4_communities": tables["Community"].height,

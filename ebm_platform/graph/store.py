@@ -23,6 +23,7 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,19 @@ class GraphStore:
             for leftover in (self.work, Path(str(self.work) + ".wal")):
                 leftover.unlink(missing_ok=True)
             self._lock.close()
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """The database closed for a while (Kùzu's buffer pool and caches freed; a writer's log folded into its
+        working copy) while a writer keeps its lock and working copy: a long computation between a writer's
+        reads and its write holds none of Kùzu's memory, and no other writer changes the graph meanwhile."""
+        self.conn.close()
+        self.db.close()
+        try:
+            yield
+        finally:
+            self.db = kuzu.Database(str(self.work or self.path), read_only=self.read_only)
+            self.conn = kuzu.Connection(self.db)
 
     def __enter__(self) -> GraphStore:
         return self

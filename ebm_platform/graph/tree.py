@@ -84,7 +84,9 @@ class EntityGraph:
             (np.ones(coded.height, dtype=np.float32), (window, coded["i"].to_numpy())),
             shape=(int(window.max(initial=-1)) + 1, n),
         )
+        del coded, window
         co = sp.triu(incidence.T @ incidence, k=1).tocoo()
+        del incidence
         pairs = typed.filter(pl.col("s") != pl.col("t"))
         a, b = pairs["s"].to_numpy(), pairs["t"].to_numpy()
         summed = sp.coo_matrix(
@@ -94,17 +96,19 @@ class EntityGraph:
             ),
             shape=(n, n),
         ).tocsr()
+        del co
         summed.sum_duplicates()
-        psi: list[set[str]] = [set() for _ in ids]
-        for end in ("s", "t"):
-            for i, types in pairs.group_by(end).agg(pl.col("type").unique()).iter_rows():
-                psi[i].update(types)
+        # the relation types of the nodes that take part in one (most take part in none: no set for them)
+        ends = pl.concat([pairs.select(i="s", type="type"), pairs.select(i="t", type="type")])
+        psi = [frozenset()] * n
+        for i, types in ends.group_by("i").agg(pl.col("type").unique()).iter_rows():
+            psi[i] = frozenset(types)
         return cls(
             ids,
             np.repeat(np.arange(n, dtype=np.int32), np.diff(summed.indptr)),
             summed.indices.astype(np.int32, copy=False),
             summed.data.astype(np.float32, copy=False),
-            [frozenset(p) for p in psi],
+            psi,
             typed,
         )
 
