@@ -6,9 +6,8 @@ from contextlib import nullcontext
 import dagster as dg
 import polars as pl
 
-from ebm_platform import lake_files
 from ebm_platform.defs.corpus import preview
-from ebm_platform.defs.io import PARTITION_VERSION
+from ebm_platform.defs.io import PARTITION_VERSION, partition_files
 from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partitions
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
@@ -254,9 +253,10 @@ def knowledge_tree(
         )
         triples = relates.height
         del relates
-        layout = LakeLayout(graph.lake_root)
-        files = [layout.asset("knowledge_graph", key) for key in context.asset_partition_keys_for_input("entities")]
-        vectors = stored_vectors([f for f in files if lake_files.is_file(f)], entity_graph.ids)
+        files, _ = partition_files(
+            graph.lake_root, "knowledge_graph", context.asset_partition_keys_for_input("entities")
+        )
+        vectors = stored_vectors(files, entity_graph.ids)  # the files the input was read from, in its order
         with store.released():  # the pages the queries read are not resident while the tree is built
             community, stats = build_tree(entities, entity_graph, vectors)
             context.log.info(f"knowledge tree: {stats}")

@@ -5,6 +5,7 @@ An asset marked STAGED is written under <lake>/staging instead and reaches <lake
 every downstream asset reads) only when its blocking check promotes it: a failed write leaves the
 last good file in place."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -32,6 +33,13 @@ def step_peak() -> dict[str, dg.MetadataValue]:
 def asset_file(root: str | Path, asset: str, partition: str | None, staging: bool = False) -> Location:
     """Where the IO manager keeps `asset` (one partition of it): <root>/assets/... or <root>/staging/..."""
     return LakeLayout(root).asset(asset, partition, staging)
+
+
+def partition_files(root: str | Path, asset: str, partitions: Sequence[str]) -> tuple[list[Location], list[str]]:
+    """The files of `asset`'s `partitions` that are materialised, in that order (what `load_input` reads and
+    concatenates), and the partitions that are not."""
+    missing = [key for key in partitions if not lake_files.is_file(asset_file(root, asset, key))]
+    return [asset_file(root, asset, key) for key in partitions if key not in missing], missing
 
 
 def latest_file(root: str | Path, asset: str, partition: str | None) -> Location:
@@ -100,18 +108,18 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         """The asset's parquet (every mapped partition's, concatenated); an input whose definition
         metadata names `columns` reads only those (a global step that counts windows by condition
         need not hold their texts)."""
-        name, layout = "/".join(context.asset_key.path), LakeLayout(self.root)
+        name = "/".join(context.asset_key.path)
         columns = (context.definition_metadata or {}).get("columns")
         if not context.has_asset_partitions:
-            return lake_files.read_parquet(layout.asset(name), columns)
-        keys = context.asset_partition_keys
-        missing = [key for key in keys if not lake_files.is_file(layout.asset(name, key))]
+            return lake_files.read_parquet(asset_file(self.root, name, None), columns)
+        keys = list(context.asset_partition_keys)
+        files, missing = partition_files(self.root, name, keys)
         if missing:  # a partial input is read, but never silently
             context.log.warning(
                 f"{context.asset_key.to_user_string()}: {len(missing)} of {len(keys)} partitions not materialised, "
                 f"read without them: {', '.join(sorted(missing))}"
             )
-        frames = [lake_files.read_parquet(layout.asset(name, key), columns) for key in keys if key not in missing]
+        frames = [lake_files.read_parquet(location, columns) for location in files]
         if not frames:
             return pl.DataFrame()
         return pl.concat(frames, how="diagonal_relaxed")

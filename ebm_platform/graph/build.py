@@ -205,9 +205,13 @@ def stored_vectors(files: list[lake_files.Location], ids: list[str]) -> VectorBa
     that several partitions list is read from the first): whoever walks them holds a batch, not every
     entity's vector (4 KB a row at 384 floats, 190 MB at 125,000 entities). An error when the files
     list other entities than `ids`."""
-    listed = pl.concat([lake_files.read_parquet(f, ["id"]) for f in files]) if files else pl.DataFrame()
-    first = listed["id"].is_first_distinct() if listed.height else pl.Series([], dtype=pl.Boolean)
-    if (listed["id"].filter(first).to_list() if listed.height else []) != ids:
+    listed = (
+        pl.concat([lake_files.read_parquet(f, ["id"])["id"] for f in files])
+        if files
+        else pl.Series([], dtype=pl.String)
+    )
+    first = listed.is_first_distinct()
+    if listed.filter(first).to_list() != ids:
         raise ValueError("the knowledge_graph files list other entities than the tree's: read in another order?")
     keep = first.to_numpy()
 
