@@ -249,21 +249,24 @@ def test_tree_tables_rank_keywords_by_salience_and_count_layers():
     )
 
 
+def _document(partition: str) -> pl.DataFrame:
+    """One Document node row of `partition` (id `<partition>|d`), as `partition_tables` builds them."""
+    return pl.DataFrame(
+        {
+            "id": [f"{partition}|d"],
+            "partition": [partition],
+            "doc_id": ["d"],
+            "title": ["t"],
+            "grade": ["C"],
+            "year": [2020],
+            "source": ["s"],
+        }
+    )
+
+
 def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp_path):
     """A COPY that fails inside the transaction surfaces its own error, and nothing is half-written."""
-    good = {
-        "Document": pl.DataFrame(
-            {
-                "id": ["P|d"],
-                "partition": ["P"],
-                "doc_id": ["d"],
-                "title": ["t"],
-                "grade": ["C"],
-                "year": [2020],
-                "source": ["s"],
-            }
-        )
-    }
+    good = {"Document": _document("P")}
     with GraphStore(tmp_path / "g.kz") as store:
         store.replace_partition("P", good, "run-1")
         broken = {"Document": good["Document"].with_columns(pl.lit("x").alias("extra"))}
@@ -279,24 +282,14 @@ def test_a_failed_partition_write_keeps_the_previous_state_and_its_own_error(tmp
 def test_a_writer_that_releases_its_database_keeps_its_lock_and_its_work(tmp_path):
     """`GraphStore.released`: Kùzu's database closed while a writer computes; no other writer gets in
     meanwhile, and what the writer wrote before and after is committed when it closes."""
-    doc = pl.DataFrame(
-        {
-            "id": ["P|d"],
-            "partition": ["P"],
-            "doc_id": ["d"],
-            "title": ["t"],
-            "grade": ["C"],
-            "year": [2020],
-            "source": ["s"],
-        }
-    )
+    doc = _document("P")
     path = tmp_path / "g.kz"
     with GraphStore(path) as store:
         store.replace_partition("P", {"Document": doc}, "run-1")
         with store.released(), open(path.with_name(path.name + ".writer.lock"), "w") as other:
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        store.replace_partition("Q", {"Document": doc.with_columns(id=pl.lit("Q|d"), partition=pl.lit("Q"))}, "run-2")
+        store.replace_partition("Q", {"Document": _document("Q")}, "run-2")
     with GraphStore(path, read_only=True) as reader:
         assert reader.versions() == {"P": "run-1", "Q": "run-2"}
         assert reader.count("MATCH (d:Document) RETURN count(*)") == 2
@@ -304,17 +297,7 @@ def test_a_writer_that_releases_its_database_keeps_its_lock_and_its_work(tmp_pat
 
 def test_a_writer_works_on_a_copy_that_replaces_the_store_only_when_it_closes_cleanly(tmp_path):
     """Readers keep reading the live file while a writer works; an error discards the writer's copy."""
-    doc = pl.DataFrame(
-        {
-            "id": ["P|d"],
-            "partition": ["P"],
-            "doc_id": ["d"],
-            "title": ["t"],
-            "grade": ["C"],
-            "year": [2020],
-            "source": ["s"],
-        }
-    )
+    doc = _document("P")
     with GraphStore(tmp_path / "g.kz") as store:
         store.replace_partition("P", {"Document": doc}, "run-1")
     with GraphStore(tmp_path / "g.kz") as writer:
