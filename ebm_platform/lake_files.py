@@ -120,6 +120,31 @@ def write_parquet(data: pl.DataFrame | pa.Table, location: Location) -> None:
             pq.write_table(data, tmp)
 
 
+def write_batches(batches: pa.RecordBatchReader, location: Location, schema: pa.Schema | None = None) -> int:
+    """Write `batches` a row group at a time (as `schema`, `batches`' own with other metadata, when given),
+    as `write_parquet` writes a whole table: a reader sees the old file or the new one. The rows written."""
+    import pyarrow.parquet as pq
+
+    schema = schema or batches.schema
+    rows = 0
+
+    def write(sink: object) -> None:
+        nonlocal rows
+        with pq.ParquetWriter(sink, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                rows += batch.num_rows
+
+    if is_uri(location):
+        filesystem, path = _filesystem(location)
+        with filesystem.open_output_stream(path) as stream:  # the object is replaced when the upload completes
+            write(stream)
+        return rows
+    with atomic_path(Path(location)) as tmp:
+        write(tmp)
+    return rows
+
+
 def move(source: Location, target: Location) -> bool:
     """Move `source` over `target` (locally one rename; in an object store a copy, then the source
     deleted); False when there is no `source`."""

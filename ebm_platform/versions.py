@@ -23,16 +23,22 @@ class StoreBusyError(RuntimeError):
     """Two stores of one asset disagree: it is being rebuilt (retry) or its last run was killed."""
 
 
-def write_parquet(frame: pl.DataFrame, path: Location, version: str | None = None) -> None:
-    """Write `frame` whole (`lake_files.write_parquet`), with `version` in the file's key-value
-    metadata when given."""
+def write_parquet(data: pl.DataFrame | pa.RecordBatchReader, path: Location, version: str | None = None) -> int:
+    """Write a frame whole (`lake_files.write_parquet`) or a reader's batches a row group at a time
+    (`lake_files.write_batches`), with `version` in the file's key-value metadata when given; the rows written."""
+    if isinstance(data, pa.RecordBatchReader):
+        schema = data.schema
+        if version is not None:
+            schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: version.encode()})
+        return lake_files.write_batches(data, path, schema)
     if version is None:
-        lake_files.write_parquet(frame, path)
-        return
-    table = frame.to_arrow()
+        lake_files.write_parquet(data, path)
+        return data.height
+    table = data.to_arrow()
     lake_files.write_parquet(
         table.replace_schema_metadata({**(table.schema.metadata or {}), VERSION_KEY: version.encode()}), path
     )
+    return data.height
 
 
 def table_version(table: pa.Table | pa.Schema) -> str | None:

@@ -250,7 +250,7 @@ def test_tree_tables_rank_keywords_by_salience_and_count_layers():
 
 
 def _document(partition: str) -> pl.DataFrame:
-    """One Document node row of `partition` (id `<partition>|d`), as `partition_tables` builds them."""
+    """One Document node row of `partition` (id `<partition>|d`), as `partition_graph` builds them."""
     return pl.DataFrame(
         {
             "id": [f"{partition}|d"],

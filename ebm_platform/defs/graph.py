@@ -5,6 +5,7 @@ from contextlib import nullcontext
 
 import dagster as dg
 import polars as pl
+import pyarrow as pa
 
 from ebm_platform.defs.corpus import preview
 from ebm_platform.defs.io import PARTITION_VERSION, partition_files
@@ -12,7 +13,7 @@ from ebm_platform.defs.partitions import AFTER_DEPS, EAGER, conditions_partition
 from ebm_platform.defs.progress import reporter
 from ebm_platform.defs.resources import BenchmarkResource, EmbedderResource, GraphResource, LakeResource, LLMResource
 from ebm_platform.evaluation.pico_eval import tagger_model
-from ebm_platform.graph.build import graph_stats, partition_tables, stored_vectors
+from ebm_platform.graph.build import graph_stats, partition_graph, stored_vectors
 from ebm_platform.graph.extraction import Extractor
 from ebm_platform.graph.tree import EntityGraph, build_tree, tree_tables
 from ebm_platform.index.window_index import WindowIndex
@@ -24,6 +25,9 @@ from ebm_platform.pico.windows import PartitionTagging, SpanStore, tagger_key
 from ebm_platform.process import release_free_memory
 from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import ensure_tagger
+
+# knowledge_graph's inputs, in `partition_graph`'s order: documents, windows, extraction elements
+GRAPH_INPUTS = ["source_documents", "evidence_windows", "pico_extractions"]
 
 
 class TaggerConfig(dg.Config):
@@ -166,46 +170,51 @@ def pico_extractions(
     )
 
 
-@dg.asset(partitions_def=conditions_partitions, group_name="graph", kinds={"kuzu"}, automation_condition=EAGER)
+@dg.asset(
+    partitions_def=conditions_partitions,
+    group_name="graph",
+    kinds={"kuzu"},
+    automation_condition=EAGER,
+    deps=GRAPH_INPUTS,  # read from their partition files a batch at a time, not handed over whole
+)
 def knowledge_graph(
-    context: dg.AssetExecutionContext,
-    source_documents: pl.DataFrame,
-    evidence_windows: pl.DataFrame,
-    pico_extractions: pl.DataFrame,
-    graph: GraphResource,
-    embedder: EmbedderResource,
-) -> dg.Output[pl.DataFrame]:
+    context: dg.AssetExecutionContext, graph: GraphResource, embedder: EmbedderResource
+) -> dg.Output[pa.RecordBatchReader]:
     """The partition's documents, windows, entities and attributes in Kùzu, replaced atomically;
     the output table lists its entities with name embeddings for the graph channel. Both record the
-    run as the partition's version, so readers never pair a graph with another run's entities."""
+    run as the partition's version, so readers never pair a graph with another run's entities. Built
+    from the inputs' files a batch at a time (`graph.build.partition_graph`), written a row group at a time."""
     code = context.partition_key
     schema = graph.schema()
-    tables, entities = partition_tables(
+    inputs = {}
+    for asset in GRAPH_INPUTS:
+        inputs[asset], missing = partition_files(graph.lake_root, asset, [code])
+        if missing:
+            raise FileNotFoundError(f"knowledge_graph[{code}] needs {asset}[{code}]: materialise it first")
+    built = partition_graph(
         code,
-        source_documents,
-        evidence_windows,
-        pico_extractions,
+        *inputs.values(),
         schema,
         lambda texts: embedder.embed(texts, max_tokens=32),
         graph.merge_threshold,
     )
     with graph.store() as store:
-        store.replace_partition(code, tables, context.run_id)
+        store.replace_partition(code, built.tables(), context.run_id)
         in_store = store.count(
             "MATCH (e:Entity)-[:MENTIONED_IN]->(w:Window) WHERE w.partition = $p RETURN count(DISTINCT e.id)",
             {"p": code},
         )
-    stats = graph_stats(tables["Entity"], tables["RELATES"], tables["Attribute"].height, schema)
-    mentions = pico_extractions.filter(pl.col("kind") == "entity").height if pico_extractions.height else 0
+    release_free_memory()  # what Kùzu freed is not resident while the entity table is written
+    stats = graph_stats(built.entities, built.relations_by_type, built.rows["Attribute"], schema)
     return dg.Output(
-        entities,
+        built.entity_table(),
         metadata={
             "entities": dg.MetadataValue.int(stats["entities"]),
             "entities_in_store": dg.MetadataValue.int(in_store),
-            "entity_mentions_before_merge": dg.MetadataValue.int(mentions),
+            "entity_mentions_before_merge": dg.MetadataValue.int(built.mentions_before_merge),
             "attributes": dg.MetadataValue.int(stats["attributes"]),
             "relations": dg.MetadataValue.int(stats["relations"]),
-            "windows": dg.MetadataValue.int(tables["Window"].height),
+            "windows": dg.MetadataValue.int(built.rows["Window"]),
             "nodes_by_type": dg.MetadataValue.json(stats["nodes_by_type"]),
             "relations_by_type": dg.MetadataValue.json(stats["relations_by_type"]),
             "pico_core_share": dg.MetadataValue.float(stats["pico_core_share"]),

@@ -1,5 +1,5 @@
 """Parquet IO manager: one file per asset partition under <lake>/assets (or the object store's, see
-`LakeLayout.objects`), written whole; an
+`LakeLayout.objects`), written whole (a frame) or a row group at a time (a pyarrow RecordBatchReader); an
 output whose metadata carries `partition_version` records it in the file (ebm_platform.versions).
 An asset marked STAGED is written under <lake>/staging instead and reaches <lake>/assets (where
 every downstream asset reads) only when its blocking check promotes it: a failed write leaves the
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pyarrow as pa
 
 from ebm_platform import lake_files
 from ebm_platform.lake_files import Location
@@ -71,8 +72,11 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
 
     root: str
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame]) -> None:
-        """One frame per run, or, from a run over a range of partitions, {partition: frame}: one file each."""
+    def handle_output(
+        self, context: dg.OutputContext, obj: pl.DataFrame | pa.RecordBatchReader | dict[str, pl.DataFrame]
+    ) -> None:
+        """One frame per run, or, from a run over a range of partitions, {partition: frame}: one file each.
+        A step that never holds its whole output hands a pyarrow RecordBatchReader, written a row group at a time."""
         if obj is None:
             return
         staging = bool(getattr(staged := context.definition_metadata.get(STAGED), "value", staged))
@@ -86,18 +90,20 @@ class LakeParquetIOManager(dg.ConfigurableIOManager):
         else:
             frames = {context.asset_partition_key if context.has_asset_partitions else None: obj}
         version = context.output_metadata.get(PARTITION_VERSION)
-        paths = []
+        paths, rows = [], 0
         for partition, frame in frames.items():
             paths.append(path := asset_file(self.root, "/".join(context.asset_key.path), partition, staging=staging))
-            write_parquet(
+            rows += write_parquet(
                 frame, path, None if version is None else str(getattr(version, "value", version))
             )  # old file or new, never half
         first = next(iter(frames.values()))
         context.add_output_metadata(
             {
-                "dagster/row_count": dg.MetadataValue.int(sum(f.height for f in frames.values())),
+                "dagster/row_count": dg.MetadataValue.int(rows),
                 "dagster/column_schema": dg.TableSchema(
-                    columns=[dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
+                    columns=[dg.TableColumn(field.name, str(field.type)) for field in first.schema]
+                    if isinstance(first, pa.RecordBatchReader)
+                    else [dg.TableColumn(name, str(dtype)) for name, dtype in first.schema.items()]
                 ),
                 "parquet": dg.MetadataValue.path(str(paths[0] if len(paths) == 1 else lake_files.folder_of(paths[0]))),
                 **step_peak(),

@@ -43,20 +43,21 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-# Name pairs compared a block at a time: 2,048 x 2,048 cosines (16 MB), whatever the partition's size (a
-# block of 1,024 names against every name of the type held 4 KB per name: 250 MB at 60,000 names).
+# Name pairs compared a block at a time: 2,048 x 2,048 cosines (16 MB) and two blocks of vectors, whatever the
+# partition's size (a block of 1,024 names against every name of the type held 4 KB per name: 250 MB at 60,000).
 SIMILARITY_BLOCK = 2048
 
 
 def merge_entities(
     keys: list[tuple[str, str]],
-    embed: Callable[[list[str]], np.ndarray],
+    vectors: Callable[[list[str]], np.ndarray],
     threshold: float = 0.92,
 ) -> dict[tuple[str, str], tuple[str, str]]:
     """Map each (type, normalised name) to its canonical (type, name).
 
     Exact duplicates are already one key; within a type, non-numeric names whose embeddings
-    have cosine >= `threshold` merge (conservative: synonyms and spelling variants only).
+    (`vectors`: the rows of a list of names, asked a block of names at a time) have cosine >=
+    `threshold` merge (conservative: synonyms and spelling variants only).
     The canonical member is the shortest name, ties broken alphabetically."""
     canonical: dict[tuple[str, str], tuple[str, str]] = {k: k for k in keys}
     by_type: dict[str, list[str]] = {}
@@ -66,12 +67,12 @@ def merge_entities(
         candidates = sorted(n for n in set(names) if not mostly_numeric(n))
         if len(candidates) < 2:
             continue
-        vectors = embed(candidates)
         uf = _UnionFind(len(candidates))
         for start in range(0, len(candidates), SIMILARITY_BLOCK):  # one block of cosines at a time
-            block = vectors[start : start + SIMILARITY_BLOCK]
+            block = vectors(candidates[start : start + SIMILARITY_BLOCK])
             for first in range(start, len(candidates), SIMILARITY_BLOCK):  # pairs (i, j > i) only
-                rows, cols = np.nonzero(block @ vectors[first : first + SIMILARITY_BLOCK].T >= threshold)
+                other = block if first == start else vectors(candidates[first : first + SIMILARITY_BLOCK])
+                rows, cols = np.nonzero(block @ other.T >= threshold)
                 for r, c in zip((rows + start).tolist(), (cols + first).tolist()):
                     if r < c:
                         uf.union(r, c)

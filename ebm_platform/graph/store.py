@@ -23,7 +23,7 @@ import fcntl
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -170,9 +170,15 @@ class GraphStore:
         result = self.conn.execute(cypher, params or {})
         return result.get_as_pl()
 
-    def _copy(self, table: str, frame: pl.DataFrame) -> None:
-        if frame.height:
-            self.conn.execute(f"COPY {table} FROM $frame", {"frame": frame})
+    def _copy(self, table: str, source: pl.DataFrame | Path) -> None:
+        """Copy a frame's rows, or a parquet file's (Kùzu reads it itself, a batch at a time), into `table`."""
+        if isinstance(source, pl.DataFrame):
+            if source.height:
+                self.conn.execute(f"COPY {table} FROM $frame", {"frame": source})
+            return
+        if "'" in str(source):
+            raise ValueError(f"cannot copy {table} from {source}: a quote in the path")
+        self.conn.execute(f"COPY {table} FROM '{source}'")
 
     @contextmanager
     def _transaction(self):
@@ -189,8 +195,9 @@ class GraphStore:
                     raise
             raise
 
-    def replace_partition(self, partition: str, tables: dict[str, pl.DataFrame], version: str) -> None:
-        """Atomically replace one partition's nodes and edges with `tables` (name -> frame), as `version`."""
+    def replace_partition(self, partition: str, tables: Mapping[str, pl.DataFrame | Path], version: str) -> None:
+        """Atomically replace one partition's nodes and edges with `tables` (name -> frame or parquet file;
+        the Entity table a frame), as `version`."""
         with self._transaction():
             self.conn.execute(
                 "MERGE (v:PartitionVersion {partition: $p}) SET v.version = $v", {"p": partition, "v": version}
