@@ -20,13 +20,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ebm_platform.corpus.model import Document, DocumentError
+from ebm_platform.corpus.model import CONCLUSIONS, Document, DocumentError
 from ebm_platform.corpus.pdf_text import guideline_markdown
 
 REVIEW_NUMBER = re.compile(r"\b(?:CD|MR)\d{6}\b")
 COCHRANE_DOI = "10.1002/14651858.{number}"
 COCHRANE_LICENCE = "Cochrane abstract (publisher's copyright), redistributed by a research dataset; research use"
-CONCLUSIONS = "Authors' conclusions"
 
 
 @dataclass(frozen=True)

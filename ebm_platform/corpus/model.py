@@ -16,13 +16,18 @@ GRADE_LABELS = {
 }
 
 
-ABSTRACT = re.compile(r"^## Abstract\s*$(.*?)(?=^## (?!#)|\Z)", re.M | re.S)
+CONCLUSIONS = "Authors' conclusions"  # a systematic review's closing section (corpus/graded.py)
+
+
+def section_text(markdown: str, heading: str) -> str:
+    """The text of a document's `## <heading>` section, "" when it has none."""
+    found = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## (?!#)|\Z)", markdown, re.M | re.S)
+    return found.group(1).strip() if found else ""
 
 
 def abstract_section(markdown: str) -> str:
     """A document's abstract (its "## Abstract" section, as the JATS reader writes it), "" when it has none."""
-    found = ABSTRACT.search(markdown)
-    return found.group(1).strip() if found else ""
+    return section_text(markdown, "Abstract")
 
 
 class DocumentError(ValueError):

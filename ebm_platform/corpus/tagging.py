@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ebm_platform.conditions import Catalogue, Condition
-from ebm_platform.corpus.model import abstract_section
+from ebm_platform.corpus.model import CONCLUSIONS, abstract_section, section_text
 
 REVIEW = "B"  # the grade of systematic reviews (corpus/grading.py), which often span conditions
 HEAD_CHARS = 4000  # a document without an abstract section is judged by its first characters
@@ -26,8 +26,11 @@ def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, g
     mention others in passing (the VA/DoD low back pain guideline named neck pain often enough to
     land in NP; a shoulder trial's background named Achilles tendinopathy, where shock waves were
     tried first). A systematic review is not held to its title: one review may cover neck and low
-    back pain, and a Cochrane review without a title carries its first sentence in its place."""
-    head = f"{title}\n{abstract}"
+    back pain, and a Cochrane review without a title carries its first sentence in its place. It is
+    about what its title and its conclusions name, and what its text names `body_min_hits` times: its
+    results name other conditions in passing (the knee osteoarthritis exercise review's adverse events
+    were "increased knee or low back pain"; a review of the Epley manoeuvre named neck pain once)."""
+    head = f"{title}\n{section_text(body, CONCLUSIONS) if grade == REVIEW else abstract}"
     scope = {c.code for c in catalogue.conditions if _topical(c) and c.matches(title)} if grade != REVIEW else set()
     codes: list[str] = []
     for condition in catalogue.conditions:
