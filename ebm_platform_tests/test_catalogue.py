@@ -61,6 +61,31 @@ def test_tagging_uses_title_abstract_and_body_hits():
     assert tag_conditions(catalogue, "Exercise for low back pain: a randomised trial", "", passing, "C") == ["LBP"]
 
 
+def test_a_review_is_tagged_by_its_title_and_conclusions_not_by_an_aside_in_its_results():
+    """Cochrane's knee osteoarthritis exercise review landed in low back pain: its results' adverse events
+    were "increased knee or low back pain". A review is about what its title and conclusions name, and what
+    its text names `body_min_hits` times; one whose dataset gives results and conclusions as one text is
+    read whole."""
+    catalogue = load_catalogue(DEFAULT_CATALOGUE)
+    results = "## Main results\n\nEight studies reported adverse events: increased knee or low back pain."
+    conclusions = "## Authors' conclusions\n\nExercise reduces pain in people with knee osteoarthritis."
+    review = f"# Exercise for osteoarthritis\n\n{results}\n\n{conclusions}"
+    assert tag_conditions(catalogue, "Exercise for osteoarthritis", abstract_of(review), review, "B") == ["MACL"]
+    assert tag_conditions(catalogue, "Exercise for osteoarthritis", abstract_of(review), review, "C") == [
+        "LBP",
+        "MACL",
+    ]  # an article's abstract (here its first characters) still counts whole
+    twice = review.replace("Eight studies", "Low back pain was an outcome of two trials. Eight studies")
+    twice = twice.replace("Exercise reduces", "Low back pain also fell. Exercise reduces")
+    assert tag_conditions(catalogue, "Exercise for osteoarthritis", "", twice, "B") == ["LBP", "MACL"]
+    second = (
+        f"{results}\n\n## Authors' conclusions\n\nThe trials were small.\n\n{conclusions}"  # two datasets' conclusions
+    )
+    assert tag_conditions(catalogue, "Exercise for osteoarthritis", "", second, "B") == ["MACL"]
+    merged = "## Main results and authors' conclusions\n\nOral steroids improved pain in adhesive capsulitis."
+    assert tag_conditions(catalogue, "Cochrane systematic review CD006189", abstract_of(merged), merged, "B") == ["FS"]
+
+
 def test_an_article_is_tagged_by_its_abstract_not_by_its_introduction():
     """Evidence Inference articles were tagged by their first 4,000 characters, which reach into the
     introduction: a laryngoscope trial landed in neck pain and a cancer-fatigue trial in low back pain."""

@@ -20,9 +20,10 @@ CONCLUSIONS = "Authors' conclusions"  # a systematic review's closing section (c
 
 
 def section_text(markdown: str, heading: str) -> str:
-    """The text of a document's `## <heading>` section, "" when it has none."""
-    found = re.search(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## (?!#)|\Z)", markdown, re.M | re.S)
-    return found.group(1).strip() if found else ""
+    """The text of a document's `## <heading>` sections (one after another when it has several, as a review
+    that two datasets give has), "" when it has none."""
+    found = re.findall(rf"^## {re.escape(heading)}\s*$(.*?)(?=^## (?!#)|\Z)", markdown, re.M | re.S)
+    return "\n\n".join(text.strip() for text in found)
 
 
 def abstract_section(markdown: str) -> str:

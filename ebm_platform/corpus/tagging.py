@@ -29,8 +29,11 @@ def tag_conditions(catalogue: Catalogue, title: str, abstract: str, body: str, g
     back pain, and a Cochrane review without a title carries its first sentence in its place. It is
     about what its title and its conclusions name, and what its text names `body_min_hits` times: its
     results name other conditions in passing (the knee osteoarthritis exercise review's adverse events
-    were "increased knee or low back pain"; a review of the Epley manoeuvre named neck pain once)."""
-    head = f"{title}\n{section_text(body, CONCLUSIONS) if grade == REVIEW else abstract}"
+    were "increased knee or low back pain"; a ketamine review listed the operations of its trials). A
+    review whose conclusions are not a section of their own (one dataset gives results and conclusions
+    as one text) is read whole."""
+    conclusions = section_text(body, CONCLUSIONS) if grade == REVIEW else ""
+    head = f"{title}\n{conclusions or abstract}"
     scope = {c.code for c in catalogue.conditions if _topical(c) and c.matches(title)} if grade != REVIEW else set()
     codes: list[str] = []
     for condition in catalogue.conditions:
