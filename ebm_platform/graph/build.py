@@ -106,25 +106,22 @@ def read_rows(path: Path, rows: Sequence[int] | np.ndarray, width: int) -> np.nd
     return out
 
 
-def _ingest(con: duckdb.DuckDBPyConnection, table: str, locations: Sequence[lake_files.Location]) -> int:
+def _ingest(con: duckdb.DuckDBPyConnection, table: str, locations: Sequence[lake_files.Location]) -> None:
     """The `INPUTS[table]` columns of these parquet files into `table` of the build database, a batch at a
-    time, each row with its number (`row`: its place in the files, in order); the rows read."""
+    time, each row with its number (`row`: its place in the files, in order)."""
     columns = INPUTS[table]
     con.execute(f"CREATE TABLE {table} (row BIGINT, {', '.join(f'{c} {t}' for c, t in columns.items())})")
     rows = 0
     for location in locations:
         for batch in lake_files.iter_batches(location, list(columns), BATCH_ROWS):
-            numbered = batch.append_column("row", pa.array(np.arange(rows, rows + batch.num_rows, dtype=np.int64)))
-            con.register("batch", numbered)
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM batch")
-            con.unregister("batch")
+            _insert(con, table, batch.append_column("row", pa.array(np.arange(rows, rows + batch.num_rows))))
             rows += batch.num_rows
-    return rows
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table | pa.RecordBatch) -> None:
+    """`data`'s rows into `table`, its columns matched by name."""
     con.register("batch", data)
-    con.execute(f"INSERT INTO {table} SELECT * FROM batch")
+    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM batch")
     con.unregister("batch")
 
 
