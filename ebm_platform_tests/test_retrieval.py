@@ -626,6 +626,28 @@ def test_every_ablation_switches_its_lever_off(small_lake):
     assert unslotted.notes["guideline_slot"] == "switched off (ablation)" and full.notes["guideline_slot"] == "on"
 
 
+def test_a_question_about_a_condition_is_answered_from_its_partition_the_others_filling_up_after(small_lake):
+    """The scope (sr_rag.question_scope): the condition a question names when the lake holds windows of it,
+    with the guideline sets; every condition's candidates follow only when it holds fewer than the budget."""
+    from ebm_platform.llm.client import client_from_settings
+    from ebm_platform.retrieval.pipeline import Retriever
+
+    retriever = Retriever(small_lake, client_from_settings())
+    named = retrieve(retriever, QUESTION, "sr_rag")
+    assert named.notes["scope"] == "PFP (the question's condition) and the guideline sets GL-GEN, GL-SP"
+    assert named.candidates and not any(c.outside_scope for c in named.considered)
+    assert retrieve(retriever, QUESTION, "sr_rag", ["PFP"]).notes["scope"] == "PFP (asked for)"
+    unnamed = retrieve(retriever, "Does hip strengthening reduce pain?", "sr_rag")
+    assert unnamed.notes["scope"].startswith("every condition (the question names none")
+    assert retrieve(retriever, QUESTION, "sr_rag_no_condition_scope").notes["scope"].endswith("(ablation)")
+    # a condition the lake holds windows of but no candidate for this question: the others fill up after it
+    retriever.window_counts["LBP"] = 1
+    lbp = retrieve(retriever, "Does hip strengthening reduce pain in adults with low back pain?", "sr_rag")
+    assert lbp.notes["scope"].startswith("LBP (the question's condition)")
+    assert "it holds 0 candidates, so the other conditions' follow them" in lbp.notes["scope"]
+    assert lbp.candidates and all(c.outside_scope and c.row["condition"] == "PFP" for c in lbp.considered)
+
+
 def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Real questions of the lake's own windows: each window's opening words, gold = that window."""
     windows = pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")

@@ -159,6 +159,8 @@ def _print_answer(result: dict) -> None:
         _say(certainty_line(certainty))
     _say(f"Q: {result['question']}  [strategy {result['strategy']}; {result['mode']}]")
     _say(result["ranking"])
+    if result["notes"].get("scope"):
+        _say(f"evidence from: {result['notes']['scope']}")
     if line.get("read_by"):
         _say(f"closed answer: {line['read_by']}")
     if result.get("message"):

@@ -70,6 +70,7 @@ class PipelineParams:
     betr: bool = True
     colbert: bool = True
     guideline_slot: bool = True
+    condition_scope: bool = True
 
     def settings(self) -> dict:
         """What shapes the candidate pools (recorded beside BETR parameters)."""
@@ -92,6 +93,7 @@ class Candidate:
     grade_adjustment: float = 0.0
     final: float = 0.0
     graph_path: list[str] = field(default_factory=list)
+    outside_scope: bool = False  # filled up from beyond the question's condition (sr_rag.scoped_gather)
     scores: dict[str, object] = field(default_factory=dict)  # a seed strategy's own scores (--explain)
 
     @property
@@ -247,6 +249,12 @@ class Retriever:
         lake: its one catch-all code)."""
         files = LakeLayout(self.lake).asset_partitions("source_documents")
         return frozenset(Path(str(f)).stem for f in files)  # a local path or an object-store URI
+
+    @cached_property
+    def window_counts(self) -> dict[str, int]:
+        """condition code -> the windows this lake's index holds of it."""
+        counts = self.index.in_memory()[0]["condition"].value_counts()
+        return dict(zip(counts["condition"].to_list(), counts["count"].to_list()))
 
     @cached_property
     def documents(self) -> dict[str, dict]:

@@ -4,7 +4,10 @@ model when the lake holds one that passed its gate, else the hand-set cos + 0.4 
 cross-encoder when EBM_CROSS_ENCODER names one) -> BETR r = a*s + u(grade), applied only when
 fitted for this same scorer -> evidence budget 12, whose last place goes to the best-ranked
 guideline recommendation about the question's arms when none of the twelve is one
-(`guideline_slot`). Ablations `sr_rag_<lever>` switch one lever off.
+(`guideline_slot`). A question about a condition this lake holds evidence of is answered from that
+condition's partition and the guideline sets that serve every condition (`question_scope`), the other
+conditions filling up only when it holds fewer candidates than the budget. Ablations `sr_rag_<lever>`
+switch one lever off.
 """
 
 from __future__ import annotations
@@ -16,7 +19,17 @@ import numpy as np
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.corpus.windows import sentence_spans
 from ebm_platform.retrieval.findings import recommends_about_arms
-from ebm_platform.retrieval.pipeline import Candidate, Laps, PipelineParams, Retrieval, Retriever, Strategy, gather
+from ebm_platform.retrieval.pipeline import (
+    Candidate,
+    Laps,
+    PipelineParams,
+    QueryView,
+    Retrieval,
+    Retriever,
+    Strategy,
+    gather,
+)
+from ebm_platform.retrieval.questions import question_anchors
 from ebm_platform.vocabulary import Anchors
 
 ABLATIONS = {
@@ -27,6 +40,7 @@ ABLATIONS = {
     "no_betr": {"betr": False},
     "no_colbert": {"colbert": False},
     "no_guideline_slot": {"guideline_slot": False},
+    "no_condition_scope": {"condition_scope": False},
 }
 
 
@@ -64,6 +78,45 @@ def condition_named(anchors: Anchors, code: str | None) -> Anchors:
     return replace(anchors, condition=anchors.outcome) if catalogue.get(code).matches(anchors.outcome) else anchors
 
 
+def question_scope(r: Retriever, question: str, conditions: list[str] | None) -> tuple[list[str] | None, str]:
+    """The partitions SR-RAG answers a question from, and a note saying which: the ones asked for; else,
+    when the question is about a condition (`question_condition`) this lake holds windows of, that
+    condition and the guideline sets that serve every condition (the catalogue's grade-restricted sets,
+    GL-GEN and GL-SP); else every partition. (The demo's patellofemoral question, asked of every
+    partition, cited six knee osteoarthritis windows before the patellofemoral trial and reviews.)"""
+    if conditions:
+        return conditions, f"{', '.join(conditions)} (asked for)"
+    code = question_condition(question_anchors(question, r.condition_names), None)
+    if not code or not r.window_counts.get(code):
+        return None, "every condition (the question names none that this lake holds evidence of)"
+    sets = [c.code for c in active_catalogue().conditions if c.requires_grade and c.code != code]
+    return [code, *sets], f"{code} (the question's condition)" + (
+        f" and the guideline sets {', '.join(sets)}" if sets else ""
+    )
+
+
+def scoped_gather(
+    r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams, laps: Laps
+) -> tuple[list[Candidate], QueryView, str, str]:
+    """`gather` over the question's scope (`question_scope`, when `p.condition_scope`), in-scope candidates
+    first; when the scope holds fewer than the budget, every partition's candidates fill up after them.
+    Returns the candidates, the query view, the HyDE mode and the scope's note."""
+    scope, note = (
+        question_scope(r, question, conditions)
+        if p.condition_scope or conditions
+        else (None, "every condition: switched off (ablation)")
+    )
+    merged, view, hyde_mode = gather(r, question, scope, p, laps)
+    if scope != conditions and len(merged) < p.budget:
+        have = {c.window_id for c in merged}
+        wider = [c for c in gather(r, question, conditions, p, laps)[0] if c.window_id not in have]
+        for c in wider:
+            c.outside_scope = True
+        merged += wider
+        note += f"; it holds {len(have)} candidates, so the other conditions' follow them"
+    return merged, view, hyde_mode, note
+
+
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
     """The first `budget` of `ranked`; when none of them is a guideline recommendation on the question's
     arms, the last place goes to the best-ranked grade-A window of the question's condition (any, when
@@ -95,7 +148,7 @@ def sr_rag(
 ) -> Retrieval:
     p = p or r.params
     laps = Laps()
-    merged, view, hyde_mode = gather(r, question, conditions, p, laps)
+    merged, view, hyde_mode, scope_note = scoped_gather(r, question, conditions, p, laps)
     scorer = r.reranker.fine_name(p.learned_scorer)
     betr, betr_note = r.betr_for(scorer) if p.betr else (None, "switched off (ablation)")
     if merged:
@@ -106,7 +159,7 @@ def sr_rag(
             c.s = s
             c.final = betr.score(s, c.grade) if betr else s
             c.grade_adjustment = c.final - s
-    ranked = sorted(merged, key=lambda c: (-c.final, c.window_id))
+    ranked = sorted(merged, key=lambda c: (c.outside_scope, -c.final, c.window_id))
     chosen = (
         with_guideline(ranked, p.budget, view.anchors, question_condition(view.anchors, conditions))
         if p.guideline_slot
@@ -131,6 +184,7 @@ def sr_rag(
             "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
             "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)",
             "guideline_slot": "on" if p.guideline_slot else "switched off (ablation)",
+            "scope": scope_note,
         },
     )
 
