@@ -648,6 +648,44 @@ def test_a_question_about_a_condition_is_answered_from_its_partition_the_others_
     assert lbp.candidates and all(c.outside_scope and c.row["condition"] == "PFP" for c in lbp.considered)
 
 
+def test_an_llm_answers_follow_up_query_searches_where_the_question_did(small_lake, monkeypatch):
+    """IRCoT's follow-up queries (`answer_from`'s `more`) keep the question's scope, whatever they name."""
+    from ebm_platform.llm.client import client_from_settings
+    from ebm_platform.retrieval import ask as ask_module
+    from ebm_platform.retrieval.pipeline import Retriever
+
+    class Online:  # the offline client's answers, taken for a model's: the answer is composed by the LLM path
+        offline = False
+
+        def __init__(self, client) -> None:
+            self.client = client
+
+        def __getattr__(self, name: str):
+            return getattr(self.client, name)
+
+    class Composed(Exception):
+        pass
+
+    searched: list = []
+    real = ask_module.retrieve
+
+    def recording(retriever, query, strategy="sr_rag", conditions=None):
+        searched.append(conditions)
+        return real(retriever, query, strategy, conditions)
+
+    def compose(text, rows, client, more, verdict_model, anchors):
+        assert more("Does taping reduce pain?")  # names no condition
+        raise Composed
+
+    retriever = Retriever(small_lake, client_from_settings())
+    retriever.client = Online(retriever.client)
+    monkeypatch.setattr(ask_module, "retrieve", recording)
+    monkeypatch.setattr(ask_module, "compose_llm", compose)
+    with pytest.raises(Composed):
+        ask_module.answer_with(retriever, QUESTION)
+    assert searched == [None, ["PFP", "GL-GEN", "GL-SP"]]
+
+
 def _window_questions(lake) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Real questions of the lake's own windows: each window's opening words, gold = that window."""
     windows = pl.read_parquet(lake / "assets" / "evidence_windows" / "PFP.parquet")

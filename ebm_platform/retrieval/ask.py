@@ -137,10 +137,10 @@ def answer_from(
         )
     else:
 
-        def more(query: str) -> list[dict]:
+        def more(query: str) -> list[dict]:  # a follow-up query searches where the question did
             return [
                 dict(c.row, score=round(c.final, 4))
-                for c in retrieve(retriever, query, strategy, conditions).candidates
+                for c in retrieve(retriever, query, strategy, retrieval.scope or conditions).candidates
             ]
 
         answer = compose_llm(text, rows, retriever.client, more, retriever.verdict_model, anchors)

@@ -130,6 +130,7 @@ class Retrieval:
     notes: dict[str, str]
     details: dict = field(default_factory=dict)  # a strategy's own trace for --explain (outline, filters)
     core: list[dict] | None = None  # a strategy's own core statements: {"statement", "window_ids"}
+    scope: list[str] | None = None  # the partitions searched (None: every one; sr_rag.question_scope)
 
 
 class Laps:

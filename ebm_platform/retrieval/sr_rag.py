@@ -97,10 +97,10 @@ def question_scope(r: Retriever, question: str, conditions: list[str] | None) ->
 
 def scoped_gather(
     r: Retriever, question: str, conditions: list[str] | None, p: PipelineParams, laps: Laps
-) -> tuple[list[Candidate], QueryView, str, str]:
+) -> tuple[list[Candidate], QueryView, str, list[str] | None, str]:
     """`gather` over the question's scope (`question_scope`, when `p.condition_scope`), in-scope candidates
     first; when the scope holds fewer than the budget, every partition's candidates fill up after them.
-    Returns the candidates, the query view, the HyDE mode and the scope's note."""
+    Returns the candidates, the query view, the HyDE mode, the scope and its note."""
     scope, note = (
         question_scope(r, question, conditions)
         if p.condition_scope or conditions
@@ -114,7 +114,7 @@ def scoped_gather(
             c.outside_scope = True
         merged += wider
         note += f"; it holds {len(have)} candidates, so the other conditions' follow them"
-    return merged, view, hyde_mode, note
+    return merged, view, hyde_mode, scope, note
 
 
 def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
@@ -148,7 +148,7 @@ def sr_rag(
 ) -> Retrieval:
     p = p or r.params
     laps = Laps()
-    merged, view, hyde_mode, scope_note = scoped_gather(r, question, conditions, p, laps)
+    merged, view, hyde_mode, scope, scope_note = scoped_gather(r, question, conditions, p, laps)
     scorer = r.reranker.fine_name(p.learned_scorer)
     betr, betr_note = r.betr_for(scorer) if p.betr else (None, "switched off (ablation)")
     if merged:
@@ -186,6 +186,7 @@ def sr_rag(
             "guideline_slot": "on" if p.guideline_slot else "switched off (ablation)",
             "scope": scope_note,
         },
+        scope=scope,
     )
 
 
