@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from ebm_platform.benchmark.generation import (
+    askable,
     QuestionGenerator,
     anchored_finding,
     compose_question,
@@ -280,3 +281,47 @@ def test_stage_one_reads_the_graphs_extraction_first_and_only_grounded_names():
     assert not sample_windows(frame, 1, 7, is_finding)
     picked = sample_windows(frame, 1, 7, is_finding, entities_by_window(elements))
     assert [w["window_id"] for w, _ in picked] == ["r1"]
+
+
+def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
+    """An outcome made of evidence-rating words and an intervention that names a kind of source or a guideline's
+    issuer are not a question's fields (the demo asked "What is the effect of CBT on quality?" and "What is the
+    effect of VA/DoD compared with placebo on pain?")."""
+    review = {
+        "window_id": "n1",
+        "doc_id": "n",
+        "grade": "B",
+        "section": "Cognitive-behavioural treatment for subacute and chronic neck pain > Main results",
+        "text": "There was moderate quality evidence that CBT was better than other interventions for improving "
+        "kinesiophobia at intermediate-term follow-up (SMD -0.39, 95% CI -0.69 to -0.08, I2 = 0%).",
+    }
+    graph = [
+        {"name": "CBT", "type": "Intervention"},
+        {"name": "quality", "type": "Outcome"},
+        {"name": "kinesiophobia", "type": "Outcome"},
+    ]
+    assert offline_question(review, window_extraction(review, graph), is_finding)["picot"]["o"] == "kinesiophobia"
+    guideline = {
+        "window_id": "g1",
+        "doc_id": "g",
+        "grade": "A",
+        "section": "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain > Text",
+        "text": "The two individual RCTs provide moderate to low quality evidence demonstrating no difference between "
+        "opioids and placebo for pain or function.",
+    }
+    graph = [
+        {"name": "VA/DoD", "type": "Intervention"},
+        {"name": "RCTs", "type": "Intervention"},
+        {"name": "opioids", "type": "Intervention"},
+        {"name": "placebo", "type": "Comparator"},
+        {"name": "pain", "type": "Outcome"},
+    ]
+    fields = offline_question(guideline, window_extraction(guideline, graph), is_finding)["picot"]
+    assert (fields["i"], fields["c"], fields["o"]) == ("opioids", "placebo", "pain")
+    assert askable("Treatment", "Comparator", guideline)  # a word of the title after "guideline" names no issuer
+    assert not askable("VA/DoD", "Intervention", {**guideline, "grade": "A"})
+    assert askable("VA/DoD", "Intervention", {**guideline, "grade": "C"})  # a trial's title names its treatment
+    for outcome in ("quality of life", "sleep quality", "strength", "pain"):
+        assert askable(outcome, "Outcome", review)
+    for outcome in ("quality", "low quality evidence", "certainty of the evidence", "values and preferences"):
+        assert not askable(outcome, "Outcome", review)

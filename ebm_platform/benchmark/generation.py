@@ -163,14 +163,41 @@ class GenerationLog:
         }
 
 
+# Names a question cannot ask about. An outcome made of evidence-rating words ("moderate quality evidence that CBT was
+# better ... at reducing pain" asked "What is the effect of CBT on quality?"; "values and preferences"): what a review
+# or guideline says of its evidence, not an outcome of care ("quality of life", "sleep quality" and "strength" stay).
+RATING_WORDS = frozenset("quality evidence certainty confidence values preferences".split())
+RATING_QUALIFIERS = frozenset("low moderate high very of the and".split())
+# An intervention that names a kind of source ("What is the effect of RCT compared with placebo on AEs?"), or the
+# issuer a (grade A) guideline's title names before "guideline" ("What is the effect of VA/DoD on evidence?" of the "VA/DoD
+# Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain"; its "Treatment" is no issuer)
+SOURCE_WORDS = frozenset(
+    "guideline guidelines recommendation recommendations rct rcts trial trials study studies review reviews "
+    "meta analysis analyses evidence".split()
+)
+
+
+def askable(name: str, type_: str, window: dict) -> bool:
+    """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`)."""
+    words = set(fold(name).split())
+    if type_ == "Outcome":
+        return not (words & RATING_WORDS and words <= RATING_WORDS | RATING_QUALIFIERS)
+    if type_ in ("Intervention", "Comparator"):
+        title = fold((window.get("section") or "").split(">")[0])
+        head = title.split("guideline")[0] if window.get("grade") == "A" and "guideline" in title else ""
+        issuer = f" {fold(name)} " in f" {head} "
+        return not (issuer or words <= SOURCE_WORDS)
+    return True
+
+
 def window_extraction(window: dict, entities: Sequence[dict] = ()) -> Extraction:
     """A window's PICO for stage 1: the knowledge graph's `entities` of it ({name, type}) first, then
-    the rules' (`pico_rules.extract`), each name once and only names grounded in the window (with the
-    graph's entities 913 of the demo's finding windows qualify, 613 with the rules alone: the rules miss
-    most systematic reviews' outcomes, "had less pain", "pain relief")."""
+    the rules' (`pico_rules.extract`), each name once and only names grounded in the window that a question
+    can ask about (`askable`; with the graph's entities 913 of the demo's finding windows qualify, 613 with
+    the rules alone: the rules miss most systematic reviews' outcomes, "had less pain", "pain relief")."""
     found = Extraction()
     for entity in [*entities, *extract(window["text"]).entities]:
-        if grounded(entity["name"], window["text"]):
+        if grounded(entity["name"], window["text"]) and askable(entity["name"], entity["type"], window):
             found.add_entity(entity["name"], entity["type"])
     return found
 
