@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from ebm_platform.benchmark.generation import (
-    askable,
     QuestionGenerator,
     anchored_finding,
+    askable,
     compose_question,
     concise,
     grounded,
@@ -283,32 +283,33 @@ def test_stage_one_reads_the_graphs_extraction_first_and_only_grounded_names():
     assert [w["window_id"] for w, _ in picked] == ["r1"]
 
 
+def _window(grade: str, section: str, text: str) -> dict:
+    """One window of a document of that grade, its section path the document's title first."""
+    return {"window_id": f"{grade}1", "doc_id": grade, "grade": grade, "section": section, "text": text}
+
+
 def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
     """An outcome made of evidence-rating words and an intervention that names a kind of source or a guideline's
     issuer are not a question's fields (the demo asked "What is the effect of CBT on quality?" and "What is the
     effect of VA/DoD compared with placebo on pain?")."""
-    review = {
-        "window_id": "n1",
-        "doc_id": "n",
-        "grade": "B",
-        "section": "Cognitive-behavioural treatment for subacute and chronic neck pain > Main results",
-        "text": "There was moderate quality evidence that CBT was better than other interventions for improving "
+    review = _window(
+        "B",
+        "Cognitive-behavioural treatment for subacute and chronic neck pain > Main results",
+        "There was moderate quality evidence that CBT was better than other interventions for improving "
         "kinesiophobia at intermediate-term follow-up (SMD -0.39, 95% CI -0.69 to -0.08, I2 = 0%).",
-    }
+    )
     graph = [
         {"name": "CBT", "type": "Intervention"},
         {"name": "quality", "type": "Outcome"},
         {"name": "kinesiophobia", "type": "Outcome"},
     ]
     assert offline_question(review, window_extraction(review, graph), is_finding)["picot"]["o"] == "kinesiophobia"
-    guideline = {
-        "window_id": "g1",
-        "doc_id": "g",
-        "grade": "A",
-        "section": "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain > Text",
-        "text": "The two individual RCTs provide moderate to low quality evidence demonstrating no difference between "
+    guideline = _window(
+        "A",
+        "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain > Text",
+        "The two individual RCTs provide moderate to low quality evidence demonstrating no difference between "
         "opioids and placebo for pain or function.",
-    }
+    )
     graph = [
         {"name": "VA/DoD", "type": "Intervention"},
         {"name": "RCTs", "type": "Intervention"},
