@@ -638,7 +638,9 @@ def test_a_question_about_a_condition_is_answered_from_its_partition_the_others_
     assert named.candidates and not any(c.outside_scope for c in named.considered)
     assert retrieve(retriever, QUESTION, "sr_rag", ["PFP"]).notes["scope"] == "PFP (asked for)"
     unnamed = retrieve(retriever, "Does hip strengthening reduce pain?", "sr_rag")
-    assert unnamed.notes["scope"].startswith("every condition (the question names none")
+    assert unnamed.notes["scope"] == "every condition (the question names none)"
+    absent = retrieve(retriever, "Does eccentric exercise help Achilles tendinopathy?", "sr_rag")
+    assert absent.notes["scope"] == "every condition (this lake holds no evidence of AT, the question's condition)"
     assert retrieve(retriever, QUESTION, "sr_rag_no_condition_scope").notes["scope"].endswith("(ablation)")
     # a condition the lake holds windows of but no candidate for this question: the others fill up after it
     retriever.window_counts["LBP"] = 1

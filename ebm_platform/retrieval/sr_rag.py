@@ -87,8 +87,10 @@ def question_scope(r: Retriever, question: str, conditions: list[str] | None) ->
     if conditions:
         return conditions, f"{', '.join(conditions)} (asked for)"
     code = question_condition(question_anchors(question, r.condition_names), None)
-    if not code or not r.window_counts.get(code):
-        return None, "every condition (the question names none that this lake holds evidence of)"
+    if not code:
+        return None, "every condition (the question names none)"
+    if not r.window_counts.get(code):
+        return None, f"every condition (this lake holds no evidence of {code}, the question's condition)"
     sets = [c.code for c in active_catalogue().conditions if c.requires_grade and c.code != code]
     return [code, *sets], f"{code} (the question's condition)" + (
         f" and the guideline sets {', '.join(sets)}" if sets else ""
