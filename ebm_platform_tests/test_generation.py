@@ -320,7 +320,9 @@ def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
     fields = offline_question(guideline, window_extraction(guideline, graph), is_finding)["picot"]
     assert (fields["i"], fields["c"], fields["o"]) == ("opioids", "placebo", "pain")
     assert askable("Treatment", "Comparator", guideline)  # a word of the title after "guideline" names no issuer
-    assert not askable("VA/DoD", "Intervention", {**guideline, "grade": "A"})
+    for issuer in ("VA/DoD", "VA/DoD LBP CPG", "DoD LBP CPG"):
+        assert not askable(issuer, "Intervention", guideline)
+    assert askable("clinical examination", "Intervention", guideline)  # "Clinical Practice" names no issuer
     assert askable("VA/DoD", "Intervention", {**guideline, "grade": "C"})  # a trial's title names its treatment
     for outcome in ("quality of life", "sleep quality", "strength", "pain"):
         assert askable(outcome, "Outcome", review)

@@ -169,8 +169,10 @@ class GenerationLog:
 RATING_WORDS = frozenset("quality evidence certainty confidence values preferences".split())
 RATING_QUALIFIERS = frozenset("low moderate high very of the and".split())
 # An intervention that names a kind of source ("What is the effect of RCT compared with placebo on AEs?"), or the
-# issuer a (grade A) guideline's title names before "guideline" ("What is the effect of VA/DoD on evidence?" of the "VA/DoD
-# Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain"; its "Treatment" is no issuer)
+# issuer a (grade A) guideline's title names before "guideline", or a name that opens with one of the issuer's words
+# ("What is the effect of VA/DoD on evidence?", "... of DoD LBP CPG on ODI?" of the "VA/DoD Clinical Practice
+# Guideline for the Diagnosis and Treatment of Low Back Pain"; its "Treatment" is no issuer, nor are `KINDS`)
+KINDS = frozenset("clinical practice consolidated national international joint".split())  # of guideline, not issuer
 SOURCE_WORDS = frozenset(
     "guideline guidelines recommendation recommendations rct rcts trial trials study studies review reviews "
     "meta analysis analyses evidence".split()
@@ -185,7 +187,7 @@ def askable(name: str, type_: str, window: dict) -> bool:
     if type_ in ("Intervention", "Comparator"):
         title = fold((window.get("section") or "").split(">")[0])
         head = title.split("guideline")[0] if window.get("grade") == "A" and "guideline" in title else ""
-        issuer = f" {fold(name)} " in f" {head} "
+        issuer = f" {fold(name)} " in f" {head} " or bool(set(fold(name).split()[:1]) & (set(head.split()) - KINDS))
         return not (issuer or words <= SOURCE_WORDS)
     return True
 
