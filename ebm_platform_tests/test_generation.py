@@ -288,6 +288,12 @@ def _window(grade: str, section: str, text: str) -> dict:
     return {"window_id": f"{grade}1", "doc_id": grade, "grade": grade, "section": section, "text": text}
 
 
+def _offline_fields(window: dict, *entities: tuple[str, str]) -> dict:
+    """The PICOT fields of the offline question composed from the window and these (name, type) graph entities."""
+    graph = [{"name": name, "type": type_} for name, type_ in entities]
+    return offline_question(window, window_extraction(window, graph), is_finding)["picot"]
+
+
 def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
     """An outcome made of evidence-rating words and an intervention that names a kind of source or a guideline's
     issuer are not a question's fields (the demo asked "What is the effect of CBT on quality?" and "What is the
@@ -298,26 +304,22 @@ def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
         "There was moderate quality evidence that CBT was better than other interventions for improving "
         "kinesiophobia at intermediate-term follow-up (SMD -0.39, 95% CI -0.69 to -0.08, I2 = 0%).",
     )
-    graph = [
-        {"name": "CBT", "type": "Intervention"},
-        {"name": "quality", "type": "Outcome"},
-        {"name": "kinesiophobia", "type": "Outcome"},
-    ]
-    assert offline_question(review, window_extraction(review, graph), is_finding)["picot"]["o"] == "kinesiophobia"
+    fields = _offline_fields(review, ("CBT", "Intervention"), ("quality", "Outcome"), ("kinesiophobia", "Outcome"))
+    assert fields["o"] == "kinesiophobia"
     guideline = _window(
         "A",
         "VA/DoD Clinical Practice Guideline for the Diagnosis and Treatment of Low Back Pain > Text",
         "The two individual RCTs provide moderate to low quality evidence demonstrating no difference between "
         "opioids and placebo for pain or function.",
     )
-    graph = [
-        {"name": "VA/DoD", "type": "Intervention"},
-        {"name": "RCTs", "type": "Intervention"},
-        {"name": "opioids", "type": "Intervention"},
-        {"name": "placebo", "type": "Comparator"},
-        {"name": "pain", "type": "Outcome"},
-    ]
-    fields = offline_question(guideline, window_extraction(guideline, graph), is_finding)["picot"]
+    fields = _offline_fields(
+        guideline,
+        ("VA/DoD", "Intervention"),
+        ("RCTs", "Intervention"),
+        ("opioids", "Intervention"),
+        ("placebo", "Comparator"),
+        ("pain", "Outcome"),
+    )
     assert (fields["i"], fields["c"], fields["o"]) == ("opioids", "placebo", "pain")
     assert askable("Treatment", "Comparator", guideline)  # a word of the title after "guideline" names no issuer
     for issuer in ("VA/DoD", "VA/DoD LBP CPG", "DoD LBP CPG"):

@@ -181,13 +181,14 @@ SOURCE_WORDS = frozenset(
 
 def askable(name: str, type_: str, window: dict) -> bool:
     """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`)."""
-    words = set(fold(name).split())
+    folded = fold(name)
+    words = set(folded.split())
     if type_ == "Outcome":
         return not (words & RATING_WORDS and words <= RATING_WORDS | RATING_QUALIFIERS)
     if type_ in ("Intervention", "Comparator"):
         title = fold((window.get("section") or "").split(">")[0])
         head = title.split("guideline")[0] if window.get("grade") == "A" and "guideline" in title else ""
-        issuer = f" {fold(name)} " in f" {head} " or bool(set(fold(name).split()[:1]) & (set(head.split()) - KINDS))
+        issuer = f" {folded} " in f" {head} " or bool(set(folded.split()[:1]) & (set(head.split()) - KINDS))
         return not (issuer or words <= SOURCE_WORDS)
     return True
 

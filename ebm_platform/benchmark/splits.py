@@ -80,10 +80,10 @@ def make_splits(bench: pl.DataFrame, seed: str = "ebm-platform") -> pl.DataFrame
     strata: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
     for key, ids in question_groups(bench):
         strata.setdefault(stratum_of[ids[0]], []).append((key, ids))
-    pooled = [g for groups in strata.values() if sum(len(ids) for _, ids in groups) < MIN_STRATUM for g in groups]
-    split_of = _fill(pooled, seed)
+    small = [groups for groups in strata.values() if sum(len(ids) for _, ids in groups) < MIN_STRATUM]
+    split_of = _fill([g for groups in small for g in groups], seed)
     for groups in strata.values():
-        if sum(len(ids) for _, ids in groups) >= MIN_STRATUM:
+        if groups not in small:
             split_of.update(_fill(groups, seed))
     return pl.DataFrame(
         [{"question_id": q, "condition": c, "source": s, "split": split_of[q]} for q, (c, s) in stratum_of.items()],
