@@ -294,7 +294,24 @@ def test_only_the_words_that_tell_the_arms_apart_name_a_comparison():
     assert not names_question("Knee exercise reduced pain compared with rest (p < 0.01).", anchors)
     assert names_question("Hip strengthening reduced pain (p < 0.01).", anchors)
     usual_care = Anchors(intervention="exercise therapy", comparator="usual care")
-    assert names_question("Usual care did not reduce pain (p = 0.4).", usual_care)
+    assert names_question("Exercise therapy did not reduce pain (p = 0.4).", usual_care)
+
+
+def test_a_control_arm_that_every_trial_names_does_not_name_the_question():
+    """The demo's "parecoxib compared with control on pain relief" quoted a guideline's "pregabalin versus active
+    analgesic control" and a buprenorphine trial's "pain control was superior in the BBUP group"."""
+    parecoxib = Anchors(intervention="parecoxib", comparator="control", outcome="pain relief")
+    assert arm_words(parecoxib) == ["parecoxib", "control"] and naming_words(parecoxib) == ["parecoxib"]
+    assert not names_question("Pain control was superior in the BBUP group compared with placebo.", parecoxib)
+    assert names_question("Parecoxib use did not differ from the control group (P = 0.238).", parecoxib)
+    usual_care = Anchors(intervention="exercise therapy", comparator="usual care")
+    assert not names_question("Usual care did not reduce pain (p = 0.4).", usual_care)
+    # the trial's title names the intervention that its result calls "the experimental group"
+    assert names_question("Usual care did not reduce pain (p = 0.4).", usual_care, "Exercise therapy for neck pain")
+    # arms that differ only by the control: the intervention's own words name them
+    assert naming_words(Anchors(intervention="TENS", comparator="sham TENS")) == ["tens"]
+    # an intervention of generic words only keeps the control's
+    assert naming_words(Anchors(intervention="intervention", comparator="placebo")) == ["placebo"]
     # arms that differ by a qualifier only are named by what they share
     gabapentin = Anchors(intervention="With gabapentin", comparator="Without gabapentin")
     assert arm_words(gabapentin) == ["gabapentin"]

@@ -290,11 +290,23 @@ BODY_SITES = frozenset(
 def naming_words(anchors: Anchors) -> list[str]:
     """The words of which a statement must name one to be about the question (`names_question`): `arm_words`,
     less, for a question with one arm, where it is applied when what it is remains ("bracing" of "knee
-    bracing": a taping review's "data from 161 knees" is not about bracing)."""
+    bracing": a taping review's "data from 161 knees" is not about bracing), and less a control comparator's
+    words (placebo, sham, control, usual care ...: `CONTROL_ARM`), which every trial's results name: the
+    intervention's own words, or all of its specific words when it has none of its own ("TENS" of "TENS compared
+    with sham TENS"). The demo's "parecoxib compared with control" quoted a guideline's "pregabalin versus active
+    analgesic control" and a trial's "pain control was superior in the BBUP group" as about it."""
     words = arm_words(anchors)
-    if anchors.comparator:
+    if not anchors.comparator:
+        return [w for w in words if stem(w) not in BODY_SITES] or words
+    control = {stem(w) for match in CONTROL_ARM.finditer(anchors.comparator) for w in terms(match.group(0))}
+    if not control:
         return words
-    return [w for w in words if stem(w) not in BODY_SITES] or words
+    intervention = [w for w in terms(anchors.intervention or "") if len(w) > 1 and stem(w) not in ARM_QUALIFIERS]
+    return (
+        [w for w in words if stem(w) not in control]
+        or [w for w in intervention if stem(w) not in control | GENERIC_ARM]
+        or words
+    )
 
 
 def _arm_word_stems(anchors: Anchors) -> set[str]:
