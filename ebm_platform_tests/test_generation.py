@@ -321,7 +321,7 @@ def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
         ("pain", "Outcome"),
     )
     assert (fields["i"], fields["c"], fields["o"]) == ("opioids", "placebo", "pain")
-    assert askable("Treatment", "Comparator", guideline)  # a word of the title after "guideline" names no issuer
+    assert askable("Diagnosis", "Comparator", guideline)  # a word of the title after "guideline" names no issuer
     for issuer in ("VA/DoD", "VA/DoD LBP CPG", "DoD LBP CPG"):
         assert not askable(issuer, "Intervention", guideline)
     assert askable("clinical examination", "Intervention", guideline)  # "Clinical Practice" names no issuer
@@ -330,3 +330,45 @@ def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
         assert askable(outcome, "Outcome", review)
     for outcome in ("quality", "low quality evidence", "certainty of the evidence", "values and preferences"):
         assert not askable(outcome, "Outcome", review)
+
+
+def test_a_question_names_what_was_given_and_measured_not_how_much_or_when():
+    """Names made only of counts, times, statistics, groups, care in general, a body site or an outcome instrument are
+    not a question's intervention (the demo asked "What is the effect of two treatment ...", "... of mean treatment
+    compared with placebo ...", "... of Low on Physical impairment?", "... of SPADI on adhesive capsulitis?"), nor
+    such an outcome ("... on Time?", "... of surgery on Improvement?"); the finding's next name is asked instead."""
+    trial = _window(
+        "C",
+        "Mechanical traction for low back pain > Results",
+        "Mean pain scores fell more with mechanical lumbar traction than at baseline (p = 0.01) at two weeks.",
+    )
+    fields = _offline_fields(
+        trial, ("low", "Intervention"), ("mechanical lumbar traction", "Intervention"), ("pain", "Outcome")
+    )
+    assert (fields["i"], fields["o"]) == ("mechanical lumbar traction", "pain")
+    for name in (
+        "two treatment",
+        "mean treatment",
+        "pre- treatment",
+        "Time",
+        "Low back",
+        "lumbar",
+        "combination",
+        "groups following treatment",
+        "SPADI",
+        "KOOS-pain",
+        "EuroQoL-5D",
+        "η2",
+        "oral",
+        "Control",
+    ):
+        assert not askable(name, "Intervention", trial), name
+    for name in ("oral steroid", "topical diclofenac", "conservative treatment", "PRP", "TENS", "Tai Chi"):
+        assert askable(name, "Intervention", trial), name
+    for name in ("usual care", "placebo", "sham", "no treatment", "conservative treatment"):
+        assert askable(name, "Comparator", trial), name
+    assert not askable("placebo", "Intervention", trial)
+    for name in ("Time", "Improvement", "events", "2 weeks"):
+        assert not askable(name, "Outcome", trial), name
+    for name in ("pain", "mean VAS score", "FEV1", "disc height", "quality of life"):
+        assert askable(name, "Outcome", trial), name

@@ -39,7 +39,7 @@ import polars as pl
 from ebm_platform.benchmark.gold import fold
 from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
-from ebm_platform.graph.pico_rules import Extraction, extract
+from ebm_platform.graph.pico_rules import OUTCOME_SCALES, Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
 from ebm_platform.vocabulary import Anchors
 
@@ -179,17 +179,49 @@ SOURCE_WORDS = frozenset(
 )
 
 
+# Words that do not say what was given or measured: how much, when, which group, how it is given, a statistic
+# ("What is the effect of two treatment on ...", "... of mean treatment compared with placebo ...", "... of Time on
+# Time?", "... of Low on Physical impairment?", "... of KOOS-pain ...": the tagger's slips). A name made of these
+# alone (numbers too) is no question's field; "conservative treatment", "usual care" and "placebo" name one.
+VAGUE_WORDS = frozenset(
+    "a an the of and or to in on at by for with without over against up into from following after before prior pre "
+    "post during time times day days week weeks month months year years baseline end first second last one two "
+    "three four five mean median average lower higher low high deep good poor additional other both each all "
+    "minimal clinically important difference group groups arm arms patients participants subjects improvement "
+    "improvements change changes effect effects event events result results variable variables measure measures "
+    "score scores bonferroni anova oral topical local systemic intramuscular".split()
+)
+# ... and, as an intervention or comparator, names of care in general or of how it is given
+VAGUE_CARE = frozenset(
+    "intervention interventions treatment treatments therapy therapies program programs programme management care "
+    "strategy strategies regimen technique techniques method methods combination combined outcome outcomes physical "
+    "behavioural behavioral balanced included activation".split()
+)
+# where on the body care is given (an intervention named "lumbar" or "Low back")
+BODY_WORDS = frozenset(
+    "knee ankle hip shoulder neck back lumbar cervical thoracic spinal spine wrist elbow foot heel leg thigh calf".split()
+)
+CONTROL_WORDS = frozenset("control controls placebo sham".split())
+# an outcome instrument is no intervention ("What is the effect of SPADI ...")
+INSTRUMENT = re.compile(
+    "|".join(f"(?:{pattern})" for name, (pattern, _) in OUTCOME_SCALES.items() if name.isupper()), re.I
+)
+
+
 def askable(name: str, type_: str, window: dict) -> bool:
-    """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`)."""
+    """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`, `VAGUE_WORDS`)."""
     folded = fold(name)
     words = set(folded.split())
+    specific = {w for w in words if not w.isdigit()} - VAGUE_WORDS
     if type_ == "Outcome":
-        return not (words & RATING_WORDS and words <= RATING_WORDS | RATING_QUALIFIERS)
+        return bool(specific) and not (words & RATING_WORDS and words <= RATING_WORDS | RATING_QUALIFIERS)
     if type_ in ("Intervention", "Comparator"):
         title = fold((window.get("section") or "").split(">")[0])
         head = title.split("guideline")[0] if window.get("grade") == "A" and "guideline" in title else ""
         issuer = f" {folded} " in f" {head} " or bool(set(folded.split()[:1]) & (set(head.split()) - KINDS))
-        return not (issuer or words <= SOURCE_WORDS)
+        control = CONTROL_WORDS if type_ == "Intervention" else frozenset()  # the control is a comparator
+        vague = not specific - VAGUE_CARE - BODY_WORDS - control or bool(INSTRUMENT.search(name))
+        return not (issuer or vague or words <= SOURCE_WORDS)
     return True
 
 
