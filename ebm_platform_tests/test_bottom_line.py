@@ -1631,6 +1631,39 @@ def test_the_core_states_the_findings_that_answer_the_question() -> None:
     ]
 
 
+def test_a_studys_results_take_part_with_its_window_that_names_the_arms() -> None:
+    """The demo's capsule-closure answer quoted the hip arthroscopy study's conclusion, "similar score improvements
+    between the groups", and left out its result on the question's outcome, which calls the arms "the two groups".
+    Another study's "two groups", and a guideline's other windows, stay out."""
+    question = "What is the effect of closure of the capsule compared with capsule left open on PRO and VAS measures?"
+    anchors = Anchors(intervention="closure of the capsule", comparator="capsule left open", outcome="PRO and VAS")
+    result = "In comparing the two groups, there were no differences in score improvement for PRO measures or VAS."
+    conclusion = "Repairing the capsule or leaving it open gave similar score improvements between the groups."
+    other = "Pain scores did not differ between the two groups (p = 0.3)."
+    answer = _answer(NO_DIFFERENCE, [(result, 1)], {1: "D", 2: "D", 3: "C"})
+    for cite, doc in zip(answer["citations"], ("hip", "hip", "knee")):
+        cite["doc_id"] = doc
+    answer["evidence_by_grade"] = [
+        {"grade": "C", "statements": [{"statement": other, "citations": [3]}]},
+        {"grade": "D", "statements": [{"statement": conclusion, "citations": [2]}]},
+    ]
+    line = bottom_line(question, anchors, answer, _rules)
+    assert line["sides"] == {"2": "supports"}
+    take_sides(answer, line["sides"])
+    answering_evidence(answer, line["sides"])
+    assert [s["statement"] for s in answer["core_answer"]] == [conclusion, result]
+    assert [[s["statement"] for s in g["statements"]] for g in answer["evidence_by_grade"]] == [[conclusion]]
+    # a guideline's window that names nothing of the question does not take part with its window that does
+    answer = _answer(NO_DIFFERENCE, [(other, 1)], {1: "A", 2: "A"})
+    for cite in answer["citations"]:
+        cite["doc_id"] = "guideline"
+    answer["evidence_by_grade"] = [{"grade": "A", "statements": [{"statement": conclusion, "citations": [2]}]}]
+    line = bottom_line(question, anchors, answer, _rules)
+    take_sides(answer, line["sides"])
+    answering_evidence(answer, line["sides"])
+    assert [s["statement"] for s in answer["core_answer"]] == [conclusion]
+
+
 def test_a_condition_outside_the_catalogue_is_answered_only_by_sources_that_name_it() -> None:
     """The demo answered "Does early weight bearing improve outcomes after Achilles tendon rupture?" "No ...
     (certainty high; supported by 1 grade A)" from a low back pain guideline's "early imaging is associated with

@@ -1012,7 +1012,19 @@ def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
     # therapy and left the review that answered it, "evidence supports the use of ... exercise", to the graded
     # evidence; "Are NSAIDs effective for acute low back pain?" quoted three contradicting findings and not the
     # guidelines' recommendation that answered it)
-    core = [item for item in answer.get("core_answer", []) if takes_part(item)]
+    # A single study's core statements stay with its cited window that takes part: its results name the arms "the two
+    # groups" where its conclusion names them (the demo's capsule-closure answer quoted the hip arthroscopy study's
+    # "similar score improvements between the groups" and left out its "no differences in magnitudes of score
+    # improvement for PRO measures, VAS, or satisfaction"); not a guideline's or a review's, which are about much
+    # else, and not in the graded evidence, which lists each window's best finding, a methods line among them
+    document = {c["n"]: c.get("doc_id") for c in answer.get("citations", [])}
+    grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
+    studies = {document.get(int(n)) for n in sides if grade.get(int(n)) not in (GUIDELINE, REVIEW)} - {None}
+    core = [
+        item
+        for item in answer.get("core_answer", [])
+        if takes_part(item) or any(document.get(n) in studies for n in item.get("citations", []))
+    ]
     graded = [s for g in answer.get("evidence_by_grade", []) for s in g["statements"] if s.get("stance") != "neutral"]
     chosen: list[dict] = []
     for item in sorted([*core, *graded], key=lambda item: STANCES.index(item.get("stance", "neutral"))):
