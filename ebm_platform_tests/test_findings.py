@@ -552,7 +552,7 @@ def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_
     them replaces the twelfth (also when a guideline's background is cited); never a guideline of
     another condition, nor one that recommends something else."""
     from ebm_platform.retrieval.pipeline import Candidate
-    from ebm_platform.retrieval.sr_rag import with_guideline
+    from ebm_platform.retrieval.sr_rag import with_syntheses
 
     def window(n: int, grade: str, text: str, condition: str = "LBP") -> Candidate:
         return Candidate(f"w{n}", {"grade": grade, "text": text, "condition": condition})
@@ -563,14 +563,47 @@ def test_a_guideline_recommendation_on_the_question_takes_the_last_place_of_the_
     other_condition = window(21, "A", "We suggest exercise therapy for patients with neck pain (Weak for).", "NP")
     on_arms = window(22, "A", "For patients with low back pain, we suggest exercise therapy (Strength: Weak for).")
     anchors = Anchors(intervention="exercise therapy", outcome="chronic low back pain")
-    chosen = with_guideline([*ranked, off_topic, other_condition, on_arms], 12, anchors, "LBP")
+    chosen = with_syntheses([*ranked, off_topic, other_condition, on_arms], 12, anchors, "LBP")
     assert len(chosen) == 12 and chosen[:11] == ranked[:11] and chosen[-1] is on_arms
-    assert with_guideline([*ranked, off_topic, other_condition], 12, anchors, "LBP") == ranked
-    assert with_guideline([*ranked, other_condition], 12, anchors, None)[-1] is other_condition  # no condition asked
+    assert with_syntheses([*ranked, off_topic, other_condition], 12, anchors, "LBP") == ranked
+    assert with_syntheses([*ranked, other_condition], 12, anchors, None)[-1] is other_condition  # no condition asked
     background = [*ranked[:11], window(11, "A", "Guideline background.")]  # cited, but recommends nothing on the arms
-    assert with_guideline([*background, on_arms], 12, anchors, "LBP") == [*ranked[:11], on_arms]
+    assert with_syntheses([*background, on_arms], 12, anchors, "LBP") == [*ranked[:11], on_arms]
     cited = [*ranked[:11], on_arms]
-    assert with_guideline([*cited, window(23, "A", on_arms.row["text"])], 12, anchors, "LBP") == cited  # already cited
+    assert with_syntheses([*cited, window(23, "A", on_arms.row["text"])], 12, anchors, "LBP") == cited  # already cited
+
+
+def test_a_reviews_finding_on_the_question_takes_the_place_before_the_guidelines():
+    """The demo's "Does exercise reduce pain in knee osteoarthritis?" cited twelve windows of three trials and
+    ranked Cochrane's CD004376 ("land-based therapeutic exercise has at least short term benefit in terms of
+    reduced knee pain") fifteenth: when none of the twelve is a systematic review's finding about the question,
+    the best-ranked one of the question's condition takes the place before the guideline's; not a review of
+    another question, nor one whose finding names only some of the arms' words, nor any when the question
+    names no condition."""
+    from ebm_platform.retrieval.pipeline import Candidate
+    from ebm_platform.retrieval.sr_rag import with_syntheses
+
+    def window(n: int, grade: str, text: str, condition: str = "MACL") -> Candidate:
+        return Candidate(f"w{n}", {"grade": grade, "text": text, "condition": condition, "section": "T > Results"})
+
+    trial = "We found no improvement in pain with a six-week high-intensity exercise program (p = 0.4)."
+    ranked = [window(n, "C", trial) for n in range(12)]
+    other = window(20, "B", "Aquatic therapy had no effect on pain compared with control (SMD -0.1).")
+    compared = window(21, "B", "Manual therapy reduced pain more than exercise therapy (SMD -0.4).")
+    review = window(22, "B", "Land-based therapeutic exercise reduced knee pain (SMD -0.40, 95% CI -0.50 to -0.30).")
+    anchors = Anchors(intervention="exercise", outcome="pain", condition="knee osteoarthritis")
+    chosen = with_syntheses([*ranked, other, review], 12, anchors, "MACL")
+    assert chosen == [*ranked[:11], review]
+    assert with_syntheses([*ranked, other], 12, anchors, "MACL") == ranked
+    assert with_syntheses([*ranked, window(23, "B", review.row["text"], "LBP")], 12, anchors, "MACL") == ranked
+    assert with_syntheses([*ranked, review], 12, anchors, None) == ranked  # the question names no condition
+    assert with_syntheses([*ranked, review], 12, anchors, "MACL", review=False) == ranked  # the ablation
+    manual = Anchors(intervention="manual therapy", comparator="exercise therapy", outcome="pain")
+    assert with_syntheses([*ranked, compared], 12, manual, "MACL")[-1] is compared
+    assert with_syntheses([*ranked, review], 12, manual, "MACL") == ranked  # names exercise, not manual therapy
+    # with a guideline's recommendation on the arms too: the review before it, the guideline last
+    guideline = window(24, "A", "For patients with knee osteoarthritis we recommend exercise (Strength: Strong for).")
+    assert with_syntheses([*ranked, review, guideline], 12, anchors, "MACL") == [*ranked[:10], review, guideline]
 
 
 def test_a_guideline_that_rates_its_own_evidence_sets_the_certainty_whatever_the_order():

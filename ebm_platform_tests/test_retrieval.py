@@ -624,6 +624,8 @@ def test_every_ablation_switches_its_lever_off(small_lake):
     assert retrieve(retriever, QUESTION, "sr_rag_no_betr").notes["betr"] == "switched off (ablation)"
     unslotted = retrieve(retriever, QUESTION, "sr_rag_no_guideline_slot")
     assert unslotted.notes["guideline_slot"] == "switched off (ablation)" and full.notes["guideline_slot"] == "on"
+    no_review = retrieve(retriever, QUESTION, "sr_rag_no_review_slot")
+    assert no_review.notes["review_slot"] == "switched off (ablation)" and full.notes["review_slot"] == "on"
 
 
 def test_a_question_about_a_condition_is_answered_from_its_partition_the_others_filling_up_after(small_lake):

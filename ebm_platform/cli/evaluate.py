@@ -593,7 +593,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--strategies",
         default="sr_rag,naive,bm25,dense,hybrid",
         help="comma-separated; also med_r2, meta_rag, claims, kg_refine, and the ablations "
-        "sr_rag_<lever> (no_graph, no_hyde, one_pool, hand_set, no_betr, no_colbert, no_guideline_slot) and "
+        "sr_rag_<lever> (no_graph, no_hyde, one_pool, hand_set, no_betr, no_colbert, no_guideline_slot, no_review_slot) and "
         "kg_refine_<flag> (no_scorer, no_pruner, plain)",
     )
     retrieval.add_argument(

@@ -70,11 +70,12 @@ class PipelineParams:
     betr: bool = True
     colbert: bool = True
     guideline_slot: bool = True
+    review_slot: bool = True
     condition_scope: bool = True
 
     def settings(self) -> dict:
         """What shapes the candidate pools (recorded beside BETR parameters)."""
-        levers = ("learned_scorer", "betr", "colbert", "guideline_slot")
+        levers = ("learned_scorer", "betr", "colbert", "guideline_slot", "review_slot")
         return {k: v for k, v in asdict(self).items() if k not in levers}
 
 

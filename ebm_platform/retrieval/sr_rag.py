@@ -4,7 +4,8 @@ model when the lake holds one that passed its gate, else the hand-set cos + 0.4 
 cross-encoder when EBM_CROSS_ENCODER names one) -> BETR r = a*s + u(grade), applied only when
 fitted for this same scorer -> evidence budget 12, whose last place goes to the best-ranked
 guideline recommendation about the question's arms when none of the twelve is one
-(`guideline_slot`). A question about a condition this lake holds evidence of is answered from that
+(`guideline_slot`), and the place before it to the best-ranked systematic review's finding about the
+question when none of them is one (`review_slot`). A question about a condition this lake holds evidence of is answered from that
 condition's partition and the guideline sets that serve every condition (`question_scope`), the other
 conditions filling up only when it holds fewer candidates than the budget. Ablations `sr_rag_<lever>`
 switch one lever off.
@@ -18,7 +19,7 @@ import numpy as np
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.corpus.windows import sentence_spans
-from ebm_platform.retrieval.findings import recommends_about_arms
+from ebm_platform.retrieval.findings import is_finding, names_every_arm_word, recommends_about_arms, states_about
 from ebm_platform.retrieval.pipeline import (
     Candidate,
     Laps,
@@ -40,6 +41,7 @@ ABLATIONS = {
     "no_betr": {"betr": False},
     "no_colbert": {"colbert": False},
     "no_guideline_slot": {"guideline_slot": False},
+    "no_review_slot": {"review_slot": False},
     "no_condition_scope": {"condition_scope": False},
 }
 
@@ -119,30 +121,58 @@ def scoped_gather(
     return merged, view, hyde_mode, scope, note
 
 
-def with_guideline(ranked: list[Candidate], budget: int, anchors: Anchors, condition: str | None) -> list[Candidate]:
+def reviews_on_question(text: str, section: str | None, title: str, anchors: Anchors) -> bool:
+    """Whether a window states, in one of its sentences, a finding (`findings.is_finding`) about the question's
+    intervention and outcome (`findings.states_about`: what the offline stage-3 judge reads as supportive) that
+    names every word telling its arms apart (`findings.names_every_arm_word`: a review of "manipulation and
+    mobilisation" for "anteroposterior MM", whose "MM" its "6/100 mm" names, does not)."""
+    return any(
+        is_finding(text[a:b], section)
+        and names_every_arm_word(text[a:b], anchors)
+        and states_about(text[a:b], title, anchors)
+        for a, b in sentence_spans(text)
+    )
+
+
+def with_syntheses(
+    ranked: list[Candidate],
+    budget: int,
+    anchors: Anchors,
+    condition: str | None,
+    guideline: bool = True,
+    review: bool = True,
+) -> list[Candidate]:
     """The first `budget` of `ranked`; when none of them is a guideline recommendation on the question's
     arms, the last place goes to the best-ranked grade-A window of the question's condition (any, when
     the question names none) that recommends on them: a guideline window that is cited but states no
     such recommendation (its background, another recommendation) does not keep it out (a build whose
     reranker ranked the WHO guideline's introduction eleventh answered the exercise question without
-    WHO's exercise recommendation). (SR-RAG keeps a grade-A pool
-    so that guideline evidence is not diluted; on this platform's benchmark BETR learns no grade
-    offset, docs/evaluation.md, so a guideline recommendation about the question can rank just
-    below the budget). The evaluation's R@10 reads the first ten and is not changed by it."""
+    WHO's exercise recommendation). Likewise, with `review`, the place before it goes to the best-ranked
+    systematic review (grade B) of the question's condition (only when the question names one) that states a
+    finding about the question (`reviews_on_question`) when none of the budget does (the demo's "Does exercise reduce pain in knee osteoarthritis?" cited
+    twelve windows of three trials and ranked Cochrane's CD004376, "land-based therapeutic exercise has at
+    least short term benefit in terms of reduced knee pain", fifteenth). (SR-RAG keeps grade pools so
+    that high-grade evidence is not diluted; on this platform's benchmark BETR learns no grade offset,
+    docs/evaluation.md, so a guideline's recommendation or a review's finding about the question can rank
+    just below the budget.) The evaluation's R@10 reads the first ten and is not changed by them."""
     chosen = ranked[:budget]
-    if not chosen or any(c.grade == "A" and recommends_on_arms(c.row["text"], anchors) for c in chosen):
-        return chosen
-    guideline = next(
-        (
-            c
-            for c in ranked[budget:]
-            if c.grade == "A"
-            and condition in (None, c.row.get("condition"))
-            and recommends_on_arms(c.row["text"], anchors)
+    wanted = [
+        lambda c: c.grade == "A" and recommends_on_arms(c.row["text"], anchors),
+        lambda c: (
+            c.grade == "B"
+            and reviews_on_question(c.row["text"], c.row.get("section"), c.row.get("title") or "", anchors)
         ),
-        None,
-    )
-    return chosen[:-1] + [guideline] if guideline else chosen
+    ]
+    picks: list[Candidate] = []
+    # a review only for a question about a condition, from that condition's partition: a review of shock wave
+    # therapy for elbow pain does not answer a question about shock wave therapy that names no condition
+    for on, synthesis, any_condition in zip((guideline, review), wanted, (True, False)):
+        if not on or not chosen or any(synthesis(c) for c in chosen) or (condition is None and not any_condition):
+            continue
+        pick = next((c for c in ranked[budget:] if condition in (None, c.row.get("condition")) and synthesis(c)), None)
+        if pick is not None:
+            picks.insert(0, pick)  # the guideline last, the review before it
+    return chosen[: budget - len(picks)] + picks
 
 
 def sr_rag(
@@ -162,10 +192,13 @@ def sr_rag(
             c.final = betr.score(s, c.grade) if betr else s
             c.grade_adjustment = c.final - s
     ranked = sorted(merged, key=lambda c: (c.outside_scope, -c.final, c.window_id))
-    chosen = (
-        with_guideline(ranked, p.budget, view.anchors, question_condition(view.anchors, conditions))
-        if p.guideline_slot
-        else ranked[: p.budget]
+    chosen = with_syntheses(
+        ranked,
+        p.budget,
+        view.anchors,
+        question_condition(view.anchors, conditions),
+        p.guideline_slot,
+        p.review_slot,
     )
     laps.lap("rerank")
     return Retrieval(
@@ -186,6 +219,7 @@ def sr_rag(
             "grade_pools": "A and B-E" if p.grade_pools else "one pool (ablation)",
             "colbert_maxsim": "feature on" if p.colbert else "skipped (ablation; the feature reads as missing)",
             "guideline_slot": "on" if p.guideline_slot else "switched off (ablation)",
+            "review_slot": "on" if p.review_slot else "switched off (ablation)",
             "scope": scope_note,
         },
         scope=scope,
