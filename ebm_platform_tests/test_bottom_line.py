@@ -620,6 +620,39 @@ def test_a_review_that_concludes_no_benefit_answers_no_whatever_the_reader_reads
     assert line["answer"] == expected and line["support"] == {grade: 1}, line["text"]
 
 
+VISCO = (
+    "Based on the aforementioned analyses, viscosupplementation is an effective treatment for OA of the knee with "
+    "beneficial effects: on pain, function and patient global assessment."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "statement", "grade", "expected"),
+    [
+        ("Does viscosupplementation reduce knee osteoarthritis pain?", VISCO, "B", "yes"),  # the review concludes
+        ("Does viscosupplementation reduce knee osteoarthritis pain?", VISCO, "C", "no"),  # a trial: the reader
+        # hedged: the reader answers
+        (
+            "Is massage effective for low back pain?",
+            "We have very little confidence that massage is an effective treatment for LBP.",
+            "B",
+            "no",
+        ),
+        ("Does viscosupplementation increase knee osteoarthritis pain?", VISCO, "B", "no"),  # asks about harm
+    ],
+)
+def test_a_review_that_concludes_the_intervention_works_answers_yes_whatever_the_reader_reads(
+    question: str, statement: str, grade: str, expected: str
+) -> None:
+    """The demo answered "Does viscosupplementation reduce knee osteoarthritis pain?" "No: the top-ranked review
+    reports no such effect" from Cochrane's CD005321, quoted as "viscosupplementation is an effective treatment for
+    OA of the knee with beneficial effects: on pain": a conclusion names no direction the verdict reads, and the
+    reader learned from results sentences."""
+    answer = _answer(NO_DIFFERENCE, [(statement, 1)], {1: grade})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == expected, line["text"]
+
+
 TOPICAL_NSAIDS = (
     "In studies lasting 6 to 12 weeks, topical diclofenac and topical ketoprofen were significantly more effective "
     "than carrier for reducing pain; about 60% of participants had much reduced pain."

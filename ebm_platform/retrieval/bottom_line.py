@@ -33,10 +33,12 @@ from ebm_platform.retrieval.answer import CORE_STATEMENTS, REVIEW, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
     COMPARISON_STATED,
+    CONCLUDES_BENEFIT,
     CONCLUDES_NO_BENEFIT,
     CONCLUDES_UNCERTAIN,
     CONTROL_NAMED,
     HEALTHY_SAMPLE,
+    HEDGED,
     NEGATED_WORD,
     PREVENTION,
     REPORTED_RECOMMENDATION,
@@ -527,6 +529,20 @@ def bottom_line(
         no_benefit = reviews_stating(
             lambda s: bool(CONCLUDES_NO_BENEFIT.search(s)) and names_every_arm_word(s, anchors)
         )
+        # and one whose quoted statement concludes, unhedged, that it works answers yes (the demo read "No: the
+        # top-ranked review reports no such effect" to "Does viscosupplementation reduce knee osteoarthritis pain?"
+        # from CD005321's "viscosupplementation is an effective treatment for OA of the knee with beneficial effects:
+        # on pain", which names no direction the verdict reads)
+        # (a question asking about harm, "Does X increase pain?", is not answered by it)
+        asks_benefit = direction is None or direction == outcome_polarity(anchors.outcome or "")
+        benefit = reviews_stating(
+            lambda s: (
+                asks_benefit
+                and bool(CONCLUDES_BENEFIT.search(s))
+                and not HEDGED.search(s)
+                and names_every_arm_word(s, anchors)
+            )
+        )
 
         # a systematic review whose quoted finding is a significant effect of the question's intervention against a
         # control, the question's way, answers yes where the reader reads the review's results as maybe (the demo's
@@ -599,6 +615,8 @@ def bottom_line(
             if n in unsettled
             else NO
             if n in no_benefit or n in worse
+            else YES
+            if n in benefit
             else reader_answer(n, s)
             if read(n, s)
             else statement_answer(s, stated, direction, anchors)

@@ -698,6 +698,14 @@ def favoured_arm(statement: str, anchors: Anchors) -> str | None:
     return subject if match.group(1) else other
 
 
+# a review's conclusion that the intervention works, unhedged ("viscosupplementation is an effective treatment for OA
+# of the knee with beneficial effects: on pain"; not "may be beneficial although their effect may be small", nor "we
+# have very little confidence that massage is an effective treatment")
+CONCLUDES_BENEFIT = re.compile(r"\b(?:is|are) (?:an? )?(?:effective|efficacious|beneficial)\b", re.I)
+HEDGED = re.compile(
+    r"\b(?:may|might|could|possibly|uncertain|unclear|unsure|not|no|insufficient|limited|little|doubt\w*|lack\w*)\b",
+    re.I,
+)
 # a review's conclusion that the intervention does not work ("shock wave therapy provides little or no benefit in
 # terms of pain and function"; not "no more effective than", which compares it with another treatment)
 CONCLUDES_NO_BENEFIT = re.compile(
