@@ -188,6 +188,22 @@ def test_background_is_not_a_finding_and_results_are():
     assert [s for s in FINDINGS if not is_finding(s)] == []
 
 
+def test_a_list_of_abbreviations_is_no_finding_and_a_list_of_statistics_is():
+    """The demo's NSAIDs answer listed a trial's table footnote, "ANCOVA = analysis of covariance; APID = actual
+    pain intensity difference; ... CI = confidence interval; ...", as a finding."""
+    glossary = (
+        "ANCOVA = analysis of covariance; APID = actual pain intensity difference; CI = confidence interval; "
+        "COX = cyclo-oxygenase; NSAID = nonsteroidal anti-inflammatory drug."
+    )
+    assert not is_finding(glossary, "Trial > Results")
+    assert is_finding("The difference was 2.1 (SD = 1.1; n = 40; p = 0.03; CI = 0.2-4).", "Trial > Results")
+
+
+def test_a_coxib_is_an_nsaid():
+    nsaids = question_anchors("Are NSAIDs effective for knee osteoarthritis pain?")
+    assert names_question("Lumiracoxib was significantly superior to placebo for pain relief (P = 0.001).", nsaids)
+
+
 def test_a_result_in_an_introduction_section_is_background_but_a_recommendation_is_not():
     result = "Pain at day 7 was lower with naproxen than with placebo (p = 0.01)."
     assert is_finding(result, "Ankle sprain trial > Results") and not is_finding(

@@ -166,6 +166,9 @@ CONCLUSION = re.compile(
     re.I,
 )
 TABLE_CELLS = 4  # a table's rows, quoted whole, are no statement
+# a list of abbreviations ("ANCOVA = analysis of covariance; APID = actual pain intensity difference; CI = confidence
+# interval; ..." under a trial's table, quoted by the demo's NSAIDs answer as a finding)
+GLOSSARY = re.compile(r"(?:\b[A-Za-z][\w™-]* ?= ?[A-Za-z][^;=]*; ?){3}")  # not "SD = 1.1; n = 40; p = 0.03;"
 RECOMMENDATION = re.compile(rf"\bwe (?:recommend|suggest)\b|{STRENGTH_LABEL}:", re.I)
 STRENGTH = re.compile(rf"{STRENGTH_LABEL}: ([^.;)]+)", re.I)  # a guideline statement's stated strength
 
@@ -207,7 +210,7 @@ def is_finding(sentence: str, section: str | None = None) -> bool:
         return False
     if RECOMMENDATION.search(sentence):
         return True
-    if sentence.count("|") >= TABLE_CELLS:
+    if sentence.count("|") >= TABLE_CELLS or GLOSSARY.search(sentence):
         return False
     parts = section.split(">") if section else []
     headings = parts[1:] or parts  # the title first, then the section path
@@ -323,7 +326,7 @@ _SURGERY = stems("surgery surgical surgically operative operation")
 _CONSERVATIVE = stems("conservative nonoperative nonsurgical")
 _NSAIDS = stems(
     "nsaid nsaids diclofenac ibuprofen ketoprofen naproxen piroxicam celecoxib etoricoxib indomethacin meloxicam "
-    "etodolac aceclofenac"
+    "etodolac aceclofenac lumiracoxib valdecoxib rofecoxib parecoxib"
 )
 _OPIOIDS = stems("opioid opioids tramadol tapentadol oxycodone morphine codeine buprenorphine hydromorphone")
 _PARACETAMOL = stems("paracetamol acetaminophen")
