@@ -402,6 +402,27 @@ def test_certainty_starts_from_the_design_and_names_every_downgrade():
     assert cohort["certainty"]["level"] == "low" and cohort["certainty"]["starts_from"].startswith("observational")
 
 
+def test_evidence_as_well_graded_as_the_support_that_contradicts_it_downgrades_for_inconsistency():
+    """The demo's NSAIDs answer read "certainty high; supported by 3 grade C, 1 grade D; contradicted by 2 grade C":
+    the contradicting trials sat in the graded evidence, not the core, and only the core was read."""
+    answer = _answer(
+        [(1, "supports"), (2, "supports")], {1: "C", 2: "C", 3: "C", 4: "D"}, {1: "a", 2: "b", 3: "c", 4: "d"}
+    )
+    answer["evidence_by_grade"] = [
+        {"grade": "C", "statements": [{"statement": "statement 3", "citations": [3], "stance": "contradicts"}]},
+        {"grade": "D", "statements": [{"statement": "statement 4", "citations": [4], "stance": "contradicts"}]},
+    ]
+    assess_certainty(answer, "LBP", {"w1", "w2", "w3", "w4"})
+    assert answer["certainty"]["level"] == "moderate"
+    assert answer["certainty"]["downgraded_for"] == [
+        "inconsistency: cited grade C or better evidence contradicts the bottom line ([3])"
+    ]
+    # a contradicting source graded below the support does not downgrade it
+    answer["evidence_by_grade"] = answer["evidence_by_grade"][1:]
+    assess_certainty(answer, "LBP", {"w1", "w2", "w3", "w4"})
+    assert answer["certainty"]["level"] == "high" and answer["certainty"]["downgraded_for"] == []
+
+
 def test_a_supporting_review_that_rates_its_evidence_starts_the_certainty_there():
     """A Cochrane review's "low-certainty evidence" is its authors' GRADE rating: the start, not "high"."""
     answer = _answer([(1, "supports"), (2, "supports")], {1: "B", 2: "C"}, {1: "review", 2: "trial"})

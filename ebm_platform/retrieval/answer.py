@@ -230,7 +230,8 @@ def assess_certainty(
     each listed with its reason: indirectness (most cited windows from other conditions than the
     question's, whose windows are `in_condition`; a population, intervention or outcome that does not
     match the question's; no cited statement that names the question's arms supports the bottom
-    line), inconsistency (a core statement contradicts the verdict) and imprecision (the verdict
+    line), inconsistency (a core statement contradicts the verdict, or, in the graded evidence, a source graded as
+    well as the best supporting one) and imprecision (the verdict
     rests on a single study). A supporting systematic review's own rating starts it too: stated in the
     quoted statement, or very low when that concludes the evidence is uncertain whether the intervention works,
     or as the statement words it (`WORDED_CERTAINTY`: "probably" moderate, "may" low; `QUALIFIED_EVIDENCE`: "not
@@ -338,12 +339,29 @@ def assess_certainty(
                 f"'{field.get('closest_evidence')}')"
             )
     against = [s for s in core if s.get("stance") == "contradicts"]
+    # sources at least as well graded as the best supporting one that contradict the bottom line in the graded
+    # evidence, not in the core (the demo's NSAIDs answer read "certainty high; supported by 3 grade C ...;
+    # contradicted by 2 grade C", downgraded for nothing)
+    opposing = sorted(
+        {
+            n
+            for s in shown
+            if s.get("stance") == "contradicts" and s not in against
+            for n in s.get("citations", [])
+            if n in by_n and by_n[n]["grade"] <= best
+        }
+    )
     if inconsistent:
         reasons.append(f"inconsistency: {inconsistent}")
     if against:
         reasons.append(
             f"inconsistency: {len(against)} of {len(core)} core statements contradict the bottom line "
             f"({', '.join(f'[{n}]' for s in against for n in s.get('citations', []))})"
+        )
+    elif opposing and backing:
+        reasons.append(
+            f"inconsistency: cited grade {best} or better evidence contradicts the bottom line "
+            f"({', '.join(f'[{n}]' for n in opposing)})"
         )
     if not backing:
         reasons.append(
