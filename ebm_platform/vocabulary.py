@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# where on the body care is applied ("knee bracing", "ankle taping", "spinal manipulation")
+BODY_SITE_WORDS = frozenset(
+    "knee ankle hip shoulder neck back lumbar cervical thoracic spinal spine wrist elbow foot heel leg thigh calf".split()
+)
+
 
 @dataclass
 class Anchors:

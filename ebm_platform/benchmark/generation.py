@@ -41,7 +41,7 @@ from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.graph.pico_rules import OUTCOME_SCALES, Extraction, extract
 from ebm_platform.llm.client import LLMClient, LLMError
-from ebm_platform.vocabulary import Anchors
+from ebm_platform.vocabulary import BODY_SITE_WORDS, Anchors
 
 # (sentence, its window's section path) -> True when it states a result or a recommendation of its own
 # source; the retrieval layer's findings rules, passed in by the asset that generates
@@ -191,15 +191,12 @@ VAGUE_WORDS = frozenset(
     "improvements change changes effect effects event events result results variable variables measure measures "
     "score scores bonferroni anova oral topical local systemic intramuscular".split()
 )
-# ... and, as an intervention or comparator, names of care in general or of how it is given
+# ... and, as an intervention or comparator, names of care in general or of how it is given; a body site alone
+# (`vocabulary.BODY_SITE_WORDS`: an intervention named "lumbar" or "Low back") is as vague
 VAGUE_CARE = frozenset(
     "intervention interventions treatment treatments therapy therapies program programs programme management care "
     "strategy strategies regimen technique techniques method methods combination combined outcome outcomes physical "
     "behavioural behavioral balanced included activation".split()
-)
-# where on the body care is given (an intervention named "lumbar" or "Low back")
-BODY_WORDS = frozenset(
-    "knee ankle hip shoulder neck back lumbar cervical thoracic spinal spine wrist elbow foot heel leg thigh calf".split()
 )
 CONTROL_WORDS = frozenset("control controls placebo sham".split())
 # an outcome instrument is no intervention ("What is the effect of SPADI ...")
@@ -220,7 +217,7 @@ def askable(name: str, type_: str, window: dict) -> bool:
         head = title.split("guideline")[0] if window.get("grade") == "A" and "guideline" in title else ""
         issuer = f" {folded} " in f" {head} " or bool(set(folded.split()[:1]) & (set(head.split()) - KINDS))
         control = CONTROL_WORDS if type_ == "Intervention" else frozenset()  # the control is a comparator
-        vague = not specific - VAGUE_CARE - BODY_WORDS - control or bool(INSTRUMENT.search(name))
+        vague = not specific - VAGUE_CARE - BODY_SITE_WORDS - control or bool(INSTRUMENT.search(name))
         return not (issuer or vague or words <= SOURCE_WORDS)
     return True
 

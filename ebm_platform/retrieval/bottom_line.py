@@ -535,13 +535,14 @@ def bottom_line(
         # on pain", which names no direction the verdict reads)
         # (a question asking about harm, "Does X increase pain?", is not answered by it)
         asks_benefit = direction is None or direction == outcome_polarity(anchors.outcome or "")
-        benefit = reviews_stating(
-            lambda s: (
-                asks_benefit
-                and bool(CONCLUDES_BENEFIT.search(s))
-                and not HEDGED.search(s)
-                and names_every_arm_word(s, anchors)
+        benefit = (
+            reviews_stating(
+                lambda s: (
+                    bool(CONCLUDES_BENEFIT.search(s)) and not HEDGED.search(s) and names_every_arm_word(s, anchors)
+                )
             )
+            if asks_benefit
+            else set()
         )
 
         # a systematic review whose quoted finding is a significant effect of the question's intervention against a
@@ -1035,9 +1036,9 @@ def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
     # "similar score improvements between the groups" and left out its "no differences in magnitudes of score
     # improvement for PRO measures, VAS, or satisfaction"); not a guideline's or a review's, which are about much
     # else, and not in the graded evidence, which lists each window's best finding, a methods line among them
-    document = {c["n"]: c.get("doc_id") for c in answer.get("citations", [])}
+    document = _documents(answer.get("citations", []))
     grade = {c["n"]: c["grade"] for c in answer.get("citations", [])}
-    studies = {document.get(int(n)) for n in sides if grade.get(int(n)) not in (GUIDELINE, REVIEW)} - {None}
+    studies = {document.get(int(n)) for n in sides if grade.get(int(n)) not in (GUIDELINE, REVIEW)}
     core = [
         item
         for item in answer.get("core_answer", [])

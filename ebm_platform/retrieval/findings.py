@@ -20,7 +20,7 @@ from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
 from ebm_platform.corpus.windows import SENTENCE_END
 from ebm_platform.retrieval.evidence_sentences import RESULT_CUES, STATISTICS, share_named
 from ebm_platform.retrieval.lexical import STOPWORDS, stem, stems, terms
-from ebm_platform.vocabulary import Anchors
+from ebm_platform.vocabulary import BODY_SITE_WORDS, Anchors
 
 BACKGROUND_SECTION = re.compile(r"\b(?:introduction|background|rationale|objectives?|aims?|methods?|materials)\b", re.I)
 RESULTS_SECTION = re.compile(r"\b(?:results?|findings)\b", re.I)  # "Methods and findings" holds results
@@ -282,12 +282,7 @@ def arm_words(anchors: Anchors) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-# where on the body a treatment is applied ("knee bracing", "ankle taping", "spinal manipulation")
-BODY_SITES = frozenset(
-    stems(
-        "knee ankle hip shoulder neck back lumbar cervical thoracic spinal spine wrist elbow foot heel leg thigh calf"
-    )
-)
+BODY_SITES = frozenset(stems(" ".join(BODY_SITE_WORDS)))  # their stems
 
 
 def naming_words(anchors: Anchors) -> list[str]:
