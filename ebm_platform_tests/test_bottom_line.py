@@ -1838,7 +1838,8 @@ def test_a_trial_against_another_treatment_does_not_answer_whether_it_works() ->
     line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
     assert (
         line["answer"] == "uncertain"
-        and "with other treatments, not corticosteroid injections with a control" in (line["text"])
+        and "corticosteroid injections with other treatments or" in line["text"]
+        and "not corticosteroid injections with a control" in line["text"]
     )
     placebo = "Corticosteroid injection versus placebo for lateral epicondylitis: a randomised controlled trial"
     answer = _answer(INCREASED, [(finding, 1), (finding, 2)], {1: "C", 2: "C"}, {1: title, 2: placebo})
@@ -1849,6 +1850,45 @@ def test_a_trial_against_another_treatment_does_not_answer_whether_it_works() ->
     )
     assert not against_active("Corticosteroid injections for tennis elbow", "corticosteroid injections")
     assert not against_active("Exercise versus usual care for neck pain", "exercise")
+
+
+def test_a_trial_that_adds_to_the_intervention_does_not_answer_and_one_against_conservative_care_does() -> None:
+    """The demo answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the
+    FAIR trial, which adds physiotherapy to arthroscopy in one arm: what the addition does, not whether
+    arthroscopy works. The UK FASHIoN trial of hip arthroscopy against best conservative care answers (conservative
+    care is the control arm of a surgical trial), and its "personalised hip therapy" is not a second form of hip
+    arthroscopy because both name the hip."""
+    from ebm_platform.retrieval.findings import adds_to, against_active, compares_forms
+
+    question = "Does hip arthroscopy improve outcomes in femoroacetabular impingement?"
+    fair = (
+        "Efficacy of Adding a Physiotherapy Rehabilitation Program to Arthroscopic Management of Femoroacetabular "
+        "Impingement: The FAIR Randomised Controlled Trial"
+    )
+    augments = (
+        "A physiotherapist-prescribed rehabilitation program augments improvements in patient-reported outcomes "
+        "following arthroscopy for FAI."
+    )
+    answer = _answer(INCREASED, [(augments, 1)], {1: "C"}, {1: fair})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "uncertain" and "other treatments added to hip arthroscopy" in line["text"], line["text"]
+    fashion = (
+        "Hip arthroscopy versus best conservative care for the treatment of femoroacetabular impingement syndrome "
+        "(UK FASHIoN): a multicentre randomised controlled trial"
+    )
+    better = (
+        "At 12 months, mean iHOT-33 scores had improved from 39.2 to 58.8 in the hip arthroscopy group, and from "
+        "35.6 to 49.7 in the personalised hip therapy group; offering hip arthroscopy led to better patient-assessed "
+        "function compared with best conservative care."
+    )
+    answer = _answer(INCREASED, [(augments, 1), (better, 2)], {1: "C", 2: "C"}, {1: fair, 2: fashion})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "yes")
+    assert line["answer"] == "yes" and line["sides"] == {"2": "supports"}, line
+    assert adds_to(fair, "hip arthroscopy") and not adds_to(fair, "physiotherapy")
+    assert not adds_to(fashion, "hip arthroscopy")
+    assert not against_active(fashion, "hip arthroscopy") and not compares_forms([better, fashion], "hip arthroscopy")
+    # conservative care is no control for a kind of conservative care
+    assert against_active("Physiotherapy versus conservative care for neck pain", "physiotherapy")
 
 
 def test_a_change_within_one_arm_takes_no_side_of_a_comparative_question() -> None:

@@ -138,6 +138,14 @@ BACKGROUND = [
     # what participants were told to do (the demo's knee osteoarthritis exercise answer quoted it in its core)
     "Patients in the current study were told to reduce the exercise intensity if pain during exercise was perceived "
     "as worse than 'acceptable', or persisted more than 24 hours.",
+    # the arms' balance before treatment, and a discussion's guess at a mechanism and at what is not known of one
+    # (the demo's shock wave, acupuncture and NSAIDs answers quoted them, 2026-12-07)
+    "Initially there were no significant differences between the mean plantar fascia thickness of the two groups "
+    "(P = 0.95).",
+    "Before treatment, pain scores did not differ between the groups (p = 0.4).",
+    "Acupressure on local and distal acupuncture points might result in sedation and relaxation, thereby reducing "
+    "chronic neck pain.",
+    "Compared with NSAIDs, the anti-pain mechanism of BNHS is still unclear.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -180,6 +188,12 @@ FINDINGS = [
     # "Yes" (2026-12-05)
     "While not robust, the available evidence does not reveal any clear advantage of foot orthoses over simple "
     "insoles or physiotherapy for patellofemoral pain.",
+    # an early result, and the balance before treatment beside a later one (Evidence Inference train-split
+    # evidence sentences)
+    "Initially, glucagon concentrations after intranasal administration were lower than concentrations after "
+    "intramuscular (P = 0.003).",
+    "No significant differences were found among the three groups in terms of lubrication before the treatment "
+    "(p=0.79) and four weeks after the treatment (p=0.17).",
 ]
 
 
@@ -197,6 +211,18 @@ def test_a_list_of_abbreviations_is_no_finding_and_a_list_of_statistics_is():
     )
     assert not is_finding(glossary, "Trial > Results")
     assert is_finding("The difference was 2.1 (SD = 1.1; n = 40; p = 0.03; CI = 0.2-4).", "Trial > Results")
+
+
+def test_acupuncture_points_name_no_acupuncture():
+    """The demo answered "Does acupuncture reduce neck pain?" from a trial of acupressure at acupuncture points."""
+    question = Anchors(intervention="acupuncture", outcome="neck pain")
+    acupressure = (
+        "Comparative Effects of Acupressure at Local and Distal Acupuncture Points on Pain in Chronic Neck Pain"
+    )
+    assert not names_question("Pain improved in both groups.", question, acupressure)
+    assert names_question(
+        "Pain improved in both groups.", question, "Acupuncture at Houxi (SI 3) acupoint for neck pain"
+    )
 
 
 def test_a_coxib_is_an_nsaid():

@@ -42,6 +42,7 @@ from ebm_platform.retrieval.findings import (
     NEGATED_WORD,
     PREVENTION,
     REPORTED_RECOMMENDATION,
+    adds_to,
     against_active,
     arm_words,
     compares_arms,
@@ -489,7 +490,9 @@ def bottom_line(
         head_to_head = {
             n for n, s in first.items() if not recommends(s) and against_active(titles[n], anchors.intervention or "")
         }
-        uncontrolled_sources = two_forms | head_to_head
+        # and a trial that adds another treatment to it in both arms (`findings.adds_to`)
+        added_to = {n for n, s in first.items() if not recommends(s) and adds_to(titles[n], anchors.intervention or "")}
+        uncontrolled_sources = two_forms | head_to_head | added_to
         if uncontrolled_sources and uncontrolled_sources == set(first):
             return _unanswered(kind, uncontrolled(anchors), answer, grade)
         first = {n: s for n, s in first.items() if n not in uncontrolled_sources}
@@ -883,10 +886,13 @@ def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> 
 
 
 def uncontrolled(anchors: Anchors) -> str:
-    """Why no cited finding answers an effect question: those about it compare forms of the intervention, or
-    the intervention with another treatment."""
+    """Why no cited finding answers an effect question: those about it compare forms of the intervention, the
+    intervention with another treatment, or another treatment added to it with it alone."""
     i = anchors.intervention
-    return f"the cited findings compare forms of {i} or {i} with other treatments, not {i} with a control"
+    return (
+        f"the cited findings compare forms of {i}, {i} with other treatments or other treatments added to {i}, "
+        f"not {i} with a control"
+    )
 
 
 def uncompared(anchors: Anchors) -> str:

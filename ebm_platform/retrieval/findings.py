@@ -13,7 +13,7 @@ framed as context (the arms' balance at baseline among it) or as another study's
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from ebm_platform.corpus.pdf_text import STRENGTH_LABEL
@@ -65,6 +65,11 @@ CONTEXT = re.compile(
     # supported the demo's motor control answer; no Evidence Inference train-split evidence sentence says so)
     r"\b(?:might|may|could) have (?:increased|enhanced|improved|reduced|decreased|contributed to|influenced|"
     r"affected|led to|caused)\b[^.;]{0,120}?\b(?:by|through|because)\b|"
+    # ("Acupressure on local and distal acupuncture points might result in sedation and relaxation, thereby reducing
+    # chronic neck pain", which led the demo's acupuncture answer) and at what is not known of one ("Compared with
+    # NSAIDs, the anti-pain mechanism of BNHS is still unclear", in the core of its NSAIDs answer)
+    r"\b(?:might|may|could) (?:result in|lead to|cause|induce)\b[^.;]{0,120}?\bthereby\b|"
+    r"\bmechanisms? (?:\S+ ){0,6}?(?:is|are|remains?) (?:still )?(?:unclear|unknown|not (?:fully |well )?understood)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
     # an abstract's heading inside the sentence, after it or in brackets ("[Purpose] Multidisciplinary treatments are
     # recommended ...", quoted in the core of the demo's multidisciplinary rehabilitation answer)
@@ -128,7 +133,11 @@ BASELINE = re.compile(
     r"\bclinical characteristics\b|\bat baseline\b|\bat the (?:start|outset|beginning) of\b|"
     # "no significant differences in age, weight, and pre-treatment values ... among the three groups" (the demo's
     # acupuncture answer read "No" from it)
-    r"\bpre-?(?:treatment|intervention) (?:values?|scores?|data|measures?|characteristics)\b|\bdifferences? in (?:age|sex|gender)\b",
+    r"\bpre-?(?:treatment|intervention) (?:values?|scores?|data|measures?|characteristics)\b|\bdifferences? in (?:age|sex|gender)\b|"
+    # "Initially there were no significant differences between the mean plantar fascia thickness of the two groups"
+    # (in the core of the demo's shock wave answer)
+    r"^\W*initially,? there (?:were|was) no (?:\w+ ){0,2}differences?\b|"
+    r"\bbefore (?:the )?(?:treatment|intervention|therapy|randomi[sz]ation)\b",
     re.I,
 )
 BALANCED = re.compile(
@@ -138,7 +147,9 @@ BALANCED = re.compile(
 )
 # a later time beside the baseline: "no differences ... at baseline or at follow up" reports a result too
 FOLLOW_UP = re.compile(
-    r"\bfollow[- ]?up\b|\bover the course\b|\bpost-?(?:treatment|intervention|test)\b|\bat \d+ (?:days?|weeks?|months?|years?)\b",
+    r"\bfollow[- ]?up\b|\bover the course\b|\bpost-?(?:treatment|intervention|test)\b|\bat \d+ (?:days?|weeks?|months?|years?)\b|"
+    r"\b(?:\d+|one|two|three|four|five|six|eight|ten|twelve) (?:days?|weeks?|months?|years?) after\b|"
+    r"\bafter (?:the )?(?:treatment|intervention|therapy)\b",
     re.I,
 )
 GROUPS = re.compile(r"\b(?:groups?|arms?|than|compared|between|versus|vs)\b|\bp\s*[<=>≤≥]", re.I)
@@ -319,6 +330,7 @@ def _arm_word_stems(anchors: Anchors) -> set[str]:
 # and topical ketoprofen were significantly more effective than carrier"); paracetamol and acetaminophen are one.
 _SURGERY = stems("surgery surgical surgically operative operation")
 _CONSERVATIVE = stems("conservative nonoperative nonsurgical")
+CONSERVATIVE_FAMILY = _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")
 _NSAIDS = stems(
     "nsaid nsaids diclofenac ibuprofen ketoprofen naproxen piroxicam celecoxib etoricoxib indomethacin meloxicam "
     "etodolac aceclofenac lumiracoxib valdecoxib rofecoxib parecoxib"
@@ -327,7 +339,7 @@ _OPIOIDS = stems("opioid opioids tramadol tapentadol oxycodone morphine codeine 
 _PARACETAMOL = stems("paracetamol acetaminophen")
 ARM_FAMILIES: dict[str, frozenset[str]] = {
     **dict.fromkeys(_SURGERY, _SURGERY),
-    **dict.fromkeys(_CONSERVATIVE, _CONSERVATIVE | stems("exercise exercises physiotherapy rehabilitation")),
+    **dict.fromkeys(_CONSERVATIVE, CONSERVATIVE_FAMILY),
     **dict.fromkeys(stems("nsaid nsaids"), _NSAIDS),
     **dict.fromkeys(stems("opioid opioids"), _OPIOIDS),
     **dict.fromkeys(_PARACETAMOL, _PARACETAMOL),
@@ -353,10 +365,16 @@ def compound_stems(text: str) -> frozenset[str]:
     )
 
 
+# the sites that acupuncture needles, which acupressure and laser also treat: "Acupressure at Local and Distal
+# Acupuncture Points" names no acupuncture (the demo answered its acupuncture question from that trial)
+ACUPOINTS = re.compile(r"\bacupuncture (points?)\b", re.I)
+
+
 def _text_stems(text: str) -> frozenset[str]:
-    """The stems of a text, "non-operative" and "non-surgical" as one word each, with each two adjacent
-    words also as one (`compound_stems`: "shock wave therapy" names "shockwave")."""
-    joined = _negation_joined(text)
+    """The stems of a text, "non-operative" and "non-surgical" as one word each, "acupuncture points" as
+    "acupoints", with each two adjacent words also as one (`compound_stems`: "shock wave therapy" names
+    "shockwave")."""
+    joined = ACUPOINTS.sub(r"acu\1", _negation_joined(text))
     return stems(joined) | compound_stems(joined)
 
 
@@ -432,20 +450,36 @@ ADD_ON = re.compile(
 )
 
 
-def adds_one_arm_to_the_other(text: str, own_i: set[str], own_c: set[str]) -> bool:
-    """Whether `text` states one of two arms (their own stems) added to the other (`ADD_ON`); a word
-    counts for an arm's word when it opens with all of it but its last two letters ("arthroscopic" for
-    "arthroscopy", "physiotherapist" for "physiotherapy")."""
+def _names_arm(own: set[str], words: frozenset[str]) -> bool:
+    """Whether `words` name an arm (its own stems, or its kind of care's): a word counts for an arm's word when
+    it opens with all of it but its last two letters ("arthroscopic" for "arthroscopy", "physiotherapist" for
+    "physiotherapy")."""
+    return any(w.startswith(o[: max(3, len(o) - 2)]) for o in _with_family(own) for w in words)
 
-    def names(own: set[str], words: frozenset[str]) -> bool:
-        return any(w.startswith(o[: max(3, len(o) - 2)]) for o in _with_family(own) for w in words)
 
+def _additions(text: str) -> Iterator[tuple[frozenset[str], frozenset[str]]]:
+    """The stems of what `text` adds and of what it is added to, for each addition it states (`ADD_ON`)."""
     for match in ADD_ON.finditer(text):
-        added, base = (_text_stems(match[k] or match[k + "2"] or "") for k in ("added", "base"))
-        for one, other in ((own_i, own_c), (own_c, own_i)):
-            if names(one, added) and names(other, base) and not names(other, added):
-                return True
-    return False
+        yield tuple(_text_stems(match[k] or match[k + "2"] or "") for k in ("added", "base"))
+
+
+def adds_one_arm_to_the_other(text: str, own_i: set[str], own_c: set[str]) -> bool:
+    """Whether `text` states one of two arms (their own stems) added to the other (`ADD_ON`, `_names_arm`)."""
+    return any(
+        _names_arm(one, added) and _names_arm(other, base) and not _names_arm(other, added)
+        for added, base in _additions(text)
+        for one, other in ((own_i, own_c), (own_c, own_i))
+    )
+
+
+def adds_to(title: str, intervention: str) -> bool:
+    """Whether a source's title adds another treatment to the intervention ("Efficacy of Adding a Physiotherapy
+    Rehabilitation Program to Arthroscopic Management of FAI" for hip arthroscopy): both its arms have the
+    intervention, so it tells what the addition does, not whether the intervention works (GRADE's indirectness
+    of comparison; the demo answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?"
+    "Yes" from that trial's "a physiotherapist-prescribed rehabilitation program augments improvements")."""
+    own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+    return bool(own) and any(_names_arm(own, base) and not _names_arm(own, added) for added, base in _additions(title))
 
 
 def _head_to_head(text: str, own_i: set[str], own_c: set[str]) -> bool:
@@ -534,8 +568,10 @@ def _two_forms_joined(text: str, own: set[str], reach: int = 6) -> bool:
 def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> bool:
     """Whether a source (its quoted statements and title, `quoted`; its abstract, `summary`) compares two forms
     of one intervention and names no control arm in what it is quoted for: a trial of intramuscular against
-    intralesional steroid injections does not tell whether steroid injections work."""
+    intralesional steroid injections does not tell whether steroid injections work. A body site names no form
+    ("hip arthroscopy" against "personalised hip therapy" is a trial of arthroscopy against therapy)."""
     own = _own_stems(_negation_joined(intervention), "")
+    own = own - BODY_SITES or own
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
     texts = [NEGATED_WORD.sub(r"non\1", t) for t in [*quoted, summary]]  # "the non-statin group" is no form
@@ -546,16 +582,23 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
 # trial's design named in it ("randomised control trial"), which names no control arm
 HEAD_TO_HEAD = re.compile(r"\b(?:versus|vs\.?|compared (?:with|to))\b", re.I)
 CONTROLLED_TRIAL = re.compile(r"\b(?:(?:non-?)?randomi[sz]ed,? )?control(?:led)? (?:clinical )?trials?\b", re.I)
+# conservative care, the control arm of a trial of anything but conservative care ("Hip arthroscopy versus best
+# conservative care for the treatment of femoroacetabular impingement syndrome")
+CONSERVATIVE_CARE = re.compile(
+    r"\b(?:conservative|non-?operative|non-?surgical) (?:care|management|treatment|therapy)\b", re.I
+)
 
 
 def against_active(title: str, intervention: str) -> bool:
     """Whether a source's title compares the intervention with another treatment and names no control arm
-    (placebo, sham, usual care, nothing ...): a trial of autologous blood against corticosteroid injections
-    tells which works better, not whether corticosteroid injections work (GRADE's indirectness of
-    comparison). Only the title: a finding may compare with anything in passing."""
+    (placebo, sham, usual care, nothing ...; conservative care when the intervention is not a kind of it): a
+    trial of autologous blood against corticosteroid injections tells which works better, not whether
+    corticosteroid injections work (GRADE's indirectness of comparison). Only the title: a finding may compare
+    with anything in passing."""
     text = CONTROLLED_TRIAL.sub(" ", title)
     own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
-    return bool(own & stems(text) and HEAD_TO_HEAD.search(text) and not CONTROL_NAMED.search(text))
+    controlled = CONTROL_NAMED.search(text) or (CONSERVATIVE_CARE.search(text) and not own & CONSERVATIVE_FAMILY)
+    return bool(own & stems(text) and HEAD_TO_HEAD.search(text) and not controlled)
 
 
 def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> bool:
