@@ -372,3 +372,36 @@ def test_a_question_names_what_was_given_and_measured_not_how_much_or_when():
         assert not askable(name, "Outcome", trial), name
     for name in ("pain", "mean VAS score", "FEV1", "disc height", "quality of life"):
         assert askable(name, "Outcome", trial), name
+
+
+def test_a_questions_arms_differ_its_outcome_is_no_arm_and_its_population_names_someone():
+    """The demo asked "What is the effect of Epley compared with Epley ...?", "... of massage on massage in
+    participants?", "... of paracetamol compared with placebo on adverse events in Seventeen?" and "... of
+    gabapentin on risk?": a comparator that names nothing the intervention does not, an outcome that names only
+    the arms or nothing measured, and a population that names nobody in particular are left out for the
+    finding's next name."""
+    trial = _window(
+        "C",
+        "Massage for low back pain > Results",
+        "Massage reduced pain more than placebo massage in participants (p = 0.01); massage in Seventeen "
+        "participants improved function.",
+    )
+    fields = _offline_fields(
+        trial,
+        ("massage", "Intervention"),
+        ("massage", "Comparator"),
+        ("placebo massage", "Comparator"),
+        ("massage", "Outcome"),
+        ("pain", "Outcome"),
+        ("participants", "Population"),
+    )
+    assert (fields["i"], fields["c"], fields["o"], fields["p"]) == ("massage", "placebo massage", "pain", None)
+    fields = _offline_fields(trial, ("massage", "Intervention"), ("function", "Outcome"), ("Seventeen", "Population"))
+    assert (fields["o"], fields["p"]) == ("function", None)
+    risk = _window(
+        "A", "Guideline > Recommendations", "Gabapentin increased the risk of respiratory depression (p < 0.05)."
+    )
+    fields = _offline_fields(
+        risk, ("gabapentin", "Intervention"), ("risk", "Outcome"), ("respiratory depression", "Outcome")
+    )
+    assert fields["o"] == "respiratory depression"

@@ -189,7 +189,13 @@ VAGUE_WORDS = frozenset(
     "three four five mean median average lower higher low high deep good poor additional other both each all "
     "minimal clinically important difference group groups arm arms patients participants subjects improvement "
     "improvements change changes effect effects event events result results variable variables measure measures "
-    "score scores bonferroni anova oral topical local systemic intramuscular".split()
+    "score scores bonferroni anova oral topical local systemic intramuscular data value values total overall due "
+    "level levels risk mild moderate severe serious".split()
+)
+# a count written out is no population ("What is the effect of paracetamol ... on adverse events in Seventeen?")
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand".split()
 )
 # ... and, as an intervention or comparator, names of care in general or of how it is given; a body site alone
 # (`vocabulary.BODY_SITE_WORDS`: an intervention named "lumbar" or "Low back") is as vague
@@ -299,7 +305,8 @@ def anchored_finding(window: dict, found: Extraction, finding: Finding) -> tuple
         for entity in found.entities:
             if grounded(entity["name"], f"{sentence} {title}" if entity["type"] in NAMED_BY_TITLE else sentence):
                 narrowed.add_entity(entity["name"], entity["type"])
-        if concise(narrowed.names("Intervention")) and concise(narrowed.names("Outcome")):
+        fields = question_fields(narrowed)
+        if fields["i"] and fields["o"]:
             return sentence, narrowed
     return None
 
@@ -325,11 +332,33 @@ def concise(names: Sequence[str]) -> str | None:
     return next((n for n in names if len(fold(n).split()) <= MAX_FIELD_WORDS), None)
 
 
-def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
-    """A question from a window's own extracted PICO (no field from outside the window), each field
-    a concise name (`concise`)."""
-    types = {"p": "Population", "i": "Intervention", "c": "Comparator", "o": "Outcome", "t": "Timepoint"}
+def _specific(name: str | None) -> set[str]:
+    """A name's words that say what it is: not `VAGUE_WORDS`, a number, a count written out or a letter ("B" of
+    "group B")."""
+    return {w for w in fold(name or "").split() if len(w) > 1 and not w.isdigit()} - VAGUE_WORDS - NUMBER_WORDS
+
+
+def question_fields(found: Extraction) -> dict[str, str | None]:
+    """A question's fields from a window's extracted PICO, each a concise name (`concise`): a comparator that
+    names nothing the intervention does not is none ("Epley compared with Epley", "sham laser compared with
+    sham laser over laser"), an outcome that names nothing but the arms is skipped for the next ("arthroscopy
+    compared with controls on arthroscopy"), and a population that names nobody in particular is none ("in
+    patients", "in Seventeen", "in studies 333 participants")."""
+    types = {"p": "Population", "i": "Intervention", "t": "Timepoint"}
     fields = {key: concise(found.names(type_)) for key, type_ in types.items()}
+    if not _specific(fields["p"]) - SOURCE_WORDS:
+        fields["p"] = None
+    arm = _specific(fields["i"])
+    fields["c"] = concise([n for n in found.names("Comparator") if _specific(n) - arm])
+    arms = arm | _specific(fields["c"])
+    fields["o"] = concise([n for n in found.names("Outcome") if _specific(n) - arms])
+    return fields
+
+
+def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
+    """A question from a window's own extracted PICO (no field from outside the window), its fields
+    `question_fields`."""
+    fields = question_fields(found)
     question = f"What is the effect of {fields['i']}"
     question += f" compared with {fields['c']}" if fields["c"] else ""
     question += f" on {fields['o']}"
