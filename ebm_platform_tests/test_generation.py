@@ -378,8 +378,8 @@ def test_a_questions_arms_differ_its_outcome_is_no_arm_and_its_population_names_
     """The demo asked "What is the effect of Epley compared with Epley ...?", "... of massage on massage in
     participants?", "... of paracetamol compared with placebo on adverse events in Seventeen?" and "... of
     gabapentin on risk?": a comparator that names nothing the intervention does not, an outcome that names only
-    the arms or nothing measured, and a population that names nobody in particular are left out for the
-    finding's next name."""
+    the arms or nothing measured, and a population that names a count or a source instead of people are left out
+    (for the condition the finding names)."""
     trial = _window(
         "C",
         "Massage for low back pain > Results",
@@ -395,7 +395,12 @@ def test_a_questions_arms_differ_its_outcome_is_no_arm_and_its_population_names_
         ("pain", "Outcome"),
         ("participants", "Population"),
     )
-    assert (fields["i"], fields["c"], fields["o"], fields["p"]) == ("massage", "placebo massage", "pain", None)
+    assert (fields["i"], fields["c"], fields["o"], fields["p"]) == (
+        "massage",
+        "placebo massage",
+        "pain",
+        "participants",
+    )
     fields = _offline_fields(trial, ("massage", "Intervention"), ("function", "Outcome"), ("Seventeen", "Population"))
     assert (fields["o"], fields["p"]) == ("function", None)
     risk = _window(
@@ -405,3 +410,18 @@ def test_a_questions_arms_differ_its_outcome_is_no_arm_and_its_population_names_
         risk, ("gabapentin", "Intervention"), ("risk", "Outcome"), ("respiratory depression", "Outcome")
     )
     assert fields["o"] == "respiratory depression"
+    # a count or a source is no population: the condition the finding names takes its place
+    review = _window(
+        "B",
+        "Oral steroids for adhesive capsulitis > Main results",
+        "In adhesive capsulitis, oral steroid reduced pain more than placebo in one trial (p = 0.01).",
+    )
+    fields = _offline_fields(
+        review,
+        ("oral steroid", "Intervention"),
+        ("placebo", "Comparator"),
+        ("pain", "Outcome"),
+        ("one trial", "Population"),
+        ("adhesive capsulitis", "Condition"),
+    )
+    assert (fields["p"], fields["o"]) == ("adhesive capsulitis", "pain")

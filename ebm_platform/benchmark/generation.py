@@ -68,7 +68,7 @@ GRADING_BATCH = 10
 # whose thoraxes opened ...") and a question made of them copies its window (quality.VERBATIM_TOKENS)
 MAX_FIELD_WORDS = 6
 # The names a finding may leave to its source's title ("Stabilization exercises for chronic low back pain")
-NAMED_BY_TITLE = frozenset({"Population", "Intervention", "Comparator"})
+NAMED_BY_TITLE = frozenset({"Population", "Condition", "Intervention", "Comparator"})
 
 QUESTION_PROMPT = """You write benchmark questions for sports rehabilitation evidence retrieval.
 Below is one evidence window (grade {grade}: A guideline/systematic review ... E expert opinion).
@@ -192,6 +192,7 @@ VAGUE_WORDS = frozenset(
     "score scores bonferroni anova oral topical local systemic intramuscular data value values total overall due "
     "level levels risk mild moderate severe serious".split()
 )
+PEOPLE = frozenset("patients participants subjects".split())  # vague words that still name a population
 # a count written out is no population ("What is the effect of paracetamol ... on adverse events in Seventeen?")
 NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
@@ -342,17 +343,22 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     """A question's fields from a window's extracted PICO, each a concise name (`concise`): a comparator that
     names nothing the intervention does not is none ("Epley compared with Epley", "sham laser compared with
     sham laser over laser"), an outcome that names nothing but the arms is skipped for the next ("arthroscopy
-    compared with controls on arthroscopy"), and a population that names nobody in particular is none ("in
-    patients", "in Seventeen", "in studies 333 participants")."""
-    types = {"p": "Population", "i": "Intervention", "t": "Timepoint"}
+    compared with controls on arthroscopy"). A population that names a count or a source instead of people ("in
+    Seventeen", "in one trial", "in participants = 964"; "in patients" stays), or none, gives way to the condition
+    the finding or its source's title names, unless the question names it already ("What is the effect of oral
+    steroid compared with placebo on pain in adhesive capsulitis?", not "... on back pain in low back pain?")."""
+    types = {"i": "Intervention", "t": "Timepoint"}
     fields = {key: concise(found.names(type_)) for key, type_ in types.items()}
-    if not _specific(fields["p"]) - SOURCE_WORDS:
-        fields["p"] = None
     arm = _specific(fields["i"])
     fields["c"] = concise([n for n in found.names("Comparator") if _specific(n) - arm])
     arms = arm | _specific(fields["c"])
     fields["o"] = concise([n for n in found.names("Outcome") if _specific(n) - arms])
-    return fields
+    population = concise(found.names("Population"))
+    words = set(fold(population or "").split())
+    if words & SOURCE_WORDS or not (_specific(population) or words & PEOPLE) or re.search(r"[=<>]", population or ""):
+        named = arms | _specific(fields["o"])
+        population = concise([n for n in found.names("Condition") if not _specific(n) & named])
+    return {"p": population, **fields}
 
 
 def compose_question(found: Extraction) -> tuple[str, dict[str, str | None]]:
