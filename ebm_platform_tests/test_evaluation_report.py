@@ -568,3 +568,20 @@ def test_the_means_table_holds_strategies_that_lack_a_metric():
     table = _means(summary_table(rows, None, 7))
     by_strategy = {r.data["strategy"]: r.data for r in table.value.records}
     assert by_strategy["med_r2"]["verdict_accuracy"] is None and by_strategy["sr_rag"]["verdict_accuracy"] == 0.5
+
+
+def test_every_command_prints_its_help():
+    """`ebm eval --help` printed a stack trace: a help string's "95% intervals" read as a format ("% i")."""
+    import argparse
+
+    from ebm_platform.cli import build_parser
+
+    parsers, helps = [build_parser()], 0
+    while parsers:
+        parser = parsers.pop()
+        assert parser.format_help()
+        helps += 1
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    assert helps > 20

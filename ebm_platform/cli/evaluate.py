@@ -628,7 +628,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     compare = evaluation.add_parser(
         "compare",
         help="two `eval retrieval --json` outputs (e.g. two builds), paired "
-        "per question: second minus first with bootstrap 95% intervals",
+        "per question: second minus first with bootstrap 95%% intervals",
     )
     compare.add_argument("first")
     compare.add_argument("second")
