@@ -1886,6 +1886,9 @@ def test_a_trial_that_adds_to_the_intervention_does_not_answer_and_one_against_c
     assert line["answer"] == "yes" and line["sides"] == {"2": "supports"}, line
     assert adds_to(fair, "hip arthroscopy") and not adds_to(fair, "physiotherapy")
     assert not adds_to(fashion, "hip arthroscopy")
+    # nor does a trial of other treatments in people who undergo it
+    undergoing = "Benefits of different postoperative treatments in patients undergoing knee arthroscopic debridement"
+    assert adds_to(undergoing, "arthroscopic surgery") and not adds_to(undergoing, "hyaluronic acid")
     assert not against_active(fashion, "hip arthroscopy") and not compares_forms([better, fashion], "hip arthroscopy")
     # conservative care is no control for a kind of conservative care
     assert against_active("Physiotherapy versus conservative care for neck pain", "physiotherapy")

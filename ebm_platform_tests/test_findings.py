@@ -146,6 +146,13 @@ BACKGROUND = [
     "Acupressure on local and distal acupuncture points might result in sedation and relaxation, thereby reducing "
     "chronic neck pain.",
     "Compared with NSAIDs, the anti-pain mechanism of BNHS is still unclear.",
+    # what has been studied, and a protocol's hypothesis (the demo's acupuncture and TENS answers quoted them)
+    "The most widely studied method was acupuncture, with several studies examining the short-term and long-term "
+    "effectiveness of the treatment in relieving clinical pain (16-18).",
+    "Our hypothesis is that tDCS and TENS simultaneously combined are more effective in reducing the intensity of "
+    "pain.",
+    "The sham and the real TENS equipment will have the same appearance, but, after the initial 30 seconds, the "
+    "current amplitude will gradually decrease.",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -223,6 +230,13 @@ def test_acupuncture_points_name_no_acupuncture():
     assert names_question(
         "Pain improved in both groups.", question, "Acupuncture at Houxi (SI 3) acupoint for neck pain"
     )
+
+
+def test_shoe_inserts_are_insoles():
+    """The demo answered "Are insoles effective for preventing lower limb stress fractures?" "Uncertain" beside
+    Cochrane's "The use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures"."""
+    question = Anchors(intervention="insoles", outcome="stress fractures")
+    assert names_question("The use of shock absorbing inserts in footwear probably reduces stress fractures.", question)
 
 
 def test_a_coxib_is_an_nsaid():

@@ -148,6 +148,16 @@ CASES = [
         "patients with pain for more than 3 months",
         None,
     ),
+    # "lower" of the body is no verb (the demo read the intervention "insoles effective for preventing")
+    (
+        "Are insoles effective for preventing lower limb stress fractures?",
+        "insoles",
+        None,
+        "limb stress fractures",
+        None,
+        None,
+    ),
+    ("Do statins lower cholesterol?", "statins", None, "cholesterol", None, None),
 ]
 
 

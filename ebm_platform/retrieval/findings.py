@@ -38,6 +38,10 @@ OTHER_WORK = re.compile(
     r"their (?:\w+ )?meta-?analys[ie]s|their definition of|"
     r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
+    # what has been studied ("The most widely studied method was acupuncture, with several studies examining ...",
+    # which supported the demo's acupuncture answer for knee osteoarthritis)
+    r"\bmost (?:widely|commonly|frequently|extensively) (?:studied|investigated|researched)\b|"
+    r"\b(?:several|many|numerous|some) (?:studies|trials) (?:have )?(?:examin|investigat|evaluat|assess)\w*|"
     r"\(\d{4}\)",
     re.I,
 )
@@ -45,7 +49,8 @@ CONTEXT = re.compile(
     r"^\s*although\b|\b(?:is|are) (?:one of )?the (?:most )?(?:common|frequent|prevalent|leading)\b|"
     r"\bis defined as\b|\b(?:is|are) those (?:involving|with|that|who|which)\b|"
     r"\bencompass(?:es)?\b|\bresponsible for\b|\bburden\b|"
-    r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|sought|designed)\b|"
+    r"\b(?:aim|purpose|objective|goal)s? (?:of|was|were|is)\b|\bwe (?:aimed|hypothesi[sz]ed|hypothesi[sz]e|sought|designed)\b|"
+    r"\b(?:our|the) (?:main |primary |study )?hypothesis (?:is|was)\b|"
     r"\b(?:were|was) (?:randomly )?(?:assigned|allocated|randomi[sz]ed|recruited|enrolled|included)\b|"
     r"\b(?:were|was) (?:later |then |subsequently )?(?:dichotomi[sz]ed|categori[sz]ed|analy[sz]ed as follows)\b|"
     r"\b(?:more|further|additional|future) (?:research|studies|trials)\b|"
@@ -105,6 +110,8 @@ PROTOCOL = re.compile(
     r"\bwill be (?:\w+ )?(?:asked|randomi[sz]ed|allocated|assigned|measured|assessed|compared|recruited|enrolled|"
     r"given|treated|followed|evaluated|collected|analy[sz]ed|informed|recommended|instructed|offered|used)\b|"
     r"\bwill (?:support|indicate|inform|provide|help)\b|"  # "A positive result will support current practice"
+    # what a protocol's arms will receive ("The sham and the real TENS equipment will have the same appearance")
+    r"\bwill (?:have|receive|undergo)\b(?! had\b)|"
     r"\b(?:is|are) compared (?:with|to)\b",  # the design, in the present tense; "was compared with" may open a result
     re.I,
 )
@@ -337,12 +344,16 @@ _NSAIDS = stems(
 )
 _OPIOIDS = stems("opioid opioids tramadol tapentadol oxycodone morphine codeine buprenorphine hydromorphone")
 _PARACETAMOL = stems("paracetamol acetaminophen")
+# shoe inserts ("the use of shock absorbing inserts in footwear probably reduces the incidence of stress fractures"
+# answers "Are insoles effective for preventing lower limb stress fractures?")
+_INSOLES = stems("insole insoles insert inserts")
 ARM_FAMILIES: dict[str, frozenset[str]] = {
     **dict.fromkeys(_SURGERY, _SURGERY),
     **dict.fromkeys(_CONSERVATIVE, CONSERVATIVE_FAMILY),
     **dict.fromkeys(stems("nsaid nsaids"), _NSAIDS),
     **dict.fromkeys(stems("opioid opioids"), _OPIOIDS),
     **dict.fromkeys(_PARACETAMOL, _PARACETAMOL),
+    **dict.fromkeys(_INSOLES, _INSOLES),
 }
 NEGATED_PREFIX = re.compile(r"\bnon[- ](operative|surgical)\b", re.I)  # "non-operative" is not "operative"
 WORD = re.compile(r"[a-z0-9]+")
@@ -472,14 +483,29 @@ def adds_one_arm_to_the_other(text: str, own_i: set[str], own_c: set[str]) -> bo
     )
 
 
+# the people a trial treats named by a treatment they had ("... postoperative treatments in patients undergoing knee
+# arthroscopic debridement"): the treatment is both arms' background
+UNDERGOING = re.compile(
+    r"\b(?:patients|participants|people|subjects|adults|women|men|athletes) (?:undergoing|who underwent|"
+    r"who have undergone|after|following)\b(?P<base>[^.;:]{1,60})",
+    re.I,
+)
+
+
 def adds_to(title: str, intervention: str) -> bool:
     """Whether a source's title adds another treatment to the intervention ("Efficacy of Adding a Physiotherapy
-    Rehabilitation Program to Arthroscopic Management of FAI" for hip arthroscopy): both its arms have the
-    intervention, so it tells what the addition does, not whether the intervention works (GRADE's indirectness
-    of comparison; the demo answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?"
-    "Yes" from that trial's "a physiotherapist-prescribed rehabilitation program augments improvements")."""
+    Rehabilitation Program to Arthroscopic Management of FAI" for hip arthroscopy), or studies another treatment
+    in people who undergo it ("Benefits of different postoperative treatments in patients undergoing knee
+    arthroscopic debridement" for arthroscopic surgery): both its arms have the intervention, so it tells what the
+    other treatment does, not whether the intervention works (GRADE's indirectness of comparison; the demo
+    answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the first
+    trial's "a physiotherapist-prescribed rehabilitation program augments improvements")."""
     own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
-    return bool(own) and any(_names_arm(own, base) and not _names_arm(own, added) for added, base in _additions(title))
+    additions = [
+        *_additions(title),
+        *((_text_stems(title[: m.start()]), _text_stems(m["base"])) for m in UNDERGOING.finditer(title)),
+    ]
+    return bool(own) and any(_names_arm(own, base) and not _names_arm(own, added) for added, base in additions)
 
 
 def _head_to_head(text: str, own_i: set[str], own_c: set[str]) -> bool:

@@ -91,7 +91,9 @@ _COMPARABLE = re.compile(
 _CUE = re.compile(rf"\s+(?:{_COMPARISON})\s+", re.I)
 _VERB = re.compile(
     r"\s+(?:(?:significantly|statistically significantly|also|further|more effectively|better)\s+)?"
-    r"(?:improve[sd]?|reduce[sd]?|increase[sd]?|decrease[sd]?|lower(?:s|ed)?|raise[sd]?|affect(?:s|ed)?|"
+    r"(?:improve[sd]?|reduce[sd]?|increase[sd]?|decrease[sd]?|raise[sd]?|affect(?:s|ed)?|"
+    # "lower" the verb, not the body's ("Are insoles effective for preventing lower limb stress fractures?")
+    r"lower(?:s|ed)?(?!\s+(?:limbs?|legs?|back|extremit(?:y|ies))\b)|"
     r"change[sd]?|prevent(?:s|ed)?|relieve[sd]?|alleviate[sd]?|enhance[sd]?|shorten(?:s|ed)?|help(?:s|ed)?|"
     r"influence[sd]?|modif(?:y|ies|ied)|"
     r"(?:lead|leads|led|result|results|resulted) (?:to|in)|be|(?:have|has|had|provide|provides|show|shows|produce|"
