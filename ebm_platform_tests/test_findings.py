@@ -221,7 +221,13 @@ def test_a_list_of_abbreviations_is_no_finding_and_a_list_of_statistics_is():
 
 
 def test_acupuncture_points_name_no_acupuncture():
-    """The demo answered "Does acupuncture reduce neck pain?" from a trial of acupressure at acupuncture points."""
+    """The demo answered "Does acupuncture reduce neck pain?" from a trial of acupressure at acupuncture points, and
+    "Does acupuncture help knee osteoarthritis pain?" from one that likened acupressure to it."""
+    knee = Anchors(intervention="acupuncture", outcome="knee pain")
+    likened = (
+        "Similar to acupuncture, we found that 3 days of auricular acupressure can significantly lower opioid use."
+    )
+    assert not names_question(likened, knee) and names_question("Acupuncture reduced knee pain more than sham.", knee)
     question = Anchors(intervention="acupuncture", outcome="neck pain")
     acupressure = (
         "Comparative Effects of Acupressure at Local and Distal Acupuncture Points on Pain in Chronic Neck Pain"
