@@ -486,13 +486,15 @@ def bottom_line(
             )
         }
         # so does a trial of it against another treatment (the demo read "Yes" to the same question from "autologous
-        # blood injection versus local corticosteroid injection" once the two forms took no side)
-        head_to_head = {
-            n for n, s in first.items() if not recommends(s) and against_active(titles[n], anchors.intervention or "")
+        # blood injection versus local corticosteroid injection" once the two forms took no side), and a trial that
+        # gives it in both arms, adding another treatment to it in one (`findings.adds_to`)
+        intervention = anchors.intervention or ""
+        against_other = {
+            n
+            for n, s in first.items()
+            if not recommends(s) and (against_active(titles[n], intervention) or adds_to(titles[n], intervention))
         }
-        # and a trial that adds another treatment to it in both arms (`findings.adds_to`)
-        added_to = {n for n, s in first.items() if not recommends(s) and adds_to(titles[n], anchors.intervention or "")}
-        uncontrolled_sources = two_forms | head_to_head | added_to
+        uncontrolled_sources = two_forms | against_other
         if uncontrolled_sources and uncontrolled_sources == set(first):
             return _unanswered(kind, uncontrolled(anchors), answer, grade)
         first = {n: s for n, s in first.items() if n not in uncontrolled_sources}

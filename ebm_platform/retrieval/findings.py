@@ -466,6 +466,12 @@ ADD_ON = re.compile(
 )
 
 
+def _intervention_own(intervention: str) -> set[str]:
+    """An intervention's own stems (`_own_stems`, "non-operative" one word) less the words that name no arm in
+    particular (`GENERIC_ARM`): what a title must name to be about it."""
+    return _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+
+
 def _names_arm(own: set[str], words: frozenset[str]) -> bool:
     """Whether `words` name an arm (its own stems, or its kind of care's): a word counts for an arm's word when
     it opens with all of it but its last two letters ("arthroscopic" for "arthroscopy", "physiotherapist" for
@@ -505,7 +511,7 @@ def adds_to(title: str, intervention: str) -> bool:
     other treatment does, not whether the intervention works (GRADE's indirectness of comparison; the demo
     answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the first
     trial's "a physiotherapist-prescribed rehabilitation program augments improvements")."""
-    own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+    own = _intervention_own(intervention)
     additions = [
         *_additions(title),
         *((_text_stems(title[: m.start()]), _text_stems(m["base"])) for m in UNDERGOING.finditer(title)),
@@ -627,7 +633,7 @@ def against_active(title: str, intervention: str) -> bool:
     corticosteroid injections work (GRADE's indirectness of comparison). Only the title: a finding may compare
     with anything in passing."""
     text = CONTROLLED_TRIAL.sub(" ", title)
-    own = _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+    own = _intervention_own(intervention)
     controlled = CONTROL_NAMED.search(text) or (CONSERVATIVE_CARE.search(text) and not own & CONSERVATIVE_FAMILY)
     return bool(own & stems(text) and HEAD_TO_HEAD.search(text) and not controlled)
 
