@@ -691,6 +691,38 @@ def test_a_reviews_effect_against_a_control_answers_the_readers_maybe(
     assert line["answer"] == expected, line["text"]
 
 
+ESWT_TRIAL = (
+    "Extracorporeal shock wave therapy (ESWT) in patients with plantar fasciitis: a randomised sham-controlled trial"
+)
+ESWT_SHAM = "Pain scores were significantly more reduced in the ESWT group than in the sham group (P = 0.049)."
+
+
+@pytest.mark.parametrize(
+    ("statement", "title", "expected"),
+    [
+        (ESWT_SHAM, ESWT_TRIAL, "yes"),  # its abbreviation spelled out, the trial's effect against sham overrules
+        (ESWT_SHAM, "Shock wave therapy for plantar fasciitis", "no"),  # "ESWT" defined nowhere: the reader's no
+        # no comparison with the control: "as effectively as a placebo therapy" is no effect against it
+        (
+            "Extracorporeal shock wave therapy reduced the intensity of pain as effectively as a placebo therapy.",
+            ESWT_TRIAL,
+            "no",
+        ),
+    ],
+)
+def test_a_trials_effect_against_the_control_it_names_overrules_the_readers_no(
+    statement: str, title: str, expected: str
+) -> None:
+    """The demo answered "Is shock wave therapy effective for plantar heel pain?" "No: the top-ranked study reports
+    no such effect" from the trial whose quoted result is that pain fell significantly more with ESWT than with
+    sham (here as the rules can read it): the closed-question reader's no stood because the statement names
+    "ESWT", not shock wave therapy."""
+    question = "Is shock wave therapy effective for plantar heel pain?"
+    answer = _answer(DECREASED, [(statement, 1)], {1: "C"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == expected, line["text"]
+
+
 def test_an_open_bottom_line_that_no_source_supports_names_why_for_its_certainty() -> None:
     line = {"answer": "uncertain", "text": "Uncertain: the top-ranked review does not settle it.", "support": {}}
     assert undecided(line) == "the top-ranked review does not settle it"

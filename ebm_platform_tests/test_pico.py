@@ -14,7 +14,7 @@ from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.finetuned import FineTunedTagger, load_tagger, runs_of, usable_tagger, word_probabilities
-from ebm_platform.pico.names import abbreviations, entities, entity_name, sentence_parts
+from ebm_platform.pico.names import abbreviations, entities, entity_name, sentence_parts, spell_out
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.tagger import (
@@ -91,6 +91,8 @@ def test_names_expand_abbreviations_drop_doses_and_counts():
     assert entity_name("2", "Intervention") == "" and entity_name("(0.5)", "Comparator") == ""
     assert is_verb_phrase("randomized into two treatment") and not is_verb_phrase("hip strengthening")
     assert is_lone_abbreviation("MR") and not is_lone_abbreviation("chloroquine")
+    assert spell_out("CQ and MRI after CQ", known) == "chloroquine and MRI after chloroquine"  # whole words only
+    assert spell_out("CQ", {}) == "CQ"
 
 
 def test_token_scores_and_located_names():

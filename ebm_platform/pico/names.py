@@ -34,6 +34,14 @@ def abbreviations(text: str) -> dict[str, str]:
     return found
 
 
+def spell_out(text: str, defined: dict[str, str]) -> str:
+    """The text with each whole-word abbreviation of `defined` (`abbreviations`) replaced by its long form."""
+    if not defined:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(defined, key=len, reverse=True))) + r")\b")
+    return pattern.sub(lambda m: defined[m.group(1)], text)
+
+
 def entity_name(text: str, type_: str, known: dict[str, str] | None = None) -> str:
     """The name a tagged span gets in the graph: trimmed like the rules' names, a lone defined
     abbreviation replaced by its long form, doses dropped from interventions and counts from

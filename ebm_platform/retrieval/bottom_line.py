@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
+from ebm_platform.pico.names import abbreviations, spell_out
 from ebm_platform.retrieval.answer import CORE_STATEMENTS, REVIEW, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
@@ -45,6 +46,7 @@ from ebm_platform.retrieval.findings import (
     adds_to,
     against_active,
     arm_words,
+    beats_named_control,
     compares_arms,
     compares_forms,
     concludes_uncertain_whether_it_works,
@@ -594,6 +596,16 @@ def bottom_line(
             texts = [*quoted.get(document[n], []), titles[n]]
             return not anchors.comparator and any(ADDED_TO_CONTROL.search(t) for t in texts)
 
+        def effect_asked(found: str) -> bool:
+            """Whether a verdict is a significant effect the way the question asks about."""
+            return found in (INCREASED, DECREASED) and as_closed_answer(found, direction) == YES
+
+        def spelled_out(statement: str, n: int) -> str:
+            """The statement with the abbreviations its source defines in its title or abstract spelled out
+            ("ESWT" as "extracorporeal shock wave therapy"), so that it names the arms as the question does."""
+            defined = abbreviations(f"{titles[n]} {abstract_of(n) if abstract_of else ''}")
+            return spell_out(statement, defined)
+
         def reader_answer(n: int, statement: str) -> str:
             """The reader's answer for source n (`directed`), or yes when n is a review whose finding is an effect of
             the question's intervention on its outcome the question's way, for the reader's no, or for its maybe when
@@ -603,8 +615,21 @@ def bottom_line(
             short term benefit in terms of reduced knee pain", its results read beside its withdrawals' "not
             significant")."""
             said, found = reader(n), arm_outcome_verdict(statement, anchors, verdict_of)
-            effect = found in (INCREASED, DECREASED) and as_closed_answer(found, direction) == YES
-            if grade[n] == REVIEW and effect and (said == NO or (said == UNCERTAIN and n in against_control)):
+            if (
+                grade[n] == REVIEW
+                and effect_asked(found)
+                and (said == NO or (said == UNCERTAIN and n in against_control))
+            ):
+                return YES
+            if (
+                said == NO
+                and grade[n] != REVIEW
+                and beats_named_control(statement)
+                and effect_asked(arm_outcome_verdict(spelled_out(statement, n), anchors, verdict_of))
+            ):
+                # a study's significant effect the question's way against the control it names ("pain scores were
+                # significantly more reduced in the ESWT than the sham group") overrules the reader's no: the demo's
+                # "Is shock wave therapy effective for plantar heel pain?" read "No" from that very trial
                 return YES
             return directed(said, found, direction, adds_to_control(n))
 

@@ -720,6 +720,18 @@ def concludes_uncertain_whether_it_works(statement: str) -> bool:
 # what the first-named arm is compared to, up to six words ("... from advice to stay active compared to advice to
 # rest in bed"; not "over 15 years"), and words that say the first-named arm came out better, or worse
 COMPARED_TO = re.compile(r"\b(?:compared (?:to|with)|versus|vs\.?|than)\s+((?:[\w-]+\s+){0,5}[\w-]+)", re.I)
+SIGNIFICANT = re.compile(r"\bsignifican", re.I)
+
+
+def beats_named_control(statement: str) -> bool:
+    """Whether a statement reports a significant difference from a control arm it names after its comparing word
+    ("pain scores were significantly more reduced in the ESWT than the sham group"); not "as effectively as a
+    placebo therapy", which names no comparison."""
+    return bool(SIGNIFICANT.search(statement)) and any(
+        CONTROL_NAMED.search(m.group(1)) for m in COMPARED_TO.finditer(statement)
+    )
+
+
 FIRST_BETTER = re.compile(r"\b(?:benefits?|better|more effective|superior)\b", re.I)  # not "greater BMI", a risk
 FIRST_WORSE = re.compile(r"\b(?:less|worse|inferior|fewer|lower|harm\w*)\b", re.I)
 
