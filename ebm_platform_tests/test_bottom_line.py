@@ -1815,6 +1815,37 @@ def test_a_trial_of_two_forms_of_the_intervention_does_not_answer_whether_it_wor
         assert asks_if_it_works(asked, anchors, question_type(asked, anchors)) is works, asked
 
 
+def test_kinds_of_the_intervention_compared_among_themselves_and_a_clause_subject_compared_are_forms() -> None:
+    """The demo answered "Does functional bracing help acute ankle sprains?" "No" from a trial of tape against two
+    braces ("no difference in outcome between these types of functional treatments") and counted "PT
+    reconstruction resulted in a more statically stable knee compared with HT reconstruction" for "Does ACL
+    reconstruction improve knee stability?"."""
+    kinds = (
+        "From current research, we know that there is no difference in outcome between these types of functional "
+        "treatments and therefore is all an option to treat patients with an acute lateral ankle ligament injury."
+    )
+    assert compares_forms([kinds], "functional bracing")
+    assert compares_forms(["There is no single most effective functional treatment (tape or brace)."], "functional")
+    assert not compares_forms([kinds], "exercise therapy")  # kinds of something else
+    grafts = (
+        "All tests for static stability consistently showed that PT reconstruction resulted in a more statically "
+        "stable knee compared with HT reconstruction."
+    )
+    assert compares_forms([grafts], "ACL reconstruction")
+    # "versus" joins its neighbours only: a PubMedQA abstract's timings beside its tube-fed against other residents
+    timing = (
+        "The timing of PEG tube insertion was not associated with survival (persons with a PEG tube inserted within "
+        "1 month of developing an eating problem versus later (4 months) insertion)."
+    )
+    assert not compares_forms([timing], "feeding tube insertion")
+    question = "Does functional bracing help acute ankle sprains?"
+    answer = _answer(
+        NO_DIFFERENCE, [(kinds, 1)], {1: "C"}, {1: "Randomized comparison of tape versus semi-rigid brace"}
+    )
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "uncertain" and "compare forms of functional bracing" in line["text"], line["text"]
+
+
 SPINAL = "Does spinal manipulation reduce pain in chronic low back pain?"
 FOR_MANIPULATION = (
     "For patients with chronic low back pain, we suggest spinal mobilization/manipulation (Strength of "

@@ -577,13 +577,17 @@ def within_one_arm(statement: str, anchors: Anchors) -> bool:
     return sum(bool(_with_family(arm) & named) for arm in own) == 1
 
 
-def _two_forms(text: str, own: set[str], reach: int = 6) -> bool:
+def _two_forms(text: str, own: set[str], reach: int = 6, subject: int = 10) -> bool:
     """Whether a comparison in the text has the arm's own words (not `GENERIC_ARM` ones) within `reach` words on
     both sides of its comparing word, in one clause: two forms of one arm ("individualized acupuncture was not
-    superior to standardized acupuncture")."""
+    superior to standardized acupuncture"). Before "compared with" a clause's subject counts up to `subject` words
+    back ("PT reconstruction resulted in a more statically stable knee compared with HT reconstruction"); "versus"
+    joins its neighbours ("a PEG tube inserted within 1 month of developing an eating problem versus later
+    insertion" compares timings in a PubMedQA abstract whose answer is its tube-fed against other residents)."""
     own = own - GENERIC_ARM
     for m in COMPARISON_STATED.finditer(text):
-        before = re.split(r"[.;:]\s", text[: m.start()])[-1].split()[-reach:]  # within the sentence's clause
+        back = subject if m.group(0).lower() == "compared" else reach
+        before = re.split(r"[.;:]\s", text[: m.start()])[-1].split()[-back:]  # within the sentence's clause
         after = re.split(r"[.;:]\s", text[m.end() :])[0].split()[:reach]
         if own & stems(" ".join(before)) and own & stems(" ".join(after)):
             return True
@@ -602,6 +606,16 @@ def _two_forms_joined(text: str, own: set[str], reach: int = 6) -> bool:
     return False
 
 
+# a quoted comparison among kinds of the intervention ("no difference in outcome between these types of functional
+# treatments", "no single most effective functional treatment (tape, semi-rigid brace or lace-up brace)": the demo's
+# "Does functional bracing help acute ankle sprains?" read "No" from a trial of tape against two braces)
+KINDS_COMPARED = re.compile(
+    r"\b(?:between|among) (?:these|the|different|various) (?:\w+ )?(?:types|forms|kinds) of ((?:[\w-]+ ){0,2}[\w-]+)|"
+    r"\bno single (?:most |best )?(?:effective )?((?:[\w-]+ ){0,2}[\w-]+)",
+    re.I,
+)
+
+
 def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> bool:
     """Whether a source (its quoted statements and title, `quoted`; its abstract, `summary`) compares two forms
     of one intervention and names no control arm in what it is quoted for: a trial of intramuscular against
@@ -611,6 +625,8 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     own = own - BODY_SITES or own
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
+    if any(own & stems(m.group(1) or m.group(2)) for t in quoted for m in KINDS_COMPARED.finditer(t)):
+        return True
     texts = [NEGATED_WORD.sub(r"non\1", t) for t in [*quoted, summary]]  # "the non-statin group" is no form
     return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in texts)
 
