@@ -613,7 +613,8 @@ def bottom_line(
             review's finding is its answer (the demo's "Does exercise reduce pain in knee osteoarthritis?" read "No"
             from Cochrane's CD004376, "platinum level evidence that land-based therapeutic exercise has at least
             short term benefit in terms of reduced knee pain", its results read beside its withdrawals' "not
-            significant")."""
+            significant"); yes, too, for the reader's no when n is a study whose statement reports a significant effect
+            the question's way against a control it names, read with its source's abbreviations spelled out."""
             said, found = reader(n), arm_outcome_verdict(statement, anchors, verdict_of)
             if (
                 grade[n] == REVIEW

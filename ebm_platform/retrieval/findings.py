@@ -736,6 +736,9 @@ def concludes_uncertain_whether_it_works(statement: str) -> bool:
 # what the first-named arm is compared to, up to six words ("... from advice to stay active compared to advice to
 # rest in bed"; not "over 15 years"), and words that say the first-named arm came out better, or worse
 COMPARED_TO = re.compile(r"\b(?:compared (?:to|with)|versus|vs\.?|than)\s+((?:[\w-]+\s+){0,5}[\w-]+)", re.I)
+FIRST_BETTER = re.compile(r"\b(?:benefits?|better|more effective|superior)\b", re.I)  # not "greater BMI", a risk
+FIRST_WORSE = re.compile(r"\b(?:less|worse|inferior|fewer|lower|harm\w*)\b", re.I)
+
 SIGNIFICANT = re.compile(r"\bsignifican", re.I)
 
 
@@ -746,10 +749,6 @@ def beats_named_control(statement: str) -> bool:
     return bool(SIGNIFICANT.search(statement)) and any(
         CONTROL_NAMED.search(m.group(1)) for m in COMPARED_TO.finditer(statement)
     )
-
-
-FIRST_BETTER = re.compile(r"\b(?:benefits?|better|more effective|superior)\b", re.I)  # not "greater BMI", a risk
-FIRST_WORSE = re.compile(r"\b(?:less|worse|inferior|fewer|lower|harm\w*)\b", re.I)
 
 
 def favours_another_arm_over(statement: str, anchors: Anchors) -> bool:
