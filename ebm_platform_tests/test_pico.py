@@ -10,11 +10,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ebm_platform.abbreviations import abbreviations, spell_out
 from ebm_platform.graph.stats import is_lone_abbreviation, is_verb_phrase
 from ebm_platform.pico.distant import Projector, label_article, name_words, population_spans
 from ebm_platform.pico.extractors import entity_labels, located, rule_entities
 from ebm_platform.pico.finetuned import FineTunedTagger, load_tagger, runs_of, usable_tagger, word_probabilities
-from ebm_platform.pico.names import abbreviations, entities, entity_name, sentence_parts, spell_out
+from ebm_platform.pico.names import entities, entity_name, sentence_parts
 from ebm_platform.pico.selection import EntitySelector, candidates, decode
 from ebm_platform.pico.spans import CLASSES, Words, runs, token_scores, trim
 from ebm_platform.pico.tagger import (

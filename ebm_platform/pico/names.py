@@ -13,33 +13,8 @@ from ebm_platform.pico.spans import CLASSES, SENTENCE_END, Words, runs, trim
 
 _BEFORE_COMPARATOR = re.compile(r"(?:versus|vs\.?|compared (?:with|to)|than|or)\s*(?:a |an |the |with )?$", re.I)
 
-_DEFINITION = re.compile(r"((?:[\w-]+\s+){0,7}[\w-]+)\s*\(\s*([A-Z][A-Za-z0-9-]{1,9})\s*\)")
 _DOSE_TAIL = re.compile(r"\s+\d+(?:[.,]\d+)?\s*(?:mg|g|kg|ml|mL|µg|mcg|IU|units?|%)\b.*$", re.I)
 _LEADING_COUNT = re.compile(r"^(?:\d[\d,]*|[Aa] total of \d[\d,]*)\s+(?=[A-Za-z])")
-
-
-def abbreviations(text: str) -> dict[str, str]:
-    """Abbreviations a text defines as 'long form (ABBR)': the shortest tail of the preceding words
-    that starts with the abbreviation's first letter and has at least as many words as it has
-    capitals minus two (Schwartz-Hearst, simplified)."""
-    found: dict[str, str] = {}
-    for m in _DEFINITION.finditer(text):
-        words, abbr = m.group(1).split(), m.group(2)
-        capitals = sum(c.isupper() for c in abbr)
-        for size in range(max(1, capitals - 2), len(words) + 1):
-            tail = words[-size:]
-            if tail[0][0].lower() == abbr[0].lower():
-                found.setdefault(abbr, " ".join(tail))
-                break
-    return found
-
-
-def spell_out(text: str, defined: dict[str, str]) -> str:
-    """The text with each whole-word abbreviation of `defined` (`abbreviations`) replaced by its long form."""
-    if not defined:
-        return text
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(defined, key=len, reverse=True))) + r")\b")
-    return pattern.sub(lambda m: defined[m.group(1)], text)
 
 
 def entity_name(text: str, type_: str, known: dict[str, str] | None = None) -> str:

@@ -24,11 +24,12 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from ebm_platform.abbreviations import abbreviations
 from ebm_platform.atomic import atomic_path
 from ebm_platform.index.embeddings import Encoder
 from ebm_platform.index.window_index import WindowIndex, index_text
 from ebm_platform.pico.finetuned import FineTunedTagger
-from ebm_platform.pico.names import abbreviations, entities, entity_name
+from ebm_platform.pico.names import entities, entity_name
 from ebm_platform.pico.spans import Words
 from ebm_platform.pico.tagger import PicoTagger
 

@@ -27,9 +27,9 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from ebm_platform.abbreviations import abbreviations, spell_out
 from ebm_platform.conditions import active_catalogue
 from ebm_platform.graph.pico_rules import extract
-from ebm_platform.pico.names import abbreviations, spell_out
 from ebm_platform.retrieval.answer import CORE_STATEMENTS, REVIEW, STANCES
 from ebm_platform.retrieval.findings import (
     ADDED_TO_CONTROL,
