@@ -1696,6 +1696,24 @@ def test_the_core_states_the_findings_that_answer_the_question() -> None:
     ]
 
 
+def test_an_answer_that_the_cited_forms_leave_open_quotes_them_not_the_lead_source() -> None:
+    """The demo's "Does functional bracing help acute ankle sprains?" read "Uncertain: the cited findings compare
+    forms of functional bracing ..." and quoted in its core a diclofenac gel trial, its lead source: the trial of
+    tape against two braces, what the answer is about, took no side and so no part."""
+    question = "Does functional bracing help acute ankle sprains?"
+    gel = "Diclofenac gel was significantly superior to placebo in reducing pain in acute ankle sprain (p < 0.01)."
+    kinds = "There is no difference in outcome between these types of functional treatments."
+    answer = _answer(DECREASED, [(gel, 1)], {1: "C", 2: "C"}, {1: "Diclofenac gel", 2: "Tape versus braces"})
+    answer["evidence_by_grade"] = [
+        {"grade": "C", "statements": [{"statement": gel, "citations": [1]}, {"statement": kinds, "citations": [2]}]}
+    ]
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "uncertain" and line["sides"] == {"2": "neutral"}, line
+    take_sides(answer, line["sides"])
+    answering_evidence(answer, line["sides"])
+    assert [s["statement"] for s in answer["core_answer"]] == [kinds]
+
+
 def test_a_studys_results_take_part_with_its_window_that_names_the_arms() -> None:
     """The demo's capsule-closure answer quoted the hip arthroscopy study's conclusion, "similar score improvements
     between the groups", and left out its result on the question's outcome, which calls the arms "the two groups".

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ebm_platform.abbreviations import abbreviations, spell_out
 from ebm_platform.conditions import active_catalogue
@@ -498,7 +498,9 @@ def bottom_line(
         }
         uncontrolled_sources = two_forms | against_other
         if uncontrolled_sources and uncontrolled_sources == set(first):
-            return _unanswered(kind, uncontrolled(anchors), answer, grade)
+            # the core quotes them, not the lead source's findings about something else (the demo's functional
+            # bracing answer quoted a diclofenac gel trial beside "the cited findings compare forms of ...")
+            return _unanswered(kind, uncontrolled(anchors), answer, grade, first)
         first = {n: s for n, s in first.items() if n not in uncontrolled_sources}
     if closed:
         neutral = UNCERTAIN
@@ -907,10 +909,11 @@ def _left_open(kind: str, reason: str, answer: dict, sides: dict[int, str], grad
     return _line(kind, UNCERTAIN if closed else INSUFFICIENT, text, answer, sides, grade)
 
 
-def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str]) -> dict:
+def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str], about: Iterable[int] = ()) -> dict:
     """The bottom line when no cited source answers the question: uncertain (a closed question) or
-    insufficient evidence, for `reason`, with no source on either side."""
-    return {**_left_open(kind, reason, answer, {}, grade), "unanswered": reason}
+    insufficient evidence, for `reason`, with no source on either side; the sources `about` the question
+    that do not answer it take part as neutral, so that the core quotes them (`answering_evidence`)."""
+    return {**_left_open(kind, reason, answer, {n: "neutral" for n in about}, grade), "unanswered": reason}
 
 
 def uncontrolled(anchors: Anchors) -> str:
@@ -1078,7 +1081,11 @@ def answering_evidence(answer: dict, sides: dict[str, str]) -> None:
         for item in answer.get("core_answer", [])
         if takes_part(item) or any(document.get(n) in studies for n in item.get("citations", []))
     ]
-    graded = [s for g in answer.get("evidence_by_grade", []) for s in g["statements"] if s.get("stance") != "neutral"]
+    every = [s for g in answer.get("evidence_by_grade", []) for s in g["statements"]]
+    # when no core statement takes part and no graded one takes a side, the graded ones that take part are still
+    # what the answer is about (the demo's functional bracing answer quoted a diclofenac gel trial, the lead source,
+    # beside "the cited findings compare forms of functional bracing")
+    graded = [s for s in every if s.get("stance") != "neutral"] or ([] if core else every)
     chosen: list[dict] = []
     for item in sorted([*core, *graded], key=lambda item: STANCES.index(item.get("stance", "neutral"))):
         if len(chosen) < CORE_STATEMENTS and all(item["statement"] != c["statement"] for c in chosen):
