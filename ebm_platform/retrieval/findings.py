@@ -610,8 +610,8 @@ def _two_forms_joined(text: str, own: set[str], reach: int = 6) -> bool:
 # treatments", "no single most effective functional treatment (tape, semi-rigid brace or lace-up brace)": the demo's
 # "Does functional bracing help acute ankle sprains?" read "No" from a trial of tape against two braces)
 KINDS_COMPARED = re.compile(
-    r"\b(?:between|among) (?:these|the|different|various) (?:\w+ )?(?:types|forms|kinds) of ((?:[\w-]+ ){0,2}[\w-]+)|"
-    r"\bno single (?:most |best )?(?:effective )?((?:[\w-]+ ){0,2}[\w-]+)",
+    r"\b(?:(?:between|among) (?:these|the|different|various) (?:\w+ )?(?:types|forms|kinds) of |"
+    r"no single (?:most |best )?(?:effective )?)((?:[\w-]+ ){0,2}[\w-]+)",
     re.I,
 )
 
@@ -625,7 +625,7 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     own = own - BODY_SITES or own
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
-    if any(own & stems(m.group(1) or m.group(2)) for t in quoted for m in KINDS_COMPARED.finditer(t)):
+    if any(own & stems(m.group(1)) for t in quoted for m in KINDS_COMPARED.finditer(t)):
         return True
     texts = [NEGATED_WORD.sub(r"non\1", t) for t in [*quoted, summary]]  # "the non-statin group" is no form
     return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in texts)
