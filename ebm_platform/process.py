@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import signal
 import threading
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
@@ -42,12 +43,29 @@ def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
 
 
 @lru_cache(maxsize=1)
-def _malloc_trim() -> Callable[[int], int] | None:
-    """The C library's malloc_trim, looked up once (None where there is none)."""
+@lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL | None:
+    """The C library, loaded once (None where it cannot be)."""
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
         return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """The C library's malloc_trim (None where there is none)."""
+    return getattr(_libc(), "malloc_trim", None)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """Have Linux kill this process when its parent ends (prctl PR_SET_PDEATHSIG), as the caller's
+    process group would have; where there is no prctl this does nothing."""
+    prctl = getattr(_libc(), "prctl", None)
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def release_free_memory() -> None:
@@ -92,8 +110,14 @@ _started = None
 
 
 def _worker_start(started, initializer: Callable[..., None] | None, initargs: tuple) -> None:
-    """A worker's initializer: keep the announcement queue, then run the caller's initializer."""
+    """A worker's initializer: leave the caller's process group, so that a Ctrl-C at the terminal reaches
+    only the caller, which stops the workers itself (`run_in_workers`); end with the step server it was
+    forked from, which ends with the caller; keep the announcement queue; run the caller's initializer."""
     global _started
+    os.setpgid(0, 0)
+    die_with_parent()
+    if os.getppid() == 1:  # the step server ended before the line above
+        os._exit(1)
     _started = started
     if initializer:
         initializer(*initargs)
@@ -105,6 +129,23 @@ def _announced(key: Hashable, call: Callable[..., T], args: tuple) -> T:
     return call(*args)
 
 
+def _announced_so_far(started) -> set:
+    """The keys of the calls announced on `started` (the calls that began)."""
+    began = set()
+    while not started.empty():
+        began.add(started.get())
+    return began
+
+
+def _kill_workers(pool) -> None:
+    """Kill a ProcessPoolExecutor's worker processes at once (its own `kill_workers` from Python 3.14)."""
+    if kill := getattr(pool, "kill_workers", None):
+        kill()
+        return
+    for process in list((pool._processes or {}).values()):
+        process.kill()
+
+
 def run_in_workers(
     call: Callable[..., T],
     jobs: dict[K, tuple],
@@ -112,13 +153,17 @@ def run_in_workers(
     initializer: Callable[..., None] | None = None,
     initargs: tuple = (),
     on_death: Callable[[list[K], int], None] | None = None,
+    on_stop: Callable[[list[K]], None] | None = None,
 ) -> Iterator[tuple[K, T]]:
     """`call(*args)` for each job (key -> args), `workers` at a time in processes forked from
     multiprocessing's forkserver, yielding (key, result) as each finishes. When a worker process
     dies (a crash in native code takes the whole pool down), the jobs not finished run again in a
     new pool, and `on_death(keys, attempt)` is told which of them were under way. RuntimeError names
     a job that was under way at more than WORKER_RETRIES + 1 deaths. An exception raised by `call`
-    itself is not retried: it reaches the caller."""
+    itself is not retried: it reaches the caller, after the calls under way have finished. When the
+    caller stops early (Ctrl-C, which reaches only the caller: `_worker_start`; or an error of its own
+    that closes this generator), the workers are killed at once and `on_stop(keys)` is told which
+    calls were under way."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -144,13 +189,17 @@ def run_in_workers(
                     continue
                 del todo[futures[future]]
                 yield futures[future], result
-        finally:  # after a failure the calls under way finish and the rest are not started
+        except (KeyboardInterrupt, GeneratorExit):
+            _kill_workers(pool)
+            if on_stop:
+                began = _announced_so_far(started)
+                on_stop([key for key in todo if key in began])
+            raise
+        finally:  # after a failure of `call` the calls under way finish and the rest are not started
             pool.shutdown(wait=True, cancel_futures=True)
         if not lost:
             continue
-        began = set()
-        while not started.empty():
-            began.add(started.get())
+        began = _announced_so_far(started)
         under_way = [key for key in todo if key in began] or list(todo)
         deaths.update(under_way)
         if given_up := [key for key in under_way if deaths[key] > WORKER_RETRIES]:

@@ -92,6 +92,7 @@ def _outcome(result, started: float) -> dict:
                 counts[f"{mat.asset_key.path[-1]}.{label}"] = mat.metadata[label].value
     return {
         "success": result.success,
+        "interrupted": interrupted(result),
         "blocked": only_benchmark_blocked(result),
         "counts": counts,
         "peaks": step_peaks(result),
@@ -182,12 +183,21 @@ def run_many(
     since = datetime.now(UTC)
 
     def died(partitions: list, attempt: int) -> None:
-        orphans = fail_orphaned_runs(dagster_instance(), name, partitions, since)
+        reason = "its worker process died; `ebm` ran the partition again in a new run"
+        orphans = fail_orphaned_runs(dagster_instance(), name, partitions, since, reason)
         _say(
             f"a worker process died (a crash in native code; its run{'s' if len(orphans) > 1 else ''} "
             f"{', '.join(orphans) or 'none'} marked failed in the Dagster UI): running "
             f"{', '.join(map(str, partitions))} again in new workers (attempt {attempt})"
         )
+
+    def stopped(partitions: list) -> None:
+        reason = "`ebm` stopped before this run finished (Ctrl-C, or another run failed); its worker was killed"
+        orphans = fail_orphaned_runs(dagster_instance(), name, partitions, since, reason)
+        if orphans:
+            _say(
+                f"stopped {', '.join(map(str, partitions))} (runs {', '.join(orphans)} marked failed in the Dagster UI)"
+            )
 
     environment = {k: v for k, v in os.environ.items() if k.startswith(("EBM_", "DAGSTER_"))}
     yield from run_in_workers(
@@ -197,19 +207,20 @@ def run_many(
         initializer=_start_worker,
         initargs=(environment,),
         on_death=died,
+        on_stop=stopped,
     )
 
 
-def fail_orphaned_runs(instance, name: str, partitions: list, since) -> list[str]:
-    """Mark failed the runs of job `name` for `partitions`, created after `since`, that are still
-    recorded as started (their process died before it could say so); returns their short ids."""
+def fail_orphaned_runs(instance, name: str, partitions: list, since, reason: str) -> list[str]:
+    """Mark failed, saying `reason`, the runs of job `name` for `partitions`, created after `since`, that
+    are still recorded as started (their process died before it could say so); returns their short ids."""
     from dagster import DagsterRunStatus, RunsFilter
 
     wanted = [_tags(partition) for partition in partitions]
     orphans = []
     for run in instance.get_runs(RunsFilter(job_name=name, statuses=[DagsterRunStatus.STARTED], created_after=since)):
         if any(tags.items() <= run.tags.items() for tags in wanted):
-            instance.report_run_failed(run, "its worker process died; `ebm` ran the partition again in a new run")
+            instance.report_run_failed(run, reason)
             orphans.append(run.run_id[:8])
     return orphans
 
@@ -249,6 +260,23 @@ def already_built(lake: Path, code: str) -> list[str]:
             break
         done.append(name)
     return done
+
+
+def interrupted(result) -> bool:
+    """Whether a run ended because it was interrupted (a Ctrl-C that reached it: Dagster turns it into a failed
+    step or run), not because a step failed."""
+    return any(
+        getattr(getattr(event.event_specific_data, "error", None), "cls_name", None)
+        == "DagsterExecutionInterruptedError"
+        for event in result.all_events
+    )
+
+
+def stop_if_interrupted(ended: bool) -> None:
+    """Raise KeyboardInterrupt when a run ended because of a Ctrl-C (`interrupted`): the caller stops as
+    the user asked, instead of reporting a failed run and going on with the next."""
+    if ended:
+        raise KeyboardInterrupt
 
 
 def failed_checks(result) -> set[tuple]:
@@ -299,6 +327,7 @@ def run_all_partitions(
     summary: dict[str, dict[str, float]] = {}
     _say("training (or reusing) the PICO tagger, the verdict model and the closed-question reader ...")
     models = _execute("models_job", instance)
+    stop_if_interrupted(interrupted(models))
     failed = {key.path[-1] for key, _ in failed_checks(models)}
     if "pico_tagger" in failed or not models.success:
         _say(
@@ -326,6 +355,7 @@ def run_all_partitions(
         _say(f"{workers} partition runs at a time, largest first")
     peaks = [("models", step_peaks(models))]
     for n, (code, outcome) in enumerate(run_many(partition_job, requests, workers), 1):
+        stop_if_interrupted(outcome["interrupted"])
         if not outcome["success"] and not outcome["blocked"]:
             raise RuntimeError(f"partition {code} failed; see the run in the Dagster UI")
         counts = summary[code] = outcome["counts"]
@@ -349,6 +379,7 @@ def run_all_partitions(
         if reranker:
             _say("training the learned reranker on the benchmark's train and validation questions ...")
         result = _execute(global_job, instance, selection=selection, log_level="CRITICAL" if reranker else "WARNING")
+        stop_if_interrupted(interrupted(result))
         peaks.append(("global", step_peaks(result)))
         if reranker:
             _say(reranker_summary(settings.lake))
@@ -429,6 +460,7 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
         _say(f"{workers} evaluation runs at a time, largest first")
     for partition, outcome in run_many("evaluation_job", [(partition, None) for partition in runs], workers):
         chosen = runs[partition]
+        stop_if_interrupted(outcome["interrupted"])
         if not outcome["success"]:
             skipped += chosen
             _say(f"        {', '.join(chosen)}: no evaluation report (the run failed; see it in the UI)")
@@ -436,7 +468,9 @@ def run_evaluation(codes: list[str] | None = None) -> list[str]:
         _say(
             f"        evaluation report for {chosen[0]}{'..' + chosen[-1] if len(chosen) > 1 else ''} ({outcome['seconds']:.1f}s)"
         )
-    if not _execute("evaluation_summary_job", instance).success:
+    summary = _execute("evaluation_summary_job", instance)
+    stop_if_interrupted(interrupted(summary))
+    if not summary.success:
         raise RuntimeError("evaluation_summary failed; see the run in the Dagster UI")
     return skipped
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +60,35 @@ def _dump_and_kill(sid: int, err: Path) -> str:
     return f"processes of the session:\n{listing}\nstderr (stacks last):\n{err.read_text(errors='replace')[-20000:]}"
 
 
-def run_python(code: str, env: dict[str, str], cwd: Path, timeout: float, linger: float = 30.0) -> Finished:
+def _wait(child: subprocess.Popen, timeout: float, out: Path, interrupt_when: Callable[[str], bool] | None) -> None:
+    """Wait for `child` (subprocess.TimeoutExpired after `timeout` seconds); once what it printed satisfies
+    `interrupt_when`, send SIGINT to its process group, as a Ctrl-C at its terminal would."""
+    if interrupt_when is None:
+        child.wait(timeout)
+        return
+    deadline = time.monotonic() + timeout
+    while child.poll() is None:
+        if interrupt_when(out.read_text()):
+            os.killpg(child.pid, signal.SIGINT)
+            child.wait(max(deadline - time.monotonic(), 0))
+            return
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(child.args, timeout)
+        time.sleep(0.2)
+
+
+def run_python(
+    code: str,
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float,
+    linger: float = 30.0,
+    interrupt_when: Callable[[str], bool] | None = None,
+) -> Finished:
     """Run `python -c code` with `env` in a new session; fail (with every process's stacks) when it
     takes more than `timeout` seconds, or when a process of its session is still running `linger`
-    seconds after it exited."""
+    seconds after it exited. With `interrupt_when`, a Ctrl-C reaches its terminal's process group once
+    its output satisfies that test."""
     import pytest
 
     with tempfile.TemporaryDirectory() as folder:
@@ -78,7 +104,7 @@ def run_python(code: str, env: dict[str, str], cwd: Path, timeout: float, linger
                 start_new_session=True,
             )
             try:
-                child.wait(timeout)
+                _wait(child, timeout, out, interrupt_when)
             except subprocess.TimeoutExpired:
                 pytest.fail(f"still running after {timeout:.0f} s; {_dump_and_kill(child.pid, err)}")
             deadline = time.monotonic() + linger

@@ -1,5 +1,6 @@
 """Processes that `ebm` starts end with it: the step server (multiprocessing's forkserver) leaves at
-once when its parent exits, and the tests' session runner reports what a program leaves behind."""
+once when its parent exits, a Ctrl-C stops the worker processes at once, and the tests' session
+runner reports what a program leaves behind."""
 
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ def test_a_run_left_started_by_a_dead_worker_is_marked_failed_and_no_other():
         instance.add_run(
             DagsterRun(job_name="conditions_job", run_id=run_id, status=status, tags={"dagster/partition": partition})
         )
-    assert fail_orphaned_runs(instance, "conditions_job", ["LBP"], since) == ["aaaaaaaa"]
+    assert fail_orphaned_runs(instance, "conditions_job", ["LBP"], since, "its worker died") == ["aaaaaaaa"]
     assert {run.run_id[0]: run.status for run in instance.get_runs()} == {
         "a": DagsterRunStatus.FAILURE,
         "b": DagsterRunStatus.STARTED,
@@ -137,3 +138,45 @@ def test_numpy_blas_runs_on_one_thread_where_the_definitions_are_loaded() -> Non
 
     blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas), blas
+
+
+# Calls that would run for ten minutes, each saying when it began.
+SLEEPING = """
+import time
+
+def work(key):
+    print("began", key, flush=True)
+    time.sleep(600)
+"""
+
+INTERRUPTED = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, whatever the test runner ignores
+from ebm_platform.process import run_in_workers
+from sleeping import work
+try:
+    for key, _ in run_in_workers(
+        work, {k: (k,) for k in "abcd"}, 2, on_stop=lambda keys: print("stopped", sorted(keys), flush=True)
+    ):
+        print("result", key, flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_a_ctrl_c_stops_the_workers_at_once_and_names_the_calls_under_way(tmp_path):
+    """The workers leave the terminal's process group: the Ctrl-C reaches the caller alone, which kills
+    them instead of waiting for their calls (and the next ones queued) to finish, and says which were
+    under way; nothing is left running. Before, each worker got the Ctrl-C too, and the caller waited for
+    the next queued call: ten minutes here, two more partition runs in `make demo`."""
+    (tmp_path / "sleeping.py").write_text(SLEEPING)
+    done = run_python(
+        INTERRUPTED,
+        {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"},
+        REPO,
+        timeout=120,
+        linger=10,
+        interrupt_when=lambda printed: printed.count("began") == 2,
+    )
+    assert "stopped ['a', 'b']" in done.stdout and "interrupted" in done.stdout, done.stdout + done.stderr
+    assert "result" not in done.stdout and "began c" not in done.stdout

@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as exc:
         print(f"ebm: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("ebm: stopped (Ctrl-C); every write is atomic, so what finished is kept", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
