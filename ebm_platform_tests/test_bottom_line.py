@@ -1933,6 +1933,40 @@ def test_a_trial_against_another_treatment_does_not_answer_whether_it_works() ->
     assert not against_active("Exercise versus usual care for neck pain", "exercise")
 
 
+def test_a_trial_whose_title_tests_another_treatment_does_not_answer() -> None:
+    """The demo answered "Does acupuncture reduce neck pain?" "No" from a trial of acupressure at acupuncture
+    points, through its discussion's "acupuncture/acupressure might have different physiological effects": the
+    trial tells what acupressure does (GRADE's indirectness of intervention). A title that names the intervention,
+    an addition ("with and without mobilization therapy" for manual therapy) and a dose ("a 6-week programme")
+    are not another treatment."""
+    from ebm_platform.retrieval.findings import tests_another
+
+    acupressure = (
+        "Comparative Effects of Acupressure at Local and Distal Acupuncture Points on Pain Conditions and Autonomic "
+        "Function in Females with Chronic Neck Pain"
+    )
+    assert tests_another(acupressure, "acupuncture")
+    assert tests_another("The effectiveness of low laser therapy in subacromial impingement syndrome", "exercise")
+    assert not tests_another("Effectiveness of trigger point dry needling for plantar heel pain", "dry needling")
+    assert not tests_another(
+        "Comparison for efficacy of general exercises with and without mobilization therapy for the management of "
+        "adhesive capsulitis",
+        "manual therapy",
+    )
+    assert not tests_another("Effects of a 6-week programme on pain in office workers", "exercise")
+    assert not tests_another("Neck pain treatment with acupuncture: does the number of needles matter?", "acupuncture")
+
+    question = "Does acupuncture reduce neck pain?"
+    discussion = (
+        "However, acupuncture/acupressure might have different physiological effects between local and distal "
+        "acupuncture points, since we showed that acupressure at LI-4, LI-10, and LI-11 did not, but at GB-21, "
+        "SI-14, and SI-15 significantly influenced autonomic nervous functions."
+    )
+    answer = _answer(NO_DIFFERENCE, [(discussion, 1)], {1: "C"}, {1: acupressure})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "uncertain" and "or test other treatments" in line["text"], line["text"]
+
+
 def test_a_trial_that_adds_to_the_intervention_does_not_answer_and_one_against_conservative_care_does() -> None:
     """The demo answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the
     FAIR trial, which adds physiotherapy to arthroscopy in one arm: what the addition does, not whether

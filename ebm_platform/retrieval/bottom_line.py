@@ -63,6 +63,7 @@ from ebm_platform.retrieval.findings import (
     recommendation_stance,
     recommends,
     recommends_about_arms,
+    tests_another,
     within_one_arm,
 )
 from ebm_platform.retrieval.lexical import stems
@@ -494,7 +495,12 @@ def bottom_line(
         against_other = {
             n
             for n, s in first.items()
-            if not recommends(s) and (against_active(titles[n], intervention) or adds_to(titles[n], intervention))
+            if not recommends(s)
+            and (
+                against_active(titles[n], intervention)
+                or adds_to(titles[n], intervention)
+                or tests_another(titles[n], intervention)
+            )
         }
         uncontrolled_sources = two_forms | against_other
         if uncontrolled_sources and uncontrolled_sources == set(first):
@@ -918,11 +924,12 @@ def _unanswered(kind: str, reason: str, answer: dict, grade: dict[int, str], abo
 
 def uncontrolled(anchors: Anchors) -> str:
     """Why no cited finding answers an effect question: those about it compare forms of the intervention, the
-    intervention with another treatment, or another treatment added to it with it alone."""
+    intervention with another treatment, or another treatment added to it with it alone, or test another
+    treatment (`findings.tests_another`)."""
     i = anchors.intervention
     return (
         f"the cited findings compare forms of {i}, {i} with other treatments or other treatments added to {i}, "
-        f"not {i} with a control"
+        f"or test other treatments, not {i} with a control"
     )
 
 

@@ -519,6 +519,28 @@ def adds_to(title: str, intervention: str) -> bool:
     return bool(own) and any(_names_arm(own, base) and not _names_arm(own, added) for added, base in additions)
 
 
+# what a title says its trial tests ("Comparative Effects of Acupressure at Local and Distal Acupuncture Points on
+# Pain Conditions ..."): the treatment after "effects of", up to where the title turns to a site, people, outcome,
+# comparison or addition ("general exercises with and without mobilization therapy" tests the mobilization)
+TESTED = re.compile(
+    r"\b(?:effects?|efficacy|effectiveness|benefits?) of (?P<tested>[^:;,.]{1,60}?)"
+    r"(?= (?:on|in|for|at|among|with|versus|vs\.?|compared)\b|[:;,.]|$)",
+    re.I,
+)
+DOSE = re.compile(r"\b\d+[- ]?(?:weeks?|months?|days?|sessions?|hours?|minutes?)\b", re.I)  # "a 6-week" programme
+
+
+def tests_another(title: str, intervention: str) -> bool:
+    """Whether a source's title says it tests another treatment (`TESTED`: a word besides kinds of care and
+    doses) and names the intervention nowhere: "Comparative Effects of Acupressure at Local and Distal Acupuncture
+    Points ..." tells what acupressure does, not acupuncture (GRADE's indirectness of intervention; the demo
+    answered "Does acupuncture reduce neck pain?" "No" from that trial, through its discussion's
+    "acupuncture/acupressure might have different physiological effects")."""
+    own = _intervention_own(intervention)
+    tested = [stems(DOSE.sub(" ", m["tested"])) - KINDS_OF_CARE for m in TESTED.finditer(title)]
+    return bool(own and any(tested)) and not _names_arm(own, _text_stems(title))
+
+
 def _head_to_head(text: str, own_i: set[str], own_c: set[str]) -> bool:
     """Whether `text` states a comparison (`COMPARISON_STATED`) and names both arms by their own words: a
     trial with a third arm of the two together ("the whey protein group reduced more ... fat when compared to
