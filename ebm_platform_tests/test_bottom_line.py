@@ -1937,8 +1937,8 @@ def test_a_trial_whose_title_tests_another_treatment_does_not_answer() -> None:
     """The demo answered "Does acupuncture reduce neck pain?" "No" from a trial of acupressure at acupuncture
     points, through its discussion's "acupuncture/acupressure might have different physiological effects": the
     trial tells what acupressure does (GRADE's indirectness of intervention). A title that names the intervention,
-    an addition ("with and without mobilization therapy" for manual therapy) and a dose ("a 6-week programme")
-    are not another treatment."""
+    an addition ("with and without mobilization therapy" for manual therapy), a dose ("a 6-week programme") and a
+    form of a kind of care (Pilates for exercise therapy) are not another treatment."""
     from ebm_platform.retrieval.findings import tests_another
 
     acupressure = (
@@ -1946,14 +1946,16 @@ def test_a_trial_whose_title_tests_another_treatment_does_not_answer() -> None:
         "Function in Females with Chronic Neck Pain"
     )
     assert tests_another(acupressure, "acupuncture")
-    assert tests_another("The effectiveness of low laser therapy in subacromial impingement syndrome", "exercise")
+    assert tests_another("The effectiveness of low laser therapy in subacromial impingement syndrome", "taping")
+    pilates = "A Comparison of the Effects of Pilates and McKenzie Training on Pain and General Health in Men"
+    assert not tests_another(pilates, "exercise therapy") and tests_another(pilates, "acupuncture")
     assert not tests_another("Effectiveness of trigger point dry needling for plantar heel pain", "dry needling")
     assert not tests_another(
         "Comparison for efficacy of general exercises with and without mobilization therapy for the management of "
         "adhesive capsulitis",
         "manual therapy",
     )
-    assert not tests_another("Effects of a 6-week programme on pain in office workers", "exercise")
+    assert not tests_another("Effects of a 6-week programme on pain in office workers", "massage")
     assert not tests_another("Neck pain treatment with acupuncture: does the number of needles matter?", "acupuncture")
 
     question = "Does acupuncture reduce neck pain?"
