@@ -1969,6 +1969,27 @@ def test_a_trial_whose_title_tests_another_treatment_does_not_answer() -> None:
     assert line["answer"] == "uncertain" and "or test other treatments" in line["text"], line["text"]
 
 
+def test_a_review_that_finds_no_advantage_over_another_treatment_does_not_answer_whether_it_works() -> None:
+    """The demo read "No" to "Do foot orthoses reduce patellofemoral pain?" from Cochrane's CD008402, whose
+    conclusion (the title a Cochrane review is imported with) finds "no clear advantage of foot orthoses over simple
+    insoles or physiotherapy": a comparison with other treatments, not with nothing. Over placebo it answers."""
+    from ebm_platform.retrieval.findings import against_active
+
+    question = "Do foot orthoses reduce patellofemoral pain?"
+    conclusion = (
+        "While not robust, the available evidence does not reveal any clear advantage of foot orthoses over simple "
+        "insoles or physiotherapy for patellofemoral pain."
+    )
+    title = f"Cochrane systematic review CD008402: {conclusion[:-1]}"
+    assert against_active(title, "foot orthoses")
+    assert not against_active(
+        "No clear advantage of foot orthoses over placebo insoles for patellofemoral pain", "foot orthoses"
+    )
+    answer = _answer(NO_DIFFERENCE, [(conclusion, 1)], {1: "B"}, {1: title})
+    line = bottom_line(question, question_anchors(question), answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "uncertain" and "foot orthoses with other treatments" in line["text"], line["text"]
+
+
 def test_a_trial_that_adds_to_the_intervention_does_not_answer_and_one_against_conservative_care_does() -> None:
     """The demo answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the
     FAIR trial, which adds physiotherapy to arthroscopy in one arm: what the addition does, not whether

@@ -656,9 +656,10 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     return any(_two_forms(t, own) or _two_forms_joined(t, own) for t in texts)
 
 
-# a title's head-to-head comparison ("autologous blood injection versus local corticosteroid injection"), and a
-# trial's design named in it ("randomised control trial"), which names no control arm
-HEAD_TO_HEAD = re.compile(r"\b(?:versus|vs\.?|compared (?:with|to))\b", re.I)
+# a title's head-to-head comparison ("autologous blood injection versus local corticosteroid injection"; a review's
+# conclusion, which its title holds: "no clear advantage of foot orthoses over simple insoles or physiotherapy"),
+# and a trial's design named in it ("randomised control trial"), which names no control arm
+HEAD_TO_HEAD = re.compile(r"\b(?:versus|vs\.?|compared (?:with|to)|advantage of [^.;:]{1,60}? over)\b", re.I)
 CONTROLLED_TRIAL = re.compile(r"\b(?:(?:non-?)?randomi[sz]ed,? )?control(?:led)? (?:clinical )?trials?\b", re.I)
 # conservative care, the control arm of a trial of anything but conservative care ("Hip arthroscopy versus best
 # conservative care for the treatment of femoroacetabular impingement syndrome")
