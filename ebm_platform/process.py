@@ -43,7 +43,6 @@ def shared_instance(factory: Callable[..., T]) -> Callable[..., T]:
 
 
 @lru_cache(maxsize=1)
-@lru_cache(maxsize=1)
 def _libc() -> ctypes.CDLL | None:
     """The C library, loaded once (None where it cannot be)."""
     try:

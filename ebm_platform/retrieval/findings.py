@@ -533,10 +533,10 @@ DOSE = re.compile(r"\b\d+[- ]?(?:weeks?|months?|days?|sessions?|hours?|minutes?)
 def tests_another(title: str, intervention: str) -> bool:
     """Whether a source's title says it tests another treatment (`TESTED`: a word besides kinds of care and
     doses) and names the intervention nowhere, the intervention being one treatment, not a kind of care
-    ("Effects of Pilates and McKenzie Training" is a trial of exercise therapy): "Comparative Effects of Acupressure at Local and Distal Acupuncture
-    Points ..." tells what acupressure does, not acupuncture (GRADE's indirectness of intervention; the demo
-    answered "Does acupuncture reduce neck pain?" "No" from that trial, through its discussion's
-    "acupuncture/acupressure might have different physiological effects")."""
+    ("Effects of Pilates and McKenzie Training" is a trial of exercise therapy): "Comparative Effects of
+    Acupressure at Local and Distal Acupuncture Points ..." tells what acupressure does, not acupuncture (GRADE's
+    indirectness of intervention; the demo answered "Does acupuncture reduce neck pain?" "No" from that trial,
+    through its discussion's "acupuncture/acupressure might have different physiological effects")."""
     own = _intervention_own(intervention)
     if not own - KINDS_OF_CARE - CONSERVATIVE_FAMILY:  # a kind of care: its forms go by their own names (Pilates)
         return False
