@@ -2082,3 +2082,49 @@ def test_an_arm_named_only_among_examples_is_not_what_a_recommendation_is_about(
     )
     assert recommended_arm(programme, anchors) is None  # a kind of care that holds both arms
     assert recommended_arm("We suggest Pilates for chronic low back pain.", anchors) == "intervention"
+
+
+def test_a_procedure_guided_by_ultrasound_is_no_ultrasound_therapy() -> None:
+    """The demo's "Is therapeutic ultrasound effective for shoulder pain?" read "Uncertain: the top-ranked review
+    does not settle it" from Cochrane's CD009147 on ultrasound-guided glucocorticoid injection, and "Does therapeutic
+    ultrasound help shoulder pain?" counted that review against ultrasound: "ultrasound-guided" names how an injection
+    is placed, not a treatment. A question that compares guidance still reads it."""
+    from ebm_platform.retrieval.findings import names_question
+
+    guided = (
+        "Based upon moderate evidence from five trials, our review was unable to establish any advantage in terms of "
+        "pain, function, shoulder range of motion or safety, of ultrasound-guided glucocorticoid injection for "
+        "shoulder disorders over either landmark-guided or intramuscular injection."
+    )
+    therapy = question_anchors("Is therapeutic ultrasound effective for shoulder pain?")
+    assert not names_question(guided, therapy)
+    assert names_question("Pain fell by 14.9 points with ultrasound and by 6.3 with placebo.", therapy)
+    assert not names_question("Fluoroscopy guided and ultrasound guided blocks relieved pain alike.", therapy)
+    comparing = question_anchors(
+        "Are ultrasound-guided corticosteroid injections better than landmark-guided injections for shoulder pain?"
+    )
+    assert names_question(guided, comparing)
+    answer = _answer(NO_DIFFERENCE, [(guided, 1)], {1: "B"}, {1: "Cochrane systematic review CD009147"})
+    line = bottom_line(
+        "Is therapeutic ultrasound effective for shoulder pain?", therapy, answer, _rules, read_source=lambda n: "no"
+    )
+    assert line["answer"] == "uncertain" and line["sides"] == {}, line
+
+
+def test_an_equivalence_question_names_its_comparator_and_no_difference_answers_it() -> None:
+    """ "Is Pilates as effective as McKenzie training for chronic low back pain?" read its intervention as "Pilates as
+    effective as McKenzie training" and answered "No: no significant difference ...": an equivalence question
+    compares two arms, and a trial that finds no difference between them states the comparison's result."""
+    question = "Is Pilates as effective as McKenzie training for chronic low back pain?"
+    anchors = question_anchors(question)
+    assert (anchors.intervention, anchors.comparator) == ("Pilates", "McKenzie training")
+    other = question_anchors("Is home exercise non-inferior to supervised physiotherapy for knee pain?")
+    assert (other.intervention, other.comparator, other.outcome) == (
+        "home exercise",
+        "supervised physiotherapy",
+        "knee pain",
+    )
+    answer = _answer(NO_DIFFERENCE, [(PILATES_MCKENZIE_BETWEEN, 1)], {1: "C"}, {1: "Pilates and McKenzie training"})
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
+    assert line["question_type"] == "comparative" and line["answer"] == NO_DIFFERENCE, line
+    assert line["text"].startswith("No significant difference"), line["text"]

@@ -42,6 +42,7 @@ PHRASINGS = {
     "difference-between": "Is there a significant difference in {O} between {I} and {C}{S}?",
     "comparable-effects": "Do {I} and {C} have comparable effects on {O}{S}?",
     "more-than": "Does {I} reduce {O} more than {C}{S}?",
+    "as-effective-as": "Is {I} as effective as {C} for {O}{S}?",
 }
 HELD_OUT = {
     "more-effective-in-reducing": "Is {I} more effective than {C} in reducing {O}{S}?",

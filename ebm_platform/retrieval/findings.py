@@ -282,7 +282,7 @@ def arm_words(anchors: Anchors) -> list[str]:
     hamstring injuries does not answer it); of those, a kind of care or how it is given (`KINDS_OF_CARE`) only
     when no other word remains ("nordic" alone: a review of hamstring stretching exercises does not answer it
     either; every word of "structured exercise program")."""
-    arms = [a for a in (anchors.intervention, anchors.comparator) if a]
+    arms = [_joined(a) for a in (anchors.intervention, anchors.comparator) if a]
     own = stems(arms[0]) ^ stems(arms[1]) if len(arms) == 2 else set()
     if len(arms) == 1 and anchors.outcome:
         own = stems(arms[0]) - stems(anchors.outcome)
@@ -360,9 +360,14 @@ WORD = re.compile(r"[a-z0-9]+")
 NEGATED_WORD = re.compile(r"\b(?:non|no|without)[- ](\w)", re.I)  # "non-opioid", "no exercise": not the word
 
 
-def _negation_joined(text: str) -> str:
-    """The text with "non-operative" and "non-surgical" written as one word each (`NEGATED_PREFIX`)."""
-    return NEGATED_PREFIX.sub(r"non\1", text)
+# what guides a procedure ("ultrasound-guided injection", "fluoroscopy guided block"): not a treatment of its own
+GUIDANCE = re.compile(r"\b([a-z]+)[- ]guided\b", re.I)
+
+
+def _joined(text: str) -> str:
+    """The text with "non-operative" and "non-surgical" written as one word each (`NEGATED_PREFIX`), and a
+    procedure's guidance with its "guided" (`GUIDANCE`: "ultrasound-guided" names no ultrasound therapy)."""
+    return GUIDANCE.sub(r"\1guided", NEGATED_PREFIX.sub(r"non\1", text))
 
 
 @lru_cache(maxsize=1 << 14)
@@ -390,7 +395,7 @@ def _text_stems(text: str) -> frozenset[str]:
     """The stems of a text, "non-operative" and "non-surgical" as one word each, "acupuncture points" as
     "acupoints", without what it opens by likening its subject to (`LIKENED`), with each two adjacent words also
     as one (`compound_stems`: "shock wave therapy" names "shockwave")."""
-    joined = ACUPOINTS.sub(r"acu\1", _negation_joined(LIKENED.sub("", text)))
+    joined = ACUPOINTS.sub(r"acu\1", _joined(LIKENED.sub("", text)))
     return stems(joined) | compound_stems(joined)
 
 
@@ -469,7 +474,7 @@ ADD_ON = re.compile(
 def _intervention_own(intervention: str) -> set[str]:
     """An intervention's own stems (`_own_stems`, "non-operative" one word) less the words that name no arm in
     particular (`GENERIC_ARM`): what a title must name to be about it."""
-    return _own_stems(_negation_joined(intervention), "") - GENERIC_ARM
+    return _own_stems(_joined(intervention), "") - GENERIC_ARM
 
 
 def _names_arm(own: set[str], words: frozenset[str]) -> bool:
@@ -646,7 +651,7 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     of one intervention and names no control arm in what it is quoted for: a trial of intramuscular against
     intralesional steroid injections does not tell whether steroid injections work. A body site names no form
     ("hip arthroscopy" against "personalised hip therapy" is a trial of arthroscopy against therapy)."""
-    own = _own_stems(_negation_joined(intervention), "")
+    own = _own_stems(_joined(intervention), "")
     own = own - BODY_SITES or own
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
@@ -692,7 +697,7 @@ def compares_arms(quoted: list[str], anchors: Anchors, summary: str = "") -> boo
     "of adding a physiotherapy rehabilitation program to arthroscopic management" for hip arthroscopy vs
     physiotherapy). GRADE's indirectness of comparison. True when the question names fewer than two arms or
     one arm has no word of its own ("X plus Y" vs "X")."""
-    intervention, comparator = (_negation_joined(arm or "") for arm in (anchors.intervention, anchors.comparator))
+    intervention, comparator = (_joined(arm or "") for arm in (anchors.intervention, anchors.comparator))
     own_i, own_c = _own_stems(intervention, comparator), _own_stems(comparator, intervention)
     if not (own_i and own_c):
         return True

@@ -32,9 +32,14 @@ _PERSONS = (
 # "than" before a length or a time states a quantity, not a comparator ("masses larger than 7 cm", "pain
 # for more than 3 months"; "than 5 mg morphine" or "than 0.5% ropivacaine" is one)
 _QUANTITY = r"\d+(?:\.\d+)?\s*(?:cm\b|mm\b|(?:second|minute|hour|day|week|month|year)s?\b)"
+# "as effective as", "non-inferior to": an equivalence question names its comparator as a comparison does
+_EQUIVALENCE = (
+    r"(?:just |equally )?as (?:effective|efficacious|good|beneficial|useful|helpful|safe) as|"
+    r"(?:non-?inferior|equivalent) to"
+)
 _COMPARISON = (
     rf"compared (?:with|to)|in comparison (?:with|to)|versus|vs\.?|relative to|rather than|than(?!\s+{_QUANTITY})|"
-    r"compare (?:with|to)"
+    rf"compare (?:with|to)|{_EQUIVALENCE}"
 )
 # a population clause ends at a comparison, a time, a new clause after a comma, or the end
 _STOP_CLAUSE = (
