@@ -2128,3 +2128,21 @@ def test_an_equivalence_question_names_its_comparator_and_no_difference_answers_
     line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
     assert line["question_type"] == "comparative" and line["answer"] == NO_DIFFERENCE, line
     assert line["text"].startswith("No significant difference"), line["text"]
+
+
+def test_a_therapeutic_treatment_is_named_by_the_treatment() -> None:
+    """ "Does therapeutic ultrasound help shoulder pain?" read "No" from the electrotherapy review whose result it
+    quoted, "-14.9 points with ultrasound (MD -8.60 points, 95% CI -13.48 to -3.72 points)": the review's finding did
+    not name "therapeutic", so it could not overrule the closed-question reader's no. "Therapeutic" says what care is
+    for, as "structured" says how it is given; it stays where nothing else names the arm ("therapeutic exercise")."""
+    question = "Does therapeutic ultrasound help shoulder pain?"
+    anchors = question_anchors(question)
+    assert arm_words(anchors) == ["ultrasound"]
+    assert arm_words(question_anchors("Does therapeutic exercise reduce knee pain?")) == ["therapeutic", "exercise"]
+    result = (
+        "At six weeks, the mean reduction in overall pain with placebo was -6.3 points on a 52-point scale, and -14.9 "
+        "points with ultrasound (MD -8.60 points, 95% CI -13.48 to -3.72 points)."
+    )
+    answer = _answer(DECREASED, [(result, 1)], {1: "B"}, {1: "Electrotherapy modalities for rotator cuff disease"})
+    line = bottom_line(question, anchors, answer, _rules, read_source=lambda n: "no")
+    assert line["answer"] == "yes" and line["sides"] == {"1": "supports"}, line

@@ -255,11 +255,12 @@ GENERIC_ARM = frozenset(
     stems("intervention treatment therapy group arm program programme care management strategy regimen")
 )
 # words that name a kind of care, not one treatment ("exercise" in "Nordic hamstring exercise"), and words that
-# only describe how care is given ("structured" in "structured exercise program")
+# only describe how care is given ("structured" in "structured exercise program") or what for ("therapeutic" in
+# "therapeutic ultrasound": a review's "-14.9 points with ultrasound" is about it)
 KINDS_OF_CARE = GENERIC_ARM | frozenset(
     stems(
         "exercise exercises training rehabilitation structured supervised unsupervised home based individual "
-        "individualized individualised general specific formal progressive standard conventional active"
+        "individualized individualised general specific formal progressive standard conventional active therapeutic"
     )
 )
 
