@@ -21,6 +21,7 @@ PIP_INSTALL ?= --no-compile
 # torch comes through pip, which reads the machine's pip configuration (here a local CPU wheel; uv would take
 # PyPI's CUDA build, 6.4 GB); the rest of the stack through uv, which installs it from its cache in 4 s against
 # pip's 29-50 s (2026-12-07, the same versions; uv compiles nothing either). pip is the fallback.
+install_extra = $(BIN)/uv pip install -q --python $(BIN)/python -e '.[$(1)]' || $(BIN)/pip install -q $(PIP_INSTALL) -e '.[$(1)]'
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup models lint ui-deps services-deps demo test reliability ui-check bench dev validate clean
@@ -31,7 +32,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(PIP_INSTALL) torch==2.13.0
 	$(BIN)/pip install -q $(PIP_INSTALL) uv==0.13.8
-	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[test]' || $(BIN)/pip install -q $(PIP_INSTALL) -e '.[test]'
+	$(call install_extra,test)
 	$(BIN)/pip check
 	$(BIN)/opt_in_out --opt_out >/dev/null  # OpenVINO would otherwise send usage telemetry on import
 	$(BIN)/ebm embedder --check
@@ -49,8 +50,7 @@ models: $(STAMP)
 ui-deps: $(STAMP)
 	@command -v chromium >/dev/null || { (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
 		|| echo "chromium could not be installed: the UI check will be skipped"; }
-	@test -f $(UI_STAMP) || { { $(BIN)/uv pip install -q --python $(BIN)/python -e '.[ui]' \
-		|| $(BIN)/pip install -q $(PIP_INSTALL) -e '.[ui]'; } && touch $(UI_STAMP); } \
+	@test -f $(UI_STAMP) || { { $(call install_extra,ui); } && touch $(UI_STAMP); } \
 		|| echo "playwright could not be installed: the UI check will be skipped"
 
 demo: models

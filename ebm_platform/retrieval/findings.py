@@ -393,9 +393,9 @@ LIKENED = re.compile(r"^\W*(?:similar(?:ly)? to|like|as with|unlike|in contrast 
 
 
 def _text_stems(text: str) -> frozenset[str]:
-    """The stems of a text, "non-operative" and "non-surgical" as one word each, "acupuncture points" as
-    "acupoints", without what it opens by likening its subject to (`LIKENED`), with each two adjacent words also
-    as one (`compound_stems`: "shock wave therapy" names "shockwave")."""
+    """The stems of a text, "non-operative" and "ultrasound-guided" as one word each (`_joined`), "acupuncture
+    points" as "acupoints", without what it opens by likening its subject to (`LIKENED`), with each two adjacent
+    words also as one (`compound_stems`: "shock wave therapy" names "shockwave")."""
     joined = ACUPOINTS.sub(r"acu\1", _joined(LIKENED.sub("", text)))
     return stems(joined) | compound_stems(joined)
 
