@@ -2111,6 +2111,26 @@ def test_a_procedure_guided_by_ultrasound_is_no_ultrasound_therapy() -> None:
     assert line["answer"] == "uncertain" and line["sides"] == {}, line
 
 
+def test_two_guidances_of_one_procedure_are_told_apart_by_their_own_words() -> None:
+    """A statement's "ultrasound-guided" is one word ("ultrasoundguided", `_joined`), and so is each arm's own word:
+    the arms of "ultrasound-guided injection" against "landmark-guided injection" were "ultrasound" against nothing,
+    so which arm a finding favours, and a change within one arm, went unread."""
+    from ebm_platform.retrieval.findings import favoured_arm, naming_words, within_one_arm
+
+    arms = question_anchors(
+        "Is ultrasound-guided injection more effective than landmark-guided injection for shoulder pain?"
+    )
+    assert naming_words(arms) == ["ultrasoundguided", "landmarkguided"]
+    assert (
+        favoured_arm("Ultrasound-guided injection was superior to landmark-guided injection.", arms) == "intervention"
+    )
+    assert favoured_arm("Pain relief was in favour of landmark-guided injection.", arms) == "comparator"
+    assert within_one_arm("After 6 weeks of ultrasound-guided injection, pain fell from baseline.", arms)
+    assert not within_one_arm(
+        "After 6 weeks, pain fell more with ultrasound-guided than landmark-guided injection.", arms
+    )
+
+
 def test_an_equivalence_question_names_its_comparator_and_no_difference_answers_it() -> None:
     """ "Is Pilates as effective as McKenzie training for chronic low back pain?" read its intervention as "Pilates as
     effective as McKenzie training" and answered "No: no significant difference ...": an equivalence question

@@ -153,6 +153,23 @@ BACKGROUND = [
     "pain.",
     "The sham and the real TENS equipment will have the same appearance, but, after the initial 30 seconds, the "
     "current amplitude will gradually decrease.",
+    # other studies' results, what is known, explanations, hypotheticals, advice on method, limitations and a table
+    # heading: seeds of the demo's generated test questions ("What is the effect of capsule on internal rotation?",
+    # "What is the effect of EDUCATION on strength?", "What is the effect of denosumab on translation?")
+    "In contrast to our results, they observed that the study group showed better VAS and CSS patterns than the "
+    "control groups at 1-month follow-up (P < 0.05).",
+    "Previous data show that LPNIR is safe and effective in relieving chronic pain and other conditions.",
+    "Moreover, contracture of the shoulder posterior capsule is known to cause internal rotation reduction in "
+    "abduction at 90°31).",
+    "This might explain why most measures of translation and rotation did not show any statistically significant "
+    "differences.",
+    "Various mechanisms explaining the pain reduction after joint mobilization have been proposed.",
+    "If patients with higher levels of fear avoidance were less likely to improve from acupuncture, our lack of "
+    "information on this variable would be a limitation of our study.",
+    "Moreover, assessment of the effect of this method should focus on improvements in pain, function, and mood "
+    "simultaneously.",
+    "The limitations of our study include the small number of patients (n= 10) with the greatest loss of JSW.",
+    "Recommendation (strength, direction and certainty of the evidence) A: EDUCATION A.1",
 ]
 FINDINGS = [
     "In the present study, 6 weeks of McKenzie training led to significant reduction in pain levels in men with chronic low back pain.",
@@ -201,6 +218,12 @@ FINDINGS = [
     "intramuscular (P = 0.003).",
     "No significant differences were found among the three groups in terms of lubrication before the treatment "
     "(p=0.79) and four weeks after the treatment (p=0.17).",
+    # participants who report ("they reported fewer hypoglycemic events": a PubMedQA trial's result)
+    "Patients in the IC group had less weight gain than those in the IM group (1.3 vs 4.2 kg; P=.01), and they "
+    "reported fewer hypoglycemic events (2.7 vs 4.3; P=.02).",
+    # a result that gives what is known as its reason
+    "As expected, since corticosteroid effects are known to be short, the VAS for the control group worsened at 3 "
+    "months while it improved in the study group.",
 ]
 
 

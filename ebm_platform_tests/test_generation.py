@@ -368,7 +368,9 @@ def test_a_question_names_what_was_given_and_measured_not_how_much_or_when():
     for name in ("usual care", "placebo", "sham", "no treatment", "conservative treatment"):
         assert askable(name, "Comparator", trial), name
     assert not askable("placebo", "Intervention", trial)
-    for name in ("Time", "Improvement", "events", "2 weeks"):
+    # ... nor a time or a direction alone ("What is the effect of stabilization exercise on pretreatment?", "... of
+    # diclofenac compared with placebo on reductions?", 2026-12-07)
+    for name in ("Time", "Improvement", "events", "2 weeks", "pretreatment", "reductions", "postoperative"):
         assert not askable(name, "Outcome", trial), name
     for name in ("pain", "mean VAS score", "FEV1", "disc height", "quality of life"):
         assert askable(name, "Outcome", trial), name

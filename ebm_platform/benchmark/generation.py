@@ -190,7 +190,8 @@ VAGUE_WORDS = frozenset(
     "minimal clinically important difference group groups arm arms patients participants subjects improvement "
     "improvements change changes effect effects event events result results variable variables measure measures "
     "score scores bonferroni anova oral topical local systemic intramuscular data value values total overall due "
-    "level levels risk mild moderate severe serious".split()
+    "level levels risk mild moderate severe serious pretreatment posttreatment preoperative postoperative "
+    "reduction reductions increase increases decrease decreases".split()
 )
 PEOPLE = frozenset("patients participants subjects".split())  # vague words that still name a population
 # a count written out is no population ("What is the effect of paracetamol ... on adverse events in Seventeen?")

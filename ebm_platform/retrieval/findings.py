@@ -32,9 +32,13 @@ SUPERSCRIPT_REFERENCE = re.compile(
     r"(?<!\bv)(?<!\bn)[a-z)][.,]\d{1,3}(?:[-–,]\d{1,3})*(?=\s+[A-Za-z]|$)"
 )  # not "vs.10", "no.3"
 OTHER_WORK = re.compile(
-    r"\b(?:literature|previous (?:studies|research|trials|reviews)|other (?:studies|authors|trials)|"
+    r"\b(?:literature|previous (?:studies|research|trials|reviews|data|work|findings|reports)|other (?:studies|authors|trials)|"
     r"studies (?:have|show|suggest|report)|(?:has|have) been (?:shown|reported|suggested|demonstrated|known)|"
-    r"they (?:found|showed|demonstrated|concluded)|the authors (?:found|showed|reported|demonstrated|concluded)|"
+    r"they (?:found|showed|demonstrated|concluded|observed)|"
+    r"the authors (?:found|showed|reported|demonstrated|concluded)|"
+    # another study's result set beside this one's ("In contrast to our results, they observed that the study group
+    # showed better VAS", "Previous data show that LPNIR is safe and effective"; the demo's generated questions)
+    r"(?:similar to|in contrast to|contrary to|unlike) our (?:results|findings|study)|"
     r"their (?:\w+ )?meta-?analys[ie]s|their definition of|"
     r"it is (?:well )?known|et al|in their|(?:systematic )?reviews (?:showed|have shown|show|found|did not)|"
     r"(?:was|were|has been|have been|had been) previously (?:tested|shown|reported|described|validated|used|published))\b|"
@@ -76,6 +80,17 @@ CONTEXT = re.compile(
     r"\b(?:might|may|could) (?:result in|lead to|cause|induce)\b[^.;]{0,120}?\bthereby\b|"
     r"\bmechanisms? (?:\S+ ){0,6}?(?:is|are|remains?) (?:still )?(?:unclear|unknown|not (?:fully |well )?understood)\b|"
     r"^\s*to (?:assess|evaluate|determine|investigate|examine|compare|explore|test)\b|"
+    # what is known beforehand ("Moreover, contracture of the shoulder posterior capsule is known to cause internal
+    # rotation reduction", from which the demo generated "What is the effect of capsule on internal rotation?"; not
+    # "As expected, since corticosteroid effects are known to be short, the VAS ... worsened"), an explanation put
+    # forward ("This might explain why ...", "... might result from ...", "mechanisms ... have been proposed"), a
+    # hypothetical ("If patients with higher levels of fear avoidance were less likely to improve ..."), advice on
+    # how to study it ("assessment ... should focus on"), the study's limitations, a table's column heading
+    r"^(?:\W*(?:moreover|however|furthermore|in addition|indeed),)?[^,;]{0,100}?\b(?:is|are) known to\b|"
+    r"\b(?:this|these|which|that) (?:might|may|could) (?:explain|account for)\b|\b(?:might|may|could) result from\b|"
+    r"\bhave been proposed\b|^\W*if\b|\bshould focus on\b|"
+    r"\blimitations? of (?:our|this|the present|the current) (?:study|trial|review)\b|"
+    r"^\W*recommendation \((?:strength|direction)\b|"
     # an abstract's heading inside the sentence, after it or in brackets ("[Purpose] Multidisciplinary treatments are
     # recommended ...", quoted in the core of the demo's multidisciplinary rehabilitation answer)
     r"\b(?:background|objectives?|aims?|purpose|design|introduction)\s*:|"
@@ -318,7 +333,9 @@ def naming_words(anchors: Anchors) -> list[str]:
     control = {stem(w) for match in CONTROL_ARM.finditer(anchors.comparator) for w in terms(match.group(0))}
     if not control:
         return words
-    intervention = [w for w in terms(anchors.intervention or "") if len(w) > 1 and stem(w) not in ARM_QUALIFIERS]
+    intervention = [
+        w for w in terms(_joined(anchors.intervention or "")) if len(w) > 1 and stem(w) not in ARM_QUALIFIERS
+    ]
     return (
         [w for w in words if stem(w) not in control]
         or [w for w in intervention if stem(w) not in control | GENERIC_ARM]
@@ -475,7 +492,7 @@ ADD_ON = re.compile(
 def _intervention_own(intervention: str) -> set[str]:
     """An intervention's own stems (`_own_stems`, "non-operative" one word) less the words that name no arm in
     particular (`GENERIC_ARM`): what a title must name to be about it."""
-    return _own_stems(_joined(intervention), "") - GENERIC_ARM
+    return _own_stems(intervention, "") - GENERIC_ARM
 
 
 def _names_arm(own: set[str], words: frozenset[str]) -> bool:
@@ -563,8 +580,10 @@ def _names_both(words: frozenset[str], own_i: set[str], own_c: set[str]) -> bool
 
 
 def _own_stems(arm: str, other: str) -> set[str]:
-    """The stems of an arm's own words: those the other arm lacks, qualifiers and single letters left out."""
-    return {stem(w) for w in terms(arm) if len(w) > 1} - stems(other) - ARM_QUALIFIERS
+    """The stems of an arm's own words: those the other arm lacks, qualifiers and single letters left out, each
+    arm's negated words and guidance written as one word as a statement's are (`_joined`, `_text_stems`):
+    "ultrasound-guided injection" against "landmark-guided injection" is told apart by "ultrasoundguided"."""
+    return {stem(w) for w in terms(_joined(arm)) if len(w) > 1} - stems(_joined(other)) - ARM_QUALIFIERS
 
 
 # a study of healthy people ("... in healthy subjects"): not the patients a question about treating a condition asks
@@ -652,7 +671,7 @@ def compares_forms(quoted: list[str], intervention: str, summary: str = "") -> b
     of one intervention and names no control arm in what it is quoted for: a trial of intramuscular against
     intralesional steroid injections does not tell whether steroid injections work. A body site names no form
     ("hip arthroscopy" against "personalised hip therapy" is a trial of arthroscopy against therapy)."""
-    own = _own_stems(_joined(intervention), "")
+    own = _own_stems(intervention, "")
     own = own - BODY_SITES or own
     if not own or any(CONTROL_NAMED.search(t) for t in quoted):
         return False
