@@ -14,6 +14,8 @@ from itertools import zip_longest
 PAGE_MARK = re.compile(r"\bPage\s+\d+\s+of\s+\d+\b")
 LONE_NUMBER = re.compile(r"^\s*\d{1,3}\s*$", re.M)
 WORD = re.compile(r"[A-Za-z]+")
+HYPHENATED = re.compile(r"\b([A-Za-z]+)-([a-z]+)\b")
+SUFFIXES = frozenset("ing ings ed tion tions ment ments ly ness".split())  # no word of a compound
 SHORT_WORDS = frozenset("a i an as at be by do go he if in is it me my no of on or so to up us we".split())
 HEADER_WORDS = 30  # the longest running header looked for
 RARER_PIECE = 5  # a recurring piece is still a split word when the whole word is written out 5 times as often
@@ -97,9 +99,10 @@ def remove_furniture(text: str, title: str = "") -> str:
 
 def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
     """Join the pieces of words a PDF extraction split ("DIAGNOSI S", "i maging", "Rec\\nommendation",
-    "evidence -based"). Two neighbouring pieces join when one of them is not a word and together they
-    are one (in `vocabulary` or written whole elsewhere in the text); a piece that could join either
-    neighbour takes the one that makes the longer word."""
+    "evidence -based", "recommenda-tions"). Two neighbouring pieces join when one of them is not a word and
+    together they are one (in `vocabulary` or written whole elsewhere in the text); a piece that could join
+    either neighbour takes the one that makes the longer word. A hyphen stays between two words
+    ("follow-up", "non-specific")."""
     text = re.sub(r"(?<=[A-Za-z]) +-(?=[A-Za-z])", "-", text)  # "evidence -based"
     text = re.sub(r"(?<=[A-Za-z])-[ \t]*\n?[ \t]*(?=[a-z])", "-", text)  # "clinician-\ndirected"
     whole = Counter(w.lower() for w in WORD.findall(text))
@@ -118,6 +121,19 @@ def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
         w = (a + b).lower()
         return (w in vocabulary or whole[w] >= 2) and (not stands_alone(a, w) or not stands_alone(b, w))
 
+    hyphenated = Counter(m.group(0).lower() for m in HYPHENATED.finditer(text))
+
+    def broken(a: str, b: str) -> bool:
+        """A word hyphenated where its line broke ("informa-tion", "regard-ing"), not a compound ("follow-up",
+        "non-specific"): together the pieces are a word, and one of them is no dictionary word (a suffix is
+        none) or the text writes the word whole far more often ("guide-lines" beside "guidelines")."""
+        w = (a + b).lower()
+        words = [p.lower() in SHORT_WORDS if len(p) <= 2 else p.lower() in vocabulary for p in (a, b)]
+        return (w in vocabulary or whole[w] >= 2) and (
+            not all(words) or b.lower() in SUFFIXES or whole[w] >= RARER_PIECE * hyphenated[f"{a}-{b}".lower()]
+        )
+
+    text = HYPHENATED.sub(lambda m: m.group(1) + m.group(2) if broken(m.group(1), m.group(2)) else m.group(0), text)
     tokens = re.split(r"([A-Za-z]+)", text)  # odd indexes: letter runs; even: what separates them
     i = 1
     while i + 2 < len(tokens):
