@@ -2027,6 +2027,16 @@ def test_a_trial_that_adds_to_the_intervention_does_not_answer_and_one_against_c
     # nor does a trial of other treatments in people who undergo it
     undergoing = "Benefits of different postoperative treatments in patients undergoing knee arthroscopic debridement"
     assert adds_to(undergoing, "arthroscopic surgery") and not adds_to(undergoing, "hyaluronic acid")
+    # nor a trial of it combined with another treatment (the demo's hyaluronic acid answer started at certainty high
+    # from such a trial's changes within its arms), unless it alone is an arm
+    combined = (
+        "Preliminary study of highly cross-linked hyaluronic acid-based combination therapy for management of knee "
+        "osteoarthritis-related pain"
+    )
+    assert adds_to(combined, "hyaluronic acid injections")
+    assert adds_to("Effect of exercise combined with manual therapy on neck pain", "exercise")
+    assert not adds_to("Effect of exercise combined with manual therapy on neck pain", "manual therapy")
+    assert not adds_to("Exercise alone or combined with manual therapy versus usual care", "exercise")
     assert not against_active(fashion, "hip arthroscopy") and not compares_forms([better, fashion], "hip arthroscopy")
     # conservative care is no control for a kind of conservative care
     assert against_active("Physiotherapy versus conservative care for neck pain", "physiotherapy")

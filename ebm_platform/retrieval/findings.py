@@ -526,6 +526,17 @@ UNDERGOING = re.compile(
 )
 
 
+# a title's combination of a treatment with another ("highly cross-linked hyaluronic acid-based combination therapy",
+# "exercise combined with manual therapy"): its trial tests the combination; not "X alone or combined with Y", whose
+# X alone is an arm
+COMBINED = re.compile(
+    r"(?P<base>[^.;:]{1,60}?)[- ]based combination\b(?P<added>)|"
+    r"(?P<base2>[^.;:]{1,60}?)\b(?:combined|in combination) with\b(?P<added2>[^.;:]{1,60})",
+    re.I,
+)
+ALONE_OR = re.compile(r"\b(?:alone|or|with or without)\s*$", re.I)
+
+
 def adds_to(title: str, intervention: str) -> bool:
     """Whether a source's title adds another treatment to the intervention ("Efficacy of Adding a Physiotherapy
     Rehabilitation Program to Arthroscopic Management of FAI" for hip arthroscopy), or studies another treatment
@@ -533,11 +544,19 @@ def adds_to(title: str, intervention: str) -> bool:
     arthroscopic debridement" for arthroscopic surgery): both its arms have the intervention, so it tells what the
     other treatment does, not whether the intervention works (GRADE's indirectness of comparison; the demo
     answered "Does hip arthroscopy improve outcomes in femoroacetabular impingement?" "Yes" from the first
-    trial's "a physiotherapist-prescribed rehabilitation program augments improvements")."""
+    trial's "a physiotherapist-prescribed rehabilitation program augments improvements"), or combines it with
+    another (`COMBINED`: "Preliminary study of highly cross-linked hyaluronic acid-based combination therapy ..."
+    gave every arm hyaluronic acid, and its arms' changes from baseline started "Are hyaluronic acid injections
+    effective ...?" at certainty high)."""
     own = _intervention_own(intervention)
     additions = [
         *_additions(title),
         *((_text_stems(title[: m.start()]), _text_stems(m["base"])) for m in UNDERGOING.finditer(title)),
+        *(
+            (_text_stems(m["added"] or m["added2"] or "combination"), _text_stems(base))
+            for m in COMBINED.finditer(title)
+            if not ALONE_OR.search(base := m["base"] or m["base2"])
+        ),
     ]
     return bool(own) and any(_names_arm(own, base) and not _names_arm(own, added) for added, base in additions)
 
