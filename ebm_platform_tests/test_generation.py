@@ -335,7 +335,8 @@ def test_a_question_asks_about_care_not_about_its_evidence_or_its_guideline():
 def test_a_question_names_what_was_given_and_measured_not_how_much_or_when():
     """Names made only of counts, times, statistics, groups, care in general, a body site or an outcome instrument are
     not a question's intervention (the demo asked "What is the effect of two treatment ...", "... of mean treatment
-    compared with placebo ...", "... of Low on Physical impairment?", "... of SPADI on adhesive capsulitis?"), nor
+    compared with placebo ...", "... of Low on Physical impairment?", "... of SPADI on adhesive capsulitis?", "... of
+    posterior on translation?", "... compared with type of acupuncture) versus usual care ..."), nor
     such an outcome ("... on Time?", "... of surgery on Improvement?"); the finding's next name is asked instead."""
     trial = _window(
         "C",
@@ -361,9 +362,19 @@ def test_a_question_names_what_was_given_and_measured_not_how_much_or_when():
         "η2",
         "oral",
         "Control",
+        "posterior",
+        "type of acupuncture) versus usual care",
     ):
         assert not askable(name, "Intervention", trial), name
-    for name in ("oral steroid", "topical diclofenac", "conservative treatment", "PRP", "TENS", "Tai Chi"):
+    for name in (
+        "oral steroid",
+        "topical diclofenac",
+        "conservative treatment",
+        "PRP",
+        "TENS",
+        "Tai Chi",
+        "posterior glide",
+    ):
         assert askable(name, "Intervention", trial), name
     for name in ("usual care", "placebo", "sham", "no treatment", "conservative treatment"):
         assert askable(name, "Comparator", trial), name

@@ -204,7 +204,8 @@ NUMBER_WORDS = frozenset(
 VAGUE_CARE = frozenset(
     "intervention interventions treatment treatments therapy therapies program programs programme management care "
     "strategy strategies regimen technique techniques method methods combination combined outcome outcomes physical "
-    "behavioural behavioral balanced included activation".split()
+    "behavioural behavioral balanced included activation anterior posterior medial lateral proximal distal "
+    "superior inferior".split()  # a direction alone ("What is the effect of posterior on translation?")
 )
 CONTROL_WORDS = frozenset("control controls placebo sham".split())
 # an outcome instrument is no intervention ("What is the effect of SPADI ...")
@@ -214,7 +215,10 @@ INSTRUMENT = re.compile(
 
 
 def askable(name: str, type_: str, window: dict) -> bool:
-    """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`, `VAGUE_WORDS`)."""
+    """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`, `VAGUE_WORDS`); a name
+    cut inside brackets is none ("type of acupuncture) versus usual care")."""
+    if name.count("(") != name.count(")") or name.count("[") != name.count("]"):
+        return False
     folded = fold(name)
     words = set(folded.split())
     specific = {w for w in words if not w.isdigit()} - VAGUE_WORDS
