@@ -117,9 +117,13 @@ def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
         p = piece.lower()
         return known(piece) and (len(p) <= 2 or p in vocabulary or whole[p] * RARER_PIECE > whole[word])
 
+    def a_word(w: str) -> bool:
+        """Whether `w` (lower case) is a word: in `vocabulary`, or written whole at least twice in the text."""
+        return w in vocabulary or whole[w] >= 2
+
     def joined(a: str, b: str) -> bool:
         w = (a + b).lower()
-        return (w in vocabulary or whole[w] >= 2) and (not stands_alone(a, w) or not stands_alone(b, w))
+        return a_word(w) and (not stands_alone(a, w) or not stands_alone(b, w))
 
     hyphenated = Counter(m.group(0).lower() for m in HYPHENATED.finditer(text))
 
@@ -129,7 +133,7 @@ def join_split_words(text: str, vocabulary: frozenset[str] | set[str]) -> str:
         none) or the text writes the word whole far more often ("guide-lines" beside "guidelines")."""
         w = (a + b).lower()
         words = [p.lower() in SHORT_WORDS if len(p) <= 2 else p.lower() in vocabulary for p in (a, b)]
-        return (w in vocabulary or whole[w] >= 2) and (
+        return a_word(w) and (
             not all(words) or b.lower() in SUFFIXES or whole[w] >= RARER_PIECE * hyphenated[f"{a}-{b}".lower()]
         )
 

@@ -530,7 +530,7 @@ UNDERGOING = re.compile(
 # "exercise combined with manual therapy"): its trial tests the combination; not "X alone or combined with Y", whose
 # X alone is an arm
 COMBINED = re.compile(
-    r"(?P<base>[^.;:]{1,60}?)[- ]based combination\b(?P<added>)|"
+    r"(?P<base>[^.;:]{1,60}?)[- ]based combination\b|"
     r"(?P<base2>[^.;:]{1,60}?)\b(?:combined|in combination) with\b(?P<added2>[^.;:]{1,60})",
     re.I,
 )
@@ -553,7 +553,7 @@ def adds_to(title: str, intervention: str) -> bool:
         *_additions(title),
         *((_text_stems(title[: m.start()]), _text_stems(m["base"])) for m in UNDERGOING.finditer(title)),
         *(
-            (_text_stems(m["added"] or m["added2"] or "combination"), _text_stems(base))
+            (_text_stems(m["added2"] or "combination"), _text_stems(base))
             for m in COMBINED.finditer(title)
             if not ALONE_OR.search(base := m["base"] or m["base2"])
         ),
