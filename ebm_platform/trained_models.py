@@ -88,7 +88,8 @@ def ensure_environment_models(
     sample = f", trained on a sample (training limit {limit})" if limit else ""
     lines = [
         f"PICO tagger {meta['key']}: {source} (EBM-NLP dev macro F1 over P, I, O "
-        f"{meta['validation']['learned']['macro_f1']:.3f}, rules {meta['validation']['rules']['macro_f1']:.3f}"
+        f"{meta['validation']['learned']['macro_f1']:.3f} on {meta['validation'].get('inference', 'openvino')}, "
+        f"rules {meta['validation']['rules']['macro_f1']:.3f}"
         f"{'' if meta['beats_rules'] else '; it does not beat the rules, so lakes will not use it'}{sample})"
     ]
     verdict = cached_verdict_model(datasets_dir, encoder, progress, limit)

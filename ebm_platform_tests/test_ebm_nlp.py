@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from ebm_platform.corpus import ebm_nlp_conll
 from ebm_platform.pico import ebm_nlp
 from ebm_platform.pico.spans import CLASSES
 
@@ -27,7 +28,7 @@ LINES = [
 
 
 def test_abstracts_are_parsed_and_their_labels_land_on_the_projects_words():
-    documents = ebm_nlp.parse(LINES)
+    documents = ebm_nlp_conll.parse(LINES)
     assert [pmid for pmid, _ in documents] == ["111", "222"] and len(documents[0][1]) == 9
     example = ebm_nlp.example(*documents[0])
     assert example.words.text == "Hip strengthening in runners with knee-pain . Pain fell"
@@ -47,21 +48,31 @@ def test_abstracts_are_parsed_and_their_labels_land_on_the_projects_words():
 
 def test_a_malformed_line_is_an_error_that_names_it():
     with pytest.raises(ValueError, match="line 3"):
-        ebm_nlp.parse(["-DOCSTART- (1)", "", "Hip NN O I-XYZ"])
+        ebm_nlp_conll.parse(["-DOCSTART- (1)", "", "Hip NN O I-XYZ"])
     with pytest.raises(ValueError, match="line 1"):
-        ebm_nlp.parse(["Hip NN O O"])  # a token before any document
+        ebm_nlp_conll.parse(["Hip NN O O"])  # a token before any document
 
 
 def test_the_dev_tenth_is_seeded_disjoint_and_complete():
-    dev, fit = ebm_nlp.dev_indices(960)
+    dev, fit = ebm_nlp_conll.dev_indices(960)
     assert len(dev) == 96 and not set(dev) & set(fit) and sorted(dev + fit) == list(range(960))
-    assert ebm_nlp.dev_indices(960) == (dev, fit)
-    assert ebm_nlp.dev_indices(960, seed=14)[0] != dev
+    assert ebm_nlp_conll.dev_indices(960) == (dev, fit)
+    assert ebm_nlp_conll.dev_indices(960, seed=14)[0] != dev
+
+
+def test_calibration_texts_are_fit_abstracts_never_the_dev_tenth(datasets_dir):
+    """INT8 quantization is calibrated on abstracts the tagger trains on, never on those it is judged by."""
+    documents = ebm_nlp_conll.read_documents(datasets_dir)
+    dev, fit = ebm_nlp_conll.dev_indices(len(documents))
+    texts = ebm_nlp_conll.fit_texts(datasets_dir, 40)
+    as_text = [" ".join(token for token, _ in tokens) for _, tokens in documents]
+    assert texts == [as_text[i] for i in fit[:40]]
+    assert not {as_text[i] for i in dev} & set(texts)
 
 
 def test_the_shared_subset_reads_as_its_readme_counts(datasets_dir):
     """960 abstracts and 262,127 labelled tokens: P 30,382, I 25,218, O 32,313 (the README's counts)."""
-    documents = ebm_nlp.parse(ebm_nlp.path(datasets_dir).read_text(encoding="utf-8").splitlines())
+    documents = ebm_nlp_conll.parse(ebm_nlp_conll.path(datasets_dir).read_text(encoding="utf-8").splitlines())
     labels = [label for _, tokens in documents for _, label in tokens]
     assert len(documents) == 960 and len(labels) == 262_127
     assert [labels.count(f"I-{k}") for k in ("PAR", "INT", "OUT")] == [30_382, 25_218, 32_313]

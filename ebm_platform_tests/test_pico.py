@@ -271,6 +271,9 @@ def test_pico_tagger_asset_trains_scores_and_is_reused(trained_lake):
     tagger = load_tagger(tagger_path(lake))
     assert isinstance(tagger, FineTunedTagger) and meta["params"]["head"] == report["model"] == "finetuned"
     assert (tagger_path(lake) / "model.safetensors").is_file() and not list(tagger_path(lake).glob("*.pt"))
+    # it tags as the embedder encodes, on the INT8 model, and its figures were measured that way
+    assert tagger.inference == report["inference"] == "openvino-int8"
+    assert "-int8-nncf" in tagger.forward.xml.parent.name
     assert report["learned"]["macro_f1"] > report["majority_class"]["macro_f1"]
     assert len(meta["curve"]) == meta["epochs"] and len(meta["class_bias"]) == len(CLASSES)
     (spans,) = tag_texts(tagger, [TEXT], None)
@@ -432,7 +435,7 @@ def test_a_window_two_conditions_share_is_tagged_once(trained_lake, tmp_path):
     title, body = TEXT.split(". Abstract. ")
     shared = {"window_id": "w1", "doc_id": "d1", "title": title, "section": "Abstract", "text": body}
     other = {**shared, "window_id": "w2", "text": "Knee exercise reduced pain more than usual care (p < 0.01)."}
-    store = SpanStore(tmp_path / "spans", tagger_key(tagger.meta))
+    store = SpanStore(tmp_path / "spans", tagger_key(tagger))
     first = tag_windows([shared, other], tagger, get_encoder())
     store.write("LBP", store.rows([shared, other], first))
     assert len(read) == 2
@@ -444,6 +447,8 @@ def test_a_window_two_conditions_share_is_tagged_once(trained_lake, tmp_path):
     assert len(read) == 3 and read[-1].endswith(changed["text"])  # only the changed window was read
     assert second["w1"] == first["w1"] and second["w1"]
     assert SpanStore(tmp_path / "spans", "another tagger").reusable("NP", [shared]) == {}
+    tagger.inference = "openvino"  # the same weights unquantized tag otherwise: not the same tagger
+    assert SpanStore(tmp_path / "spans", tagger_key(tagger)).reusable("NP", [shared]) == {}
     assert store.reusable("LBP", [shared]) == {}  # a partition never reuses its own earlier spans
 
 

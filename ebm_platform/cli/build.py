@@ -327,6 +327,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         _progress(f"  {message} ({time.perf_counter() - started:.0f} s)")
 
     encoder = get_encoder(settings.embedding_model, settings.embedding_backend)
+    progress(f"encoder: {encoder.description} (converted and quantized once per environment, then reused)")
     for line in ensure_environment_models(settings.require_datasets_dir(), encoder, progress, training_limit()):
         _say(line)
     _say(f"models ready in {time.perf_counter() - started:.0f} s")

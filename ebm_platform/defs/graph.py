@@ -134,7 +134,7 @@ def pico_extractions(
     tagger = usable_tagger(tagger_path(lake.path)) if learned else None
     tagging = (
         PartitionTagging(
-            SpanStore(LakeLayout(lake.root).pico_spans, tagger_key(tagger.meta)),
+            SpanStore(LakeLayout(lake.root).pico_spans, tagger_key(tagger)),
             context.partition_key,
             tagger,
             embedder.encoder(),

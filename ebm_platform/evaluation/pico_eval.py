@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ebm_platform.benchmark.evidence_inference import prompts
+from ebm_platform.corpus import ebm_nlp_conll
 from ebm_platform.corpus.readers import read_jats
 from ebm_platform.corpus.windows import WindowParams, build_windows
 from ebm_platform.graph.pico_rules import extract
@@ -179,7 +180,7 @@ def token_evaluation(
     tagger = load_tagger(tagger_folder)
     if benchmark == "ebm-nlp":
         examples = ebm_nlp.read_examples(datasets_dir, limit)
-        dev = [examples[i] for i in ebm_nlp.dev_indices(len(examples))[0]]
+        dev = [examples[i] for i in ebm_nlp_conll.dev_indices(len(examples))[0]]
         report = {
             **validation_report(tagger, dev, encoder, others=others, previous=previous, progress=progress),
             "split": "EBM-NLP dev tenth",

@@ -5,7 +5,8 @@ A word's label is read from its first word piece (the only piece trained with a 
 texts are cut at word boundaries into runs of at most `chunk_words` words (and 254 pieces, the
 model's sentence length); tagging reads any text in the same runs. Training runs in PyTorch (bf16
 autocast where the CPU computes bf16 natively); tagging runs the same weights through OpenVINO,
-converted once per environment beside the embedder. The per-class bias is fitted on the dev
+converted once per environment beside the embedder (and quantized to INT8 there, as the embedder
+is, unless EBM_EMBEDDING_BACKEND says otherwise: `inference`). The per-class bias is fitted on the dev
 tenth after the last epoch (the number of epochs is fixed, not chosen on dev).
 
 In a trial on the dev tenth (docs/pico.md) this reached macro F1 0.680 over P, I and O on
@@ -26,12 +27,16 @@ import numpy as np
 from ebm_platform.atomic import write_text_atomic
 from ebm_platform.bundled_model import BUNDLED, model_path
 from ebm_platform.index.embeddings import (
+    INT8,
     Encoder,
     OpenVinoForward,
+    calibration_texts,
     convert_openvino,
+    default_backend,
     export_dir,
     forward_batched,
     output_module,
+    quantized_openvino,
     quiet_transformers,
 )
 from ebm_platform.pico.distant import Example
@@ -147,10 +152,12 @@ class FineTunedTagger:
         self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(folder))
         self.bias = np.asarray(meta.get("class_bias", [0.0] * len(CLASSES)), dtype=np.float32)
         self._forward = forward
+        self.inference = INT8 if default_backend() == INT8 else "openvino"  # bf16 where the CPU has it
 
     @property
     def forward(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
-        """The weights on OpenVINO (converted once per environment, keyed by the weights' hash)."""
+        """The weights on OpenVINO (converted once per environment, keyed by the weights' hash; then
+        quantized to INT8 when `inference` says so, calibrated on the texts the encoder's INT8 is)."""
         if self._forward is None:
             import openvino as ov
 
@@ -160,10 +167,19 @@ class FineTunedTagger:
                     digest.update(block)
             target = export_dir() / "pico_tagger_openvino" / f"{digest.hexdigest()[:16]}-ov{ov.__version__}"
             with quiet_transformers():
-                self._forward = OpenVinoForward(
-                    convert_openvino(target, lambda: output_module(_token_classifier(str(self.folder)), "logits"))
-                )
+                xml = convert_openvino(target, lambda: output_module(_token_classifier(str(self.folder)), "logits"))
+            if self.inference == INT8:
+                xml = quantized_openvino(xml, self._calibration_ids, self.tokenizer.pad_token_id)
+            self._forward = OpenVinoForward(xml)
         return self._forward
+
+    def _calibration_ids(self) -> list[list[int]]:
+        """The calibration texts in the runs the tagger reads."""
+        return [
+            run.ids
+            for text in calibration_texts()
+            for run in runs_of(self.tokenizer, Words.of(text), self.params.chunk_words)
+        ]
 
     # ---- training --------------------------------------------------------------------------
     @classmethod
@@ -177,7 +193,8 @@ class FineTunedTagger:
     ) -> FineTunedTagger:
         """Fine-tune the bundled MiniLM on every example but `dev` for `params.epochs` epochs (more when
         that is under `min_steps` steps), report dev macro F1 after each, fit the class bias on dev,
-        and save the weights to `folder`."""
+        and save the weights to `folder`. The tagger returned infers as every lake's tagging does
+        (OpenVINO, `inference`), so its validation figures are those of the weights as shipped."""
         import torch
         from transformers import AutoTokenizer
 
@@ -262,7 +279,7 @@ class FineTunedTagger:
             model.save_pretrained(str(folder), safe_serialization=True)
             tokenizer.save_pretrained(str(folder))
         write_text_atomic(folder / META_FILE, json.dumps(meta, indent=2))
-        return cls(folder, meta, _Logits(model), tokenizer)
+        return cls(folder, meta, tokenizer=tokenizer)  # reports read the saved weights as tagging does
 
     # ---- inference -------------------------------------------------------------------------
     def probabilities(self, words: Sequence[Words]) -> list[np.ndarray]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ebm_platform.code_version import update_digest
+from ebm_platform.corpus import ebm_nlp_conll
 from ebm_platform.index.embeddings import Encoder, WindowEncoding
 from ebm_platform.intervals import unit_interval
 from ebm_platform.pico import ebm_nlp
@@ -189,7 +190,7 @@ def train_and_validate(
     encoder's token vectors (`TaggerParams`; the dev tenth picks its epoch and entity selector)."""
     started = time.perf_counter()
     examples = ebm_nlp.read_examples(datasets_dir, limit)
-    dev, fit = ebm_nlp.dev_indices(len(examples))
+    dev, fit = ebm_nlp_conll.dev_indices(len(examples))
     if not fit:
         raise ValueError(f"too few EBM-NLP abstracts to train on ({len(examples)})")
     if isinstance(params, FineTuneParams):
@@ -211,6 +212,7 @@ def train_and_validate(
             "train_tokens": int(labels.size),
             "train_label_share": {c: round(float((labels == i).mean()), 4) for i, c in enumerate(CLASSES)},
             "encoder": encoder.description,
+            "inference": tagger.inference if isinstance(tagger, FineTunedTagger) else encoder.description,
             "seconds": round(time.perf_counter() - started, 1),
         }
     )
@@ -232,7 +234,7 @@ def training_key(
     digest = hashlib.sha256(json.dumps([encoder_description, limit, asdict(params)]).encode())
     sources = [p for p in sorted((package / "pico").glob("*.py")) if p.name not in TAGGING_ONLY]
     sources += [package / "graph" / "pico_rules.py", package / "bundled_model.py"]
-    data = [ebm_nlp.path(datasets_dir), root / "prompts_merged.csv", *sorted((root / "splits").glob("*.txt"))]
+    data = [ebm_nlp_conll.path(datasets_dir), root / "prompts_merged.csv", *sorted((root / "splits").glob("*.txt"))]
     update_digest(digest, [*sources, *data])
     for path in sorted((root / "xml").glob("*.nxml")):
         digest.update(f"{path.name}:{path.stat().st_size}".encode())

@@ -194,6 +194,8 @@ class PartitionTagging:
         return tagged
 
 
-def tagger_key(meta: dict) -> str:
-    """A saved tagger's identity for SpanStore: the hash of its meta (training key, weights' provenance)."""
-    return hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def tagger_key(tagger: FineTunedTagger | PicoTagger) -> str:
+    """A saved tagger's identity for SpanStore: the hash of its meta (training key, weights' provenance)
+    and, for the fine-tuned tagger, how it infers (INT8 or not)."""
+    identity = {**tagger.meta, "inference": tagger.inference} if isinstance(tagger, FineTunedTagger) else tagger.meta
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
