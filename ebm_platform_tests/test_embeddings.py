@@ -42,7 +42,9 @@ def test_the_int8_encoder_is_quantized_and_agrees_with_the_reference(texts):
     xml = encoder.forward.xml
     assert "-int8-nncf" in xml.parent.name and xml.parent.name.startswith(openvino_model().parent.name)
     assert "FakeQuantize" in {op.get_type_name() for op in ov.Core().read_model(str(xml)).get_ops()}
-    assert "openvino-int8" in encoder.description  # lakes and trained models are keyed by it
+    assert (
+        "openvino-int8" in encoder.description and "INT8 by nncf" in encoder.description
+    )  # lakes and models key by it
     reference = load_embedder().encode(texts, normalize_embeddings=True, convert_to_numpy=True)
     cosine = (encoder.embed(texts) * reference).sum(axis=1)
     assert cosine.mean() >= 0.995 and cosine.min() >= 0.99

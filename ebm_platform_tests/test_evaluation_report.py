@@ -532,6 +532,28 @@ def test_full_strategies_answer_every_other_gold_question_of_a_capped_run():
     assert EvaluationResource(max_questions=0, full_strategies="sr_rag").full_strategy_names() == []  # nothing capped
 
 
+def test_a_condition_without_evidence_is_answered_by_the_full_strategies_only_and_the_summary_says_so():
+    """Seven of the demo's conditions hold no window: there every system answered from other conditions'
+    evidence (68 of the six systems' 84 answers there scored NC_proxy 0, c946f89's demo); sr_rag and naive still
+    answer their questions, the four others do not, and evaluation.md names those conditions."""
+    from ebm_platform.evaluation.report import describe, strategies_for
+
+    six = ["sr_rag", "naive", "med_r2", "meta_rag", "claims", "kg_refine"]
+    assert strategies_for(six, ["sr_rag", "naive"], windows=515) == six
+    assert strategies_for(six, ["sr_rag", "naive"], windows=0) == ["sr_rag", "naive"]
+    assert strategies_for(six, [], windows=0) == six  # uncapped runs (no full strategies) answer with every one
+    rows = pl.DataFrame(
+        {
+            "question_id": ["a", "a", "a", "b", "b"],
+            "condition": ["PFP", "PFP", "PFP", "GL-GEN", "GL-GEN"],
+            "strategy": ["sr_rag", "naive", "claims", "sr_rag", "naive"],
+            "mode": ["offline"] * 5,
+        }
+    )
+    (note,) = [n for n in describe(rows, ["PFP", "GL-GEN"]) if n.startswith("Conditions whose corpus")]
+    assert note.endswith(": GL-GEN.")
+
+
 def test_a_prompt_whose_evidence_trained_the_verdict_model_has_no_gold_verdict(datasets_dir):
     """The platform benchmark admits Evidence Inference train prompts; their verdicts are not scored."""
     from ebm_platform.benchmark.evidence_inference import prompts

@@ -1322,13 +1322,8 @@ def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
     assert results["sr_rag"]["bottom_line_accuracy"] == lines
 
 
-def test_candidate_rows_gathered_on_threads_or_in_processes_equal_one_thread(small_lake, monkeypatch):
-    """fused_candidates gathers its questions in worker processes, a chunk at a time: the same rows, in
-    the same order, as one thread gathering them all."""
-    from functools import partial
-
-    from ebm_platform.retrieval import reranker_data
-    from ebm_platform.retrieval.reranker_data import candidate_rows, candidate_rows_in_workers
+def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):
+    from ebm_platform.retrieval.reranker_data import candidate_rows
 
     retriever = retriever_for(str(small_lake))
     questions = [QUESTION, "Does hip strengthening reduce knee pain?", "Is taping better than exercise for PFP?"]
@@ -1336,14 +1331,6 @@ def test_candidate_rows_gathered_on_threads_or_in_processes_equal_one_thread(sma
     one = candidate_rows(retriever, items, "test", threads=1)
     assert one.height and one["question_id"].unique(maintain_order=True).to_list() == ["q0", "q1", "q2"]
     assert candidate_rows(retriever, items, "test", threads=3).equals(one)
-    monkeypatch.setattr(reranker_data, "CHUNK", 1)  # three calls over two processes
-    told: list[str] = []
-    both = candidate_rows_in_workers(
-        partial(retriever_for, str(small_lake)), {"train": items[:1], "test": items}, 2, told.append
-    )
-    assert both.filter(pl.col("split") == "test").equals(one)
-    assert both["split"].unique(maintain_order=True).to_list() == ["train", "test"]
-    assert "reranker rows (test): 3/3 questions" in told and "reranker rows (train): 1/1 questions" in told
 
 
 def test_the_text_answer_names_no_year_a_source_does_not_state(capsys):

@@ -28,6 +28,7 @@ from ebm_platform.evaluation.report import (
     html,
     paired_markdown,
     pick_questions,
+    strategies_for,
     summarise,
     summary_table,
     verdict_training_questions,
@@ -106,7 +107,14 @@ def evaluation_report(
         mine = test.filter(pl.col("condition") == code) if test.height else test
         questions = pick_questions(mine, evaluation.max_questions, evaluation.seed)
         said = lambda line, code=code: progress(f"{code}: {line}")  # noqa: E731
-        reports[code] = evaluate(retriever, questions, strategies, retriever.client, said, trained)
+        reports[code] = evaluate(
+            retriever,
+            questions,
+            strategies_for(strategies, full, retriever.index.count(code)),
+            retriever.client,
+            said,
+            trained,
+        )
         rest = gold_rest(mine, questions)
         if full and rest.height:
             reports[code] = pl.concat([reports[code], evaluate(retriever, rest, full, retriever.client, said, trained)])

@@ -294,14 +294,26 @@ def summarise(rows: pl.DataFrame, seed: int) -> Summary:
     )
 
 
+def strategies_for(strategies: list[str], full: list[str], windows: int) -> list[str]:
+    """The strategies a condition's sampled test questions are answered by: all of them, or only the
+    full strategies (sr_rag and naive in the demo) when the condition's corpus holds no evidence window
+    (`windows` = 0): every system would answer from other conditions' evidence, and comparing them
+    there measures nothing about the condition."""
+    return strategies if windows or not full else [s for s in strategies if s in full]
+
+
 def describe(rows: pl.DataFrame, expected_conditions: Iterable[str]) -> list[str]:
     """The summary's opening notes: what was evaluated, what is missing, what the proxies are."""
     reported = set(rows["condition"].unique().to_list())
     missing = sorted(set(expected_conditions) - reported)
+    answered = rows.group_by("condition").agg(pl.col("strategy").n_unique())
+    fewer = sorted(answered.filter(pl.col("strategy") < rows["strategy"].n_unique())["condition"].to_list())
     return [
         f"{rows['question_id'].n_unique()} test questions from {len(reported)} conditions; {rows.height} "
         f"(question, strategy) rows; answer modes: {', '.join(sorted(set(rows['mode'].to_list())))}.",
         f"Conditions without a report row (no test questions, or blocked): {', '.join(missing) or 'none'}.",
+        f"Conditions whose corpus holds no evidence window, answered by the full strategies only (the other "
+        f"systems would answer from other conditions' evidence): {', '.join(fewer) or 'none'}.",
         "",
         PROXY_NOTE,
         "",

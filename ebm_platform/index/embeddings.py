@@ -47,8 +47,10 @@ from ebm_platform.vectors import unit_rows
 INT8 = "openvino-int8"
 BACKENDS = (INT8, "openvino", "torch")
 EXPORT_VERSION = "1"  # bump when the conversion below changes
-QUANTIZATION_VERSION = "1"  # bump when `quantized_openvino` or its calibration texts change
-CALIBRATION_TEXTS = 300
+QUANTIZATION_VERSION = "2"  # bump when `quantized_openvino` or its calibration texts change
+# 100 calibration texts quantize the embedder in 14 s (300: 32 s) and agree as well with sentence-transformers:
+# cosine mean 0.9974 / min 0.9960 over 193 article pieces (300: 0.9976 / 0.9931)
+CALIBRATION_TEXTS = 100
 WINDOW_ENCODING = "w4"  # bump when encode_windows changes what it stores (stored rows are copied by description)
 TOKENS_PER_BATCH = 4096
 MAX_BATCH = 128
@@ -403,7 +405,9 @@ class Encoder:
 
     @property
     def description(self) -> str:
-        return f"{self.name} on {self.backend} ({self.forward.precision}, windows {WINDOW_ENCODING})"
+        """What identifies the vectors (stored rows are copied, models keyed and lakes rebuilt by it)."""
+        quantized = f", INT8 by nncf {version('nncf')} q{QUANTIZATION_VERSION}" if self.backend == INT8 else ""
+        return f"{self.name} on {self.backend} ({self.forward.precision}{quantized}, windows {WINDOW_ENCODING})"
 
     def _hidden(self, sequences: list[list[int]]) -> list[np.ndarray]:
         """Hidden states of each sequence (special tokens included), batched by length."""

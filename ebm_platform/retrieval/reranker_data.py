@@ -9,12 +9,11 @@ from dataclasses import replace
 
 import polars as pl
 
-from ebm_platform.process import cores, run_in_workers
+from ebm_platform.process import cores
 from ebm_platform.retrieval.features import FEATURES
 from ebm_platform.retrieval.pipeline import Laps, Retriever
 from ebm_platform.retrieval.sr_rag import scoped_gather
 
-CHUNK = 40  # questions a worker process gathers per call: the splits' progress is told a chunk at a time
 KEYS = {
     "question_id": pl.String,
     "split": pl.String,
@@ -46,11 +45,6 @@ def candidate_rows(
             records.extend(_rows(item, split, merged))
             if progress and (n % 50 == 0 or n == len(items)):
                 progress(f"reranker rows ({split}): {n}/{len(items)} questions")
-    return candidate_rows_of(records)
-
-
-def candidate_rows_of(records: list[dict]) -> pl.DataFrame:
-    """The rows' frame (KEYS and FEATURES), empty when there are none."""
     schema = {**KEYS, **{f: pl.Float64 for f in FEATURES}}
     return pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
 
@@ -70,40 +64,3 @@ def _rows(item: dict, split: str, merged: list) -> list[dict]:
         }
         for c in merged
     ]
-
-
-def candidate_rows_in_workers(
-    retriever: Callable[[], Retriever],
-    items: dict[str, list[dict]],
-    workers: int,
-    progress: Callable[[str], None] | None = None,
-) -> pl.DataFrame:
-    """`candidate_rows` of every split's items (split -> items), CHUNK questions at a time in `workers`
-    processes, each of which builds its retriever once with `retriever` (a module-level function, or a
-    partial of one, so that it pickles); rows in the splits' and the items' order. One process's threads
-    share the GIL (781 questions took 70 s on 1.3 cores); processes do not."""
-    jobs = {(split, start): (chunk, split) for split, rows in items.items() for start, chunk in _chunks(rows)}
-    done: dict[tuple[str, int], pl.DataFrame] = {}
-    for key, frame in run_in_workers(_gathered, jobs, workers, _start_gathering, (retriever,)):
-        done[key] = frame
-        if progress:
-            split = key[0]
-            finished = sum(len(jobs[k][0]) for k in done if k[0] == split)
-            progress(f"reranker rows ({split}): {finished}/{len(items[split])} questions")
-    return pl.concat([done[key] for key in jobs]) if jobs else candidate_rows_of([])
-
-
-def _chunks(rows: list[dict]) -> list[tuple[int, list[dict]]]:
-    return [(start, rows[start : start + CHUNK]) for start in range(0, len(rows), CHUNK)]
-
-
-_retriever: Retriever | None = None  # a worker process's own, built once by `_start_gathering`
-
-
-def _start_gathering(retriever: Callable[[], Retriever]) -> None:
-    global _retriever
-    _retriever = retriever()
-
-
-def _gathered(items: list[dict], split: str) -> pl.DataFrame:
-    return candidate_rows(_retriever, items, split, threads=1)
