@@ -1,7 +1,9 @@
 """Fusion, MaxSim, dual pools, BETR scoring, the CLI's error paths and an end-to-end ask."""
 
 import json
+import os
 import re
+import time
 
 import dagster as dg
 import numpy as np
@@ -1322,8 +1324,40 @@ def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
     assert results["sr_rag"]["bottom_line_accuracy"] == lines
 
 
-def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):
-    from ebm_platform.retrieval.reranker_data import candidate_rows
+def where_a_worker_runs() -> tuple[int, tuple[list[int], int]]:
+    """A worker's pid, the cores it may run on and torch's threads (module level, so that it pickles)."""
+    import torch
+
+    time.sleep(0.2)  # long enough for the other worker to take calls too
+    return os.getpid(), (sorted(os.sched_getaffinity(0)), torch.get_num_threads())
+
+
+def test_each_gathering_worker_takes_a_core_of_its_own_with_one_thread():
+    """Two unpinned workers, each with its OpenVINO, torch and LanceDB threads on both cores, gathered
+    the demo's questions in 65 s, two pinned ones in 56 s (threads in one process: 70 s)."""
+    import multiprocessing
+
+    from ebm_platform.process import run_in_workers
+    from ebm_platform.retrieval.reranker_data import _start_gathering
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one core: nothing to pin apart")
+    started = multiprocessing.get_context("forkserver").Value("i", 0)
+    calls = {n: () for n in range(6)}
+    seen = dict(r for _, r in run_in_workers(where_a_worker_runs, calls, 2, _start_gathering, (dict, started)))
+    assert started.value == 2  # each worker took the next core once
+    assert all(len(cores) == 1 and threads == 1 for cores, threads in seen.values())
+    if len(seen) == 2:  # both workers took calls
+        assert len({tuple(cores) for cores, _ in seen.values()}) == 2
+
+
+def test_candidate_rows_gathered_on_threads_or_in_processes_equal_one_thread(small_lake, monkeypatch):
+    """fused_candidates gathers its questions in worker processes, a chunk at a time: the same rows, in
+    the same order, as one thread gathering them all."""
+    from functools import partial
+
+    from ebm_platform.retrieval import reranker_data
+    from ebm_platform.retrieval.reranker_data import candidate_rows, candidate_rows_in_workers
 
     retriever = retriever_for(str(small_lake))
     questions = [QUESTION, "Does hip strengthening reduce knee pain?", "Is taping better than exercise for PFP?"]
@@ -1331,6 +1365,14 @@ def test_candidate_rows_gathered_on_threads_equal_one_thread(small_lake):
     one = candidate_rows(retriever, items, "test", threads=1)
     assert one.height and one["question_id"].unique(maintain_order=True).to_list() == ["q0", "q1", "q2"]
     assert candidate_rows(retriever, items, "test", threads=3).equals(one)
+    monkeypatch.setattr(reranker_data, "CHUNK", 1)  # three calls over two processes
+    told: list[str] = []
+    both = candidate_rows_in_workers(
+        partial(retriever_for, str(small_lake)), {"train": items[:1], "test": items}, 2, told.append
+    )
+    assert both.filter(pl.col("split") == "test").equals(one)
+    assert both["split"].unique(maintain_order=True).to_list() == ["train", "test"]
+    assert "reranker rows (test): 3/3 questions" in told and "reranker rows (train): 1/1 questions" in told
 
 
 def test_the_text_answer_names_no_year_a_source_does_not_state(capsys):

@@ -4,6 +4,7 @@ features) -> reranker_model (checked), the learned fine scorer of this lake; ver
 closed questions' yes / no / maybe."""
 
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -23,6 +24,7 @@ from ebm_platform.defs.resources import (
     retriever_key,
 )
 from ebm_platform.evaluation.retrieval_eval import benchmark_items
+from ebm_platform.process import cores
 from ebm_platform.retrieval.closed_answer import ClosedAnswerModel
 from ebm_platform.retrieval.learned import (
     MIN_GATE_QUESTIONS,
@@ -33,7 +35,7 @@ from ebm_platform.retrieval.learned import (
     save_out_of_fold,
     without_prompts,
 )
-from ebm_platform.retrieval.reranker_data import candidate_rows
+from ebm_platform.retrieval.reranker_data import candidate_rows_in_workers
 from ebm_platform.retrieval.verdict import VerdictModel
 from ebm_platform.settings import training_limit
 from ebm_platform.trained_models import cached_closed_model, cached_verdict_model
@@ -61,9 +63,11 @@ def fused_candidates(
     fused candidates with their features and gold flags. The reranker trains on the train and
     validation rows; candidate_pools scores all of them with the fine scorer it chose, so the
     retrieval pipeline runs once per question for both."""
-    retriever, progress = build_retriever(retriever_key(lake, llm, embedder)), reporter(context)
-    rows = pl.concat(
-        [candidate_rows(retriever, benchmark_items(bench, splits, split), split, progress) for split in SPLITS]
+    rows = candidate_rows_in_workers(
+        partial(build_retriever, retriever_key(lake, llm, embedder)),
+        {split: benchmark_items(bench, splits, split) for split in SPLITS},
+        cores(),
+        reporter(context),
     )
     return dg.Output(rows, metadata=candidate_metadata(rows))
 
