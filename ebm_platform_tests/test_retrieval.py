@@ -1324,17 +1324,24 @@ def test_answer_evaluation_reports_each_question_per_strategy(small_lake):
     assert results["sr_rag"]["bottom_line_accuracy"] == lines
 
 
-def where_a_worker_runs() -> tuple[int, tuple[list[int], int]]:
-    """A worker's pid, the cores it may run on and torch's threads (module level, so that it pickles)."""
+def where_a_worker_runs() -> tuple[int, tuple[list[int], int, str | None]]:
+    """A worker's pid, the cores it may run on, torch's threads and the probe variable (module level, so
+    that it pickles)."""
     import torch
 
     time.sleep(0.2)  # long enough for the other worker to take calls too
-    return os.getpid(), (sorted(os.sched_getaffinity(0)), torch.get_num_threads())
+    return os.getpid(), (
+        sorted(os.sched_getaffinity(0)),
+        torch.get_num_threads(),
+        os.environ.get("EBM_GATHERING_PROBE"),
+    )
 
 
 def test_each_gathering_worker_takes_a_core_of_its_own_with_one_thread():
     """Two unpinned workers, each with its OpenVINO, torch and LanceDB threads on both cores, gathered
-    the demo's questions in 65 s, two pinned ones in 56 s (threads in one process: 70 s)."""
+    the demo's questions in 65 s, two pinned ones in 56 s (threads in one process: 70 s). Each takes the
+    caller's environment, not the older one of the forkserver it comes from (a lake on S3 was read from a
+    local folder that did not exist)."""
     import multiprocessing
 
     from ebm_platform.process import run_in_workers
@@ -1344,11 +1351,16 @@ def test_each_gathering_worker_takes_a_core_of_its_own_with_one_thread():
         pytest.skip("one core: nothing to pin apart")
     started = multiprocessing.get_context("forkserver").Value("i", 0)
     calls = {n: () for n in range(6)}
-    seen = dict(r for _, r in run_in_workers(where_a_worker_runs, calls, 2, _start_gathering, (dict, started)))
+    caller = {**os.environ, "EBM_GATHERING_PROBE": "set after the forkserver started"}
+    args = (dict, started, caller)
+    seen = dict(r for _, r in run_in_workers(where_a_worker_runs, calls, 2, _start_gathering, args))
     assert started.value == 2  # each worker took the next core once
-    assert all(len(cores) == 1 and threads == 1 for cores, threads in seen.values())
+    assert all(
+        len(cores) == 1 and threads == 1 and probe == caller["EBM_GATHERING_PROBE"]
+        for cores, threads, probe in seen.values()
+    )
     if len(seen) == 2:  # both workers took calls
-        assert len({tuple(cores) for cores, _ in seen.values()}) == 2
+        assert len({tuple(cores) for cores, _, _ in seen.values()}) == 2
 
 
 def test_candidate_rows_gathered_on_threads_or_in_processes_equal_one_thread(small_lake, monkeypatch):

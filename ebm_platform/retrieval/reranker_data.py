@@ -90,7 +90,8 @@ def candidate_rows_in_workers(
     jobs = {(split, start): (chunk, split) for split, rows in items.items() for start, chunk in _chunks(rows)}
     done: dict[tuple[str, int], pl.DataFrame] = {}
     started = multiprocessing.get_context("forkserver").Value("i", 0)  # which core the next worker takes
-    for key, frame in run_in_workers(_gathered, jobs, workers, _start_gathering, (retriever, started)):
+    environment = dict(os.environ)  # the forkserver the workers come from may predate it (a lake on S3: AWS_*)
+    for key, frame in run_in_workers(_gathered, jobs, workers, _start_gathering, (retriever, started, environment)):
         done[key] = frame
         if progress:
             split = key[0]
@@ -106,12 +107,17 @@ def _chunks(rows: list[dict]) -> list[tuple[int, list[dict]]]:
 _retriever: Retriever | None = None  # a worker process's own, built once by `_start_gathering`
 
 
-def _start_gathering(retriever: Callable[[], Retriever], started) -> None:
-    """Take the next core of the caller's (one thread for torch; OpenVINO and LanceDB size their thread
-    pools by the cores a process may use), then build the retriever on it."""
+def _start_gathering(retriever: Callable[[], Retriever], started, environment: dict[str, str]) -> None:
+    """Take the caller's environment and the next core of the caller's (one thread for torch; OpenVINO
+    and LanceDB size their thread pools by the cores a process may use), then build the retriever."""
     import torch
 
+    from ebm_platform.settings import get_settings
+
     global _retriever
+    os.environ.clear()
+    os.environ.update(environment)
+    get_settings.cache_clear()
     allowed = sorted(os.sched_getaffinity(0))
     with started.get_lock():
         core, started.value = allowed[started.value % len(allowed)], started.value + 1
