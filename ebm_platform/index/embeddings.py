@@ -142,7 +142,8 @@ def _weights_key(spec: ModelSpec) -> str:
     if weights and all(f.name in recorded for f in weights):
         parts = [f"{f.name}:{recorded[f.name]}" for f in weights]
     else:
-        parts = [spec.path] + [f"{f.name}:{f.stat().st_size}:{int(f.stat().st_mtime)}" for f in weights]
+        stats = [(f.name, f.stat()) for f in weights]
+        parts = [spec.path] + [f"{name}:{st.st_size}:{int(st.st_mtime)}" for name, st in stats]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
