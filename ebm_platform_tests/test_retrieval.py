@@ -373,6 +373,56 @@ def test_pico_comparison_names_question_terms_the_evidence_lacks():
     assert result["fields"]["intervention"]["status"] == "not reported in the cited evidence"
 
 
+def test_a_question_that_names_only_a_condition_asks_about_people_with_it():
+    """ "Is exercise therapy effective for chronic low back pain?" printed "population  not stated in the
+    question": its condition is compared with the evidence's populations, says where it came from, and a
+    mismatch there is a limitation but no second downgrade (the sources' conditions already judge that)."""
+    from ebm_platform.retrieval.answer import FROM_CONDITION, assess_certainty
+
+    row = {
+        "text": "Exercise reduced pain in adults with chronic low back pain.",
+        "grade": "C",
+        "doc_id": "d1",
+        "entities": [{"type": "Population", "name": "adults with chronic low back pain"}],
+    }
+    anchors = question_anchors("Is exercise therapy effective for chronic low back pain?", ("low back pain",))
+    assert anchors.population is None and anchors.condition == "low back pain"
+
+    def same(texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 1))
+
+    def far(texts: list[str]) -> np.ndarray:
+        return np.eye(len(texts))
+
+    population = pico_comparison(anchors, [row], same)["fields"]["population"]
+    assert population["status"] == "match" and population["from"] == FROM_CONDITION
+    assert population["question"] == "chronic low back pain"  # the question's words, not the catalogue's name
+    assert population["closest_evidence"] == row["entities"][0]["name"]
+    mismatched = pico_comparison(anchors, [row], far)
+    assert mismatched["fields"]["population"]["status"] == "mismatch"
+    assert any(lim.startswith("population mismatch") for lim in mismatched["limitations"])
+    answer = {
+        "citations": [{"n": 1, "grade": "C", "window_id": "w1", "doc_id": "d1"}],
+        "core_answer": [{"statement": row["text"], "citations": [1], "stance": "supports"}],
+        "pico_comparison": mismatched,
+    }
+    assess_certainty(answer, None, set())
+    assert not any("population" in reason for reason in answer["certainty"]["downgraded_for"])
+    # the closest name is the one that misses fewest of the question's terms, then the nearest: the review's
+    # "adults with chronic ..." over a nearer "patients with low back pain" that lacks 'chronic'
+    both = dict(row, entities=[{"type": "Population", "name": "patients with low back pain"}, *row["entities"]])
+
+    def nearer_without_chronic(texts: list[str]) -> np.ndarray:
+        vectors = {"chronic low back pain": [1.0, 0.0], "patients with low back pain": [0.95, 0.31]}
+        return np.array([vectors.get(t, [0.8, 0.6]) for t in texts])
+
+    chosen = pico_comparison(anchors, [both], nearer_without_chronic)["fields"]["population"]
+    assert chosen["closest_evidence"] == "adults with chronic low back pain" and chosen["status"] == "match"
+    # a question that names its people keeps them, and says nothing of where they came from
+    named = question_anchors("In adults with chronic low back pain, is exercise therapy effective?", ("low back pain",))
+    assert "from" not in pico_comparison(named, [row], same)["fields"]["population"]
+
+
 def test_an_outcome_that_is_the_condition_treated_is_not_compared_with_the_evidences_outcomes():
     """ "Is hip arthroscopy better than physiotherapy for femoroacetabular impingement?" names no outcome
     measure: compared with the evidence's outcomes it was a mismatch and a downgrade for indirectness."""

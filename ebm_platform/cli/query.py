@@ -177,11 +177,11 @@ def _print_answer(result: dict) -> None:
     source = comparison.get("evidence_pico_from")
     _say("\n3. PICO comparison" + (f" (the evidence's P/I/C/O: {source})" if source else ""))
     for field, value in comparison.get("fields", {}).items():
-        detail = (
-            f"'{value['question']}' vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"
-            if "closest_evidence" in value
-            else value.get("question") or ""
-        )
+        asked = f"'{value['question']}'" + (f" ({value['from']})" if value.get("from") else "")
+        if "closest_evidence" in value:
+            detail = f"{asked} vs '{value['closest_evidence']}' [{value['citation']}] ({value['similarity']})"
+        else:
+            detail = asked if value.get("question") else ""
         _say(f"   {field:<13} {value['status']}" + (f": {detail}" if detail else ""))
     if comparison.get("summary"):
         _say(f"   {comparison['summary']}")
