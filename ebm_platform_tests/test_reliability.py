@@ -570,7 +570,9 @@ def _services(stack) -> dict[str, str]:
     bin_dir = initdb[-1].parent
     root = Path(tempfile.mkdtemp(prefix="ebm-pg-"))
     stack.callback(shutil.rmtree, root, True)
-    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    # runuser lives in /usr/sbin, which a root shell's PATH may leave out
+    runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") or "runuser"
+    as_user = [runuser, "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_user:
         shutil.chown(root, "postgres")
     subprocess.run(
