@@ -119,10 +119,11 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
     """Question anchors against the evidence's own P/I/C/O: matches, mismatches, limitations. A
     question that names no people but a condition asks about people with it: the condition is its
     population (the field says so in `from`)."""
-    from_condition = anchors.population is None and bool(anchors.condition)
-    if from_condition:  # in the question's words when its outcome phrase is the condition ("chronic low back pain")
+    origin: dict[str, str] = {}  # where the population came from, when not from the question's people
+    if anchors.population is None and anchors.condition:
+        # in the question's words when its outcome phrase is the condition ("chronic low back pain")
         said = anchors.outcome if anchors.outcome and asked(anchors, "outcome") is None else anchors.condition
-        anchors = replace(anchors, population=said)
+        anchors, origin = replace(anchors, population=said), {"from": FROM_CONDITION}
     fields = {
         "population": ("Population",),
         "intervention": ("Intervention", "Arm"),
@@ -151,7 +152,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         if not names:
             comparison[f] = {
                 "question": anchor,
-                **({"from": FROM_CONDITION} if f == "population" and from_condition else {}),
+                **(origin if f == "population" else {}),
                 "status": "not reported in the cited evidence",
             }
             continue
@@ -165,7 +166,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         status = "mismatch" if score < MISMATCH_BELOW else "partial match" if missing else "match"
         comparison[f] = {
             "question": anchor,
-            **({"from": FROM_CONDITION} if f == "population" and from_condition else {}),
+            **(origin if f == "population" else {}),
             "closest_evidence": names[best][0],
             "citation": names[best][1],
             "similarity": round(score, 3),
