@@ -99,6 +99,38 @@ def test_quality_rules_find_boilerplate_duplicates_and_copies():
     assert not warn["picot_completeness"].passed  # 1 of 15 fields present
 
 
+def test_the_quality_rules_flag_generated_questions_whose_fields_repeat_or_point_elsewhere():
+    """`question_fields_sound` (WARN): a generated question whose population repeats its outcome, or whose field
+    opens with a pronoun or runs across a table's cells, is listed; a dataset's own prompt is as published."""
+
+    def question(qid: str, source: str = "generated", **fields: str) -> dict:
+        return sources.row(
+            question_id=qid,
+            condition="X",
+            source=source,
+            question=f"Question {qid}?",
+            exact_answer="x",
+            split_kind="main",
+            gold_window_ids=["w1"],
+            **fields,
+        )
+
+    bench = sources.frame(
+        [
+            question("pain-in-pain", gold_i="coffee", gold_o="pain", gold_p="pain"),
+            question("there", gold_i="risedronate", gold_o="concomitant analgesics", gold_p="There"),
+            question("pipe", gold_i="rescue medication |", gold_o="rescue medication consumed"),
+            question("sound", gold_i="exercise", gold_o="pain", gold_p="patients with chronic low back pain"),
+            question("people", gold_i="exercise", gold_o="pain", gold_p="patients"),
+            question("prompt", "evidence_inference", gold_i="coffee", gold_o="pain", gold_p="pain"),
+        ]
+    )
+    rule = {r.name: r for r in quality_rules(bench, {"w1": "x"}, embed)}["question_fields_sound"]
+    assert not rule.passed and rule.severity == "WARN"
+    assert [row["question_id"] for row in rule.failing] == ["pain-in-pain", "there", "pipe"]
+    assert rule.metadata == {"unsound": 3, "of": 5}
+
+
 def test_release_answers_lose_the_template_clause_not_their_findings():
     assert without_boilerplate(
         "Taping reduced pain at 6 weeks (p = 0.02), but no specific timepoints or numerical values are reported. "

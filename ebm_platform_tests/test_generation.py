@@ -188,6 +188,23 @@ def test_offline_questions_are_made_of_concise_names():
     assert concise(only_long.names("Intervention")) is None
 
 
+def test_an_offline_question_names_no_population_that_its_other_fields_name_or_that_points_elsewhere():
+    """A population that repeats the outcome ("... on pain in pain?") gives way to the condition (here none
+    that the question does not name already); "There" and a table's cell are no field at all."""
+    found = Extraction()
+    found.add_entity("pain", "Population")
+    found.add_entity("coffee", "Intervention")
+    found.add_entity("pain", "Outcome")
+    found.add_entity("pain", "Condition")
+    assert compose_question(found)[0] == "What is the effect of coffee on pain?"
+    found.add_entity("knee osteoarthritis", "Condition")
+    assert compose_question(found)[0] == "What is the effect of coffee on pain in knee osteoarthritis?"
+    trial = {"section": "A trial > Results", "grade": "C"}
+    for name in ("There", "these patients", "rescue medication |"):
+        assert not askable(name, "Population" if name != "rescue medication |" else "Intervention", trial), name
+    assert askable("patients with chronic neck pain", "Population", trial)
+
+
 def test_an_offline_question_asks_what_its_answer_answers():
     """The question is composed from the names that its exact answer states: the window's strongest finding
     that names an intervention and an outcome of the window, not its strongest finding of any kind beside

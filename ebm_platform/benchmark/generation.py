@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ebm_platform.benchmark.fields import PEOPLE, VAGUE_WORDS, points_elsewhere, repeats_fields
 from ebm_platform.benchmark.gold import fold
 from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
@@ -179,21 +180,6 @@ SOURCE_WORDS = frozenset(
 )
 
 
-# Words that do not say what was given or measured: how much, when, which group, how it is given, a statistic
-# ("What is the effect of two treatment on ...", "... of mean treatment compared with placebo ...", "... of Time on
-# Time?", "... of Low on Physical impairment?", "... of KOOS-pain ...": the tagger's slips). A name made of these
-# alone (numbers too) is no question's field; "conservative treatment", "usual care" and "placebo" name one.
-VAGUE_WORDS = frozenset(
-    "a an the of and or to in on at by for with without over against up into from following after before prior pre "
-    "post during time times day days week weeks month months year years baseline end first second last one two "
-    "three four five mean median average lower higher low high deep good poor additional other both each all "
-    "minimal clinically important difference group groups arm arms patients participants subjects improvement "
-    "improvements change changes effect effects event events result results variable variables measure measures "
-    "score scores bonferroni anova oral topical local systemic intramuscular data value values total overall due "
-    "level levels risk mild moderate severe serious pretreatment posttreatment preoperative postoperative "
-    "reduction reductions increase increases decrease decreases".split()
-)
-PEOPLE = frozenset("patients participants subjects".split())  # vague words that still name a population
 # a count written out is no population ("What is the effect of paracetamol ... on adverse events in Seventeen?")
 NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
@@ -216,8 +202,9 @@ INSTRUMENT = re.compile(
 
 def askable(name: str, type_: str, window: dict) -> bool:
     """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`, `VAGUE_WORDS`); a name
-    cut inside brackets is none ("type of acupuncture) versus usual care")."""
-    if name.count("(") != name.count(")") or name.count("[") != name.count("]"):
+    cut inside brackets ("type of acupuncture) versus usual care"), run across a table's cells or opening with a
+    pronoun (`POINTERS`) is none."""
+    if name.count("(") != name.count(")") or name.count("[") != name.count("]") or points_elsewhere(name):
         return False
     folded = fold(name)
     words = set(folded.split())
@@ -349,7 +336,8 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     names nothing the intervention does not is none ("Epley compared with Epley", "sham laser compared with
     sham laser over laser"), an outcome that names nothing but the arms is skipped for the next ("arthroscopy
     compared with controls on arthroscopy"). A population that names a count or a source instead of people ("in
-    Seventeen", "in one trial", "in participants = 964"; "in patients" stays), or none, gives way to the condition
+    Seventeen", "in one trial", "in participants = 964"; "in patients" stays), one that the question's other fields
+    name already ("What is the effect of coffee on pain in pain?"), or none, gives way to the condition
     the finding or its source's title names, unless the question names it already ("What is the effect of oral
     steroid compared with placebo on pain in adhesive capsulitis?", not "... on back pain in low back pain?")."""
     types = {"i": "Intervention", "t": "Timepoint"}
@@ -360,7 +348,12 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     fields["o"] = concise([n for n in found.names("Outcome") if _specific(n) - arms])
     population = concise(found.names("Population"))
     words = set(fold(population or "").split())
-    if words & SOURCE_WORDS or not (_specific(population) or words & PEOPLE) or re.search(r"[=<>]", population or ""):
+    if (
+        words & SOURCE_WORDS
+        or not (_specific(population) or words & PEOPLE)
+        or repeats_fields(population, (fields["i"], fields["c"], fields["o"]))
+        or re.search(r"[=<>]", population or "")
+    ):
         named = arms | _specific(fields["o"])
         population = concise([n for n in found.names("Condition") if not _specific(n) & named])
     return {"p": population, **fields}

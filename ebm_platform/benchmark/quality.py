@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from ebm_platform.benchmark.fields import points_elsewhere, repeats_fields
 from ebm_platform.benchmark.gold import fold
 
 REQUIRED = ("question_id", "condition", "source", "question", "exact_answer", "split_kind")
@@ -206,7 +207,8 @@ def quality_rules(
     """The WARN rules: PICOT completeness, near-duplicates (`near_duplicate_pairs`), verbatim copies of
     a gold window in the questions the platform writes (VERBATIM_SOURCES: an Evidence Inference
     prompt names the arms and outcome as the article words them, a PubMedQA question is its article's
-    title), boilerplate answers."""
+    title), fields of those questions that repeat one another or point elsewhere (`repeats_fields`,
+    `points_elsewhere`: "... on pain in pain?", "... in There?"), boilerplate answers."""
     results: list[RuleResult] = []
 
     picot = bench.filter(pl.col("source").is_in(PICOT_SOURCES))
@@ -247,6 +249,23 @@ def quality_rules(
     results.append(
         RuleResult(
             "no_verbatim_copy", not copies, "WARN", {"copies": len(copies), "max_tokens": VERBATIM_TOKENS}, copies[:50]
+        )
+    )
+
+    unsound = [
+        {"question_id": qid, "question": question}
+        for qid, question, p, i, c, o, t in written.select(
+            "question_id", "question", "gold_p", "gold_i", "gold_c", "gold_o", "gold_t"
+        ).iter_rows()
+        if (p and repeats_fields(p, (i, c, o))) or any(points_elsewhere(f) for f in (p, i, c, o, t) if f)
+    ]
+    results.append(
+        RuleResult(
+            "question_fields_sound",
+            not unsound,
+            "WARN",
+            {"unsound": len(unsound), "of": written.height},
+            unsound[:50],
         )
     )
 
