@@ -99,9 +99,10 @@ def test_quality_rules_find_boilerplate_duplicates_and_copies():
     assert not warn["picot_completeness"].passed  # 1 of 15 fields present
 
 
-def test_the_quality_rules_flag_generated_questions_whose_fields_repeat_or_point_elsewhere():
+def test_the_quality_rules_flag_generated_questions_whose_fields_repeat_or_are_malformed():
     """`question_fields_sound` (WARN): a generated question whose population repeats its outcome, or whose field
-    opens with a pronoun or runs across a table's cells, is listed; a dataset's own prompt is as published."""
+    opens with a pronoun, cites a source or runs across a table's cells, is listed; a dataset's own prompt is as
+    published."""
 
     def question(qid: str, source: str = "generated", **fields: str) -> dict:
         return sources.row(
@@ -120,6 +121,7 @@ def test_the_quality_rules_flag_generated_questions_whose_fields_repeat_or_point
             question("pain-in-pain", gold_i="coffee", gold_o="pain", gold_p="pain"),
             question("there", gold_i="risedronate", gold_o="concomitant analgesics", gold_p="There"),
             question("pipe", gold_i="rescue medication |", gold_o="rescue medication consumed"),
+            question("cited", gold_i="PRP", gold_o="VAS", gold_p="Kon et al19"),
             question("sound", gold_i="exercise", gold_o="pain", gold_p="patients with chronic low back pain"),
             question("people", gold_i="exercise", gold_o="pain", gold_p="patients"),
             question("prompt", "evidence_inference", gold_i="coffee", gold_o="pain", gold_p="pain"),
@@ -127,8 +129,8 @@ def test_the_quality_rules_flag_generated_questions_whose_fields_repeat_or_point
     )
     rule = {r.name: r for r in quality_rules(bench, {"w1": "x"}, embed)}["question_fields_sound"]
     assert not rule.passed and rule.severity == "WARN"
-    assert [row["question_id"] for row in rule.failing] == ["pain-in-pain", "there", "pipe"]
-    assert rule.metadata == {"unsound": 3, "of": 5}
+    assert [row["question_id"] for row in rule.failing] == ["pain-in-pain", "there", "pipe", "cited"]
+    assert rule.metadata == {"unsound": 4, "of": 6}
 
 
 def test_release_answers_lose_the_template_clause_not_their_findings():

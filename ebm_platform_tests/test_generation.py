@@ -188,9 +188,10 @@ def test_offline_questions_are_made_of_concise_names():
     assert concise(only_long.names("Intervention")) is None
 
 
-def test_an_offline_question_names_no_population_that_its_other_fields_name_or_that_points_elsewhere():
-    """A population that repeats the outcome ("... on pain in pain?") gives way to the condition (here none
-    that the question does not name already); "There" and a table's cell are no field at all."""
+def test_an_offline_question_names_no_population_that_its_other_fields_name_or_that_is_malformed():
+    """A population that repeats the outcome ("... on pain in pain?") or names a body site alone gives way to the
+    condition (here none that the question does not name already); a pronoun, a citation, a name cut mid-phrase
+    and a table's cell are no field at all."""
     found = Extraction()
     found.add_entity("pain", "Population")
     found.add_entity("coffee", "Intervention")
@@ -200,9 +201,16 @@ def test_an_offline_question_names_no_population_that_its_other_fields_name_or_t
     found.add_entity("knee osteoarthritis", "Condition")
     assert compose_question(found)[0] == "What is the effect of coffee on pain in knee osteoarthritis?"
     trial = {"section": "A trial > Results", "grade": "C"}
-    for name in ("There", "these patients", "rescue medication |"):
-        assert not askable(name, "Population" if name != "rescue medication |" else "Intervention", trial), name
-    assert askable("patients with chronic neck pain", "Population", trial)
+    for name in ("There", "these patients", "Kon et al19", "sacroiliitis58", "patients with knee OA following"):
+        assert not askable(name, "Population", trial), name
+    assert not askable("rescue medication |", "Intervention", trial)
+    for name in ("patients with chronic neck pain", "adults aged 65 and over", "IL6"):
+        assert askable(name, "Population", trial), name
+    at_a_site = Extraction()
+    at_a_site.add_entity("neck", "Population")
+    at_a_site.add_entity("massage", "Intervention")
+    at_a_site.add_entity("pain", "Outcome")
+    assert compose_question(at_a_site)[0] == "What is the effect of massage on pain?"
 
 
 def test_an_offline_question_asks_what_its_answer_answers():

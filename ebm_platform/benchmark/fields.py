@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ebm_platform.benchmark.gold import fold
@@ -18,19 +19,31 @@ VAGUE_WORDS = frozenset(
     "minimal clinically important difference group groups arm arms patients participants subjects improvement "
     "improvements change changes effect effects event events result results variable variables measure measures "
     "score scores bonferroni anova oral topical local systemic intramuscular data value values total overall due "
-    "level levels risk mild moderate severe serious pretreatment posttreatment preoperative postoperative "
+    "per level levels risk mild moderate severe serious pretreatment posttreatment preoperative postoperative "
     "reduction reductions increase increases decrease decreases".split()
 )
 PEOPLE = frozenset("patients participants subjects".split())  # vague words that still name a population
 # a name that opens with a pronoun or a determiner points at something named elsewhere ("... on concomitant
-# analgesics in There?", "these patients"); a table's cell separator runs a name across cells ("rescue medication |")
+# analgesics in There?", "these patients"); one that ends in a word that joins it to more was cut mid-phrase ("in
+# patients with knee OA following?"); a table's cell separator runs a name across cells ("rescue medication |"); an
+# author's name or a footnote's number glued to a word cites a source ("in Kon et al19?", "in sacroiliitis58?")
 POINTERS = frozenset("there this these those that it its they them their we our he she his her which who".split())
+DANGLING = frozenset(
+    "following with of and or in on at for the after before versus vs compared than to from by".split()
+)
+CITATION = re.compile(r"\bet al(?:\b|\d)|[a-z]{4,}\d+$")
 
 
-def points_elsewhere(name: str) -> bool:
-    """A name that opens with a pronoun or determiner (`POINTERS`) or runs across a table's cells."""
-    words = fold(name).split()
-    return "|" in name or (bool(words) and words[0] in POINTERS)
+def malformed(name: str) -> bool:
+    """A name that points elsewhere (`POINTERS`), stops mid-phrase (`DANGLING`), runs across a table's cells or cites
+    a source (`CITATION`): no question's field."""
+    folded = fold(name)
+    words = folded.split()
+    return (
+        "|" in name
+        or (bool(words) and (words[0] in POINTERS or words[-1] in DANGLING))
+        or bool(CITATION.search(folded))
+    )
 
 
 def repeats_fields(population: str | None, others: Sequence[str | None]) -> bool:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ebm_platform.benchmark.fields import PEOPLE, VAGUE_WORDS, points_elsewhere, repeats_fields
+from ebm_platform.benchmark.fields import PEOPLE, VAGUE_WORDS, malformed, repeats_fields
 from ebm_platform.benchmark.gold import fold
 from ebm_platform.benchmark.sources import frame, row
 from ebm_platform.corpus.windows import SENTENCE_END
@@ -202,9 +202,8 @@ INSTRUMENT = re.compile(
 
 def askable(name: str, type_: str, window: dict) -> bool:
     """Whether an extracted name can be a question's field (`RATING_WORDS`, `SOURCE_WORDS`, `VAGUE_WORDS`); a name
-    cut inside brackets ("type of acupuncture) versus usual care"), run across a table's cells or opening with a
-    pronoun (`POINTERS`) is none."""
-    if name.count("(") != name.count(")") or name.count("[") != name.count("]") or points_elsewhere(name):
+    cut inside brackets ("type of acupuncture) versus usual care") or `malformed` is none."""
+    if name.count("(") != name.count(")") or name.count("[") != name.count("]") or malformed(name):
         return False
     folded = fold(name)
     words = set(folded.split())
@@ -336,8 +335,9 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     names nothing the intervention does not is none ("Epley compared with Epley", "sham laser compared with
     sham laser over laser"), an outcome that names nothing but the arms is skipped for the next ("arthroscopy
     compared with controls on arthroscopy"). A population that names a count or a source instead of people ("in
-    Seventeen", "in one trial", "in participants = 964"; "in patients" stays), one that the question's other fields
-    name already ("What is the effect of coffee on pain in pain?"), or none, gives way to the condition
+    Seventeen", "in one trial", "in participants = 964"; "in patients" stays), a body site alone ("in neck"), one that
+    the question's other fields name already ("What is the effect of coffee on pain in pain?"), or none, gives way
+    to the condition
     the finding or its source's title names, unless the question names it already ("What is the effect of oral
     steroid compared with placebo on pain in adhesive capsulitis?", not "... on back pain in low back pain?")."""
     types = {"i": "Intervention", "t": "Timepoint"}
@@ -350,7 +350,7 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     words = set(fold(population or "").split())
     if (
         words & SOURCE_WORDS
-        or not (_specific(population) or words & PEOPLE)
+        or not (_specific(population) - BODY_SITE_WORDS or words & PEOPLE)
         or repeats_fields(population, (fields["i"], fields["c"], fields["o"]))
         or re.search(r"[=<>]", population or "")
     ):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from ebm_platform.benchmark.fields import points_elsewhere, repeats_fields
+from ebm_platform.benchmark.fields import malformed, repeats_fields
 from ebm_platform.benchmark.gold import fold
 
 REQUIRED = ("question_id", "condition", "source", "question", "exact_answer", "split_kind")
@@ -207,8 +207,8 @@ def quality_rules(
     """The WARN rules: PICOT completeness, near-duplicates (`near_duplicate_pairs`), verbatim copies of
     a gold window in the questions the platform writes (VERBATIM_SOURCES: an Evidence Inference
     prompt names the arms and outcome as the article words them, a PubMedQA question is its article's
-    title), fields of those questions that repeat one another or point elsewhere (`repeats_fields`,
-    `points_elsewhere`: "... on pain in pain?", "... in There?"), boilerplate answers."""
+    title), fields of those questions that repeat one another or are malformed (`repeats_fields`,
+    `malformed`: "... on pain in pain?", "... in There?", "... in Kon et al19?"), boilerplate answers."""
     results: list[RuleResult] = []
 
     picot = bench.filter(pl.col("source").is_in(PICOT_SOURCES))
@@ -257,7 +257,7 @@ def quality_rules(
         for qid, question, p, i, c, o, t in written.select(
             "question_id", "question", "gold_p", "gold_i", "gold_c", "gold_o", "gold_t"
         ).iter_rows()
-        if (p and repeats_fields(p, (i, c, o))) or any(points_elsewhere(f) for f in (p, i, c, o, t) if f)
+        if (p and repeats_fields(p, (i, c, o))) or any(malformed(f) for f in (p, i, c, o, t) if f)
     ]
     results.append(
         RuleResult(
