@@ -136,10 +136,9 @@ def _start_worker(environment: dict[str, str]) -> None:
     """A run worker takes the parent's EBM_* and DAGSTER_* settings (the forkserver it is forked
     from may predate them)."""
     from ebm_platform.defs.progress import TO_STDERR, print_progress
-    from ebm_platform.settings import get_settings
+    from ebm_platform.settings import adopt_environment
 
-    os.environ.update(environment)
-    get_settings.cache_clear()
+    adopt_environment(environment)
     if environment.get(TO_STDERR):
         print_progress()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -133,6 +135,15 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings (tests call `get_settings.cache_clear()` after changing env)."""
     return Settings()
+
+
+def adopt_environment(environment: Mapping[str, str], replace: bool = False) -> None:
+    """A worker process takes its caller's environment (with `replace` exactly it, so that a variable the caller
+    unset is gone too; otherwise on top of its own) and reads its settings from it anew."""
+    if replace:
+        os.environ.clear()
+    os.environ.update(environment)
+    get_settings.cache_clear()
 
 
 def training_limit() -> int | None:

@@ -180,3 +180,23 @@ def test_a_ctrl_c_stops_the_workers_at_once_and_names_the_calls_under_way(tmp_pa
     )
     assert "stopped ['a', 'b']" in done.stdout and "interrupted" in done.stdout, done.stdout + done.stderr
     assert "result" not in done.stdout and "began c" not in done.stdout
+
+
+def test_a_worker_adopts_its_callers_environment_and_rereads_its_settings(tmp_path):
+    """`adopt_environment`: on top of the worker's own environment, or (`replace`) exactly the caller's, so that
+    a variable the caller unset is gone; the settings read afterwards are the caller's."""
+    from ebm_platform.settings import adopt_environment, get_settings
+
+    saved = dict(os.environ)
+    try:
+        caller = {**saved, "EBM_LAKE": str(tmp_path / "lake")}
+        os.environ["EBM_WORKER_ONLY"] = "1"
+        get_settings()
+        adopt_environment(caller)
+        assert os.environ["EBM_WORKER_ONLY"] == "1" and get_settings().lake == tmp_path / "lake"
+        adopt_environment(caller, replace=True)
+        assert "EBM_WORKER_ONLY" not in os.environ and get_settings().lake == tmp_path / "lake"
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        get_settings.cache_clear()

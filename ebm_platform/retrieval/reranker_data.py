@@ -112,12 +112,10 @@ def _start_gathering(retriever: Callable[[], Retriever], started, environment: d
     and LanceDB size their thread pools by the cores a process may use), then build the retriever."""
     import torch
 
-    from ebm_platform.settings import get_settings
+    from ebm_platform.settings import adopt_environment
 
     global _retriever
-    os.environ.clear()
-    os.environ.update(environment)
-    get_settings.cache_clear()
+    adopt_environment(environment, replace=True)
     allowed = sorted(os.sched_getaffinity(0))
     with started.get_lock():
         core, started.value = allowed[started.value % len(allowed)], started.value + 1
