@@ -337,9 +337,9 @@ def question_fields(found: Extraction) -> dict[str, str | None]:
     compared with controls on arthroscopy"). A population that names a count or a source instead of people ("in
     Seventeen", "in one trial", "in participants = 964"; "in patients" stays), a body site alone ("in neck"), one that
     the question's other fields name already ("What is the effect of coffee on pain in pain?"), or none, gives way
-    to the condition
-    the finding or its source's title names, unless the question names it already ("What is the effect of oral
-    steroid compared with placebo on pain in adhesive capsulitis?", not "... on back pain in low back pain?")."""
+    to the condition the finding or its source's title names, unless the question names it already ("What is the
+    effect of oral steroid compared with placebo on pain in adhesive capsulitis?", not "... on back pain in low back
+    pain?")."""
     types = {"i": "Intervention", "t": "Timepoint"}
     fields = {key: concise(found.names(type_)) for key, type_ in types.items()}
     arm = _specific(fields["i"])
