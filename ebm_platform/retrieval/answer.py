@@ -148,11 +148,12 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
             named = " (it names the condition)" if getattr(anchors, f) else ""
             comparison[f] = {"question": None, "status": f"not stated in the question{named}"}
             continue
+        provenance = origin if f == "population" else {}
         names = found[f]
         if not names:
             comparison[f] = {
                 "question": anchor,
-                **(origin if f == "population" else {}),
+                **provenance,
                 "status": "not reported in the cited evidence",
             }
             continue
@@ -166,7 +167,7 @@ def pico_comparison(anchors: Anchors, rows: list[dict], embed: Embed) -> dict:
         status = "mismatch" if score < MISMATCH_BELOW else "partial match" if missing else "match"
         comparison[f] = {
             "question": anchor,
-            **(origin if f == "population" else {}),
+            **provenance,
             "closest_evidence": names[best][0],
             "citation": names[best][1],
             "similarity": round(score, 3),
